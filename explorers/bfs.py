@@ -1,0 +1,228 @@
+"""Single-process breadth-first search: the reference explorer, with shortest counterexamples.
+
+The search is level-synchronous. What it keeps per distinct state is small:
+
+* ``seen``: a set of 64-bit fingerprints (``model.core.fingerprint`` of the view, or the state
+  itself for packed models) -- an int per state, not the state;
+* per level, the fingerprints in discovery order and an ``array`` of parent indices into the
+  previous level. A counterexample is the chain of parent indices, rebuilt into states and actions
+  by replaying (``explorers.paths.rebuild``); no per-state parent dict, no stored actions.
+
+Only the current and the next frontier hold full states. Each successor is fingerprinted once;
+invariants and witnesses are checked when a state is first discovered (so the first violation
+found is at the smallest depth), transition properties on every generated transition. The
+cyclic garbage collector is paused during the search: states are immutable acyclic values, and
+CPython would otherwise rescan the growing frontiers again and again.
+
+TLC's semantics for the state constraint and the depth bound: a state outside ``within_bounds``
+or at ``max_depth`` is counted and checked but not expanded, and is never a deadlock.
+"""
+from __future__ import annotations
+
+import gc
+import resource
+import time
+import traceback
+from array import array
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from model.core import Expectation, Model, ModelBase, collision_probability
+from explorers.paths import key_function, rebuild, successors_of
+from explorers.result import ActionCoverage, Outcome, Stats, Violation
+
+PROGRESS_EVERY = 2048  # expansions between clock reads
+
+
+@dataclass(frozen=True)
+class Progress:
+    generated: int
+    distinct: int
+    depth: int
+    queue: int          # states discovered but not yet expanded
+    seconds: float
+
+    @property
+    def states_per_second(self) -> float:
+        return self.distinct / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class BfsOptions:
+    properties: Sequence[str] | None = None      # names to check; None: all the model has
+    max_depth: int = 0                            # 0: unbounded
+    check_deadlock: bool | None = None            # None: the model's default
+    progress: Callable[[Progress], None] | None = None
+    progress_interval: float = 2.0                # seconds between progress reports
+
+
+def select_properties(model: Model, names: Sequence[str] | None):
+    props = list(model.properties())
+    if names is None:
+        return props
+    known = {p.name: p for p in props}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise KeyError(f"unknown property {missing[0]!r} (known: {', '.join(known) or 'none'})")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+class _Stop(Exception):
+    """Ends the search at the first violation."""
+
+    def __init__(self, violation: Violation):
+        self.violation = violation
+
+
+def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
+    props = select_properties(model, options.properties)
+    by_kind = {k: [p for p in props if p.expectation is k] for k in Expectation}
+    always = [(p, p.holds) for p in by_kind[Expectation.ALWAYS]]
+    transition = [(p, p.holds) for p in by_kind[Expectation.TRANSITION]]
+    pending = [(p, p.holds) for p in by_kind[Expectation.SOMETIMES]]  # witnesses not yet seen
+    deadlock = (getattr(model, "check_deadlock", True) if options.check_deadlock is None
+                else options.check_deadlock)
+    max_depth = options.max_depth
+    successors, key, packed = successors_of(model), key_function(model), getattr(model, "packed", False)
+    within = model.within_bounds
+    bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
+
+    seen: set[int] = set()
+    levels: list[tuple[list[int], array]] = []  # per depth: fingerprints, parent indices
+    cov: dict = {}
+    dcov: dict = {}
+    generated = 0
+    depth = 0
+    violations: list[Violation] = []
+    interrupted = complete = False
+    frontier: list = []
+    next_fps: list[int] = []
+    next_parents = array("l")
+    rss0 = _rss_mb()
+    t0 = time.perf_counter()
+    last_report = t0
+
+    def path_to(d: int, i: int):
+        """Fingerprints from an initial state to state ``i`` of depth ``d``."""
+        lv = levels + [(next_fps, next_parents)]
+        fps = []
+        while d > 0:
+            fps.append(lv[d][0][i])
+            i = lv[d][1][i]
+            d -= 1
+        fps.append(lv[0][0][i])
+        return rebuild(model, fps[::-1])
+
+    def witness(t) -> None:
+        for entry in pending[:]:
+            if entry[1](t):
+                pending.remove(entry)
+
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    expanding = None  # (depth, index) of the state being expanded, for model errors
+    try:
+        try:
+            fps0 = next_fps
+            for s in model.init_states():
+                fp = key(s)
+                if fp not in seen:
+                    seen.add(fp)
+                    frontier.append(s)
+                    fps0.append(fp)
+                    for p, holds in always:
+                        if not holds(s):
+                            raise _Stop(Violation(p.name, "always", p.claim, path_to(0, len(fps0) - 1)))
+                    witness(s)
+            levels.append((fps0, array("l")))
+            next_fps = []
+            while frontier:
+                if max_depth and depth >= max_depth:
+                    break
+                nxt = []
+                nxt_append, fps_append, par_append = nxt.append, next_fps.append, next_parents.append
+                seen_add, cov_get, dcov_get = seen.add, cov.get, dcov.get
+                for i, s in enumerate(frontier):
+                    expanding = (depth, i)
+                    if not i % PROGRESS_EVERY and options.progress is not None:
+                        now = time.perf_counter()
+                        if now - last_report >= options.progress_interval:
+                            last_report = now
+                            options.progress(Progress(generated, len(seen), depth,
+                                                      len(frontier) - i + len(nxt), now - t0))
+                    if bounded and not within(s):
+                        continue
+                    out = successors(s)
+                    if not out:
+                        if deadlock:
+                            raise _Stop(Violation("deadlock", "deadlock",
+                                                  "some action is enabled in every reachable state",
+                                                  path_to(depth, i)))
+                        continue
+                    generated += len(out)
+                    for a, t in out:
+                        cov[a] = cov_get(a, 0) + 1
+                        fp = t if packed else key(t)
+                        if transition:
+                            for p, holds in transition:
+                                if not holds(s, a, t):
+                                    base = path_to(depth, i)
+                                    raise _Stop(Violation(p.name, "transition", p.claim, type(base)(
+                                        base.states + (t,), base.actions + (a,))))
+                        if fp not in seen:
+                            seen_add(fp)
+                            nxt_append(t)
+                            fps_append(fp)
+                            par_append(i)
+                            dcov[a] = dcov_get(a, 0) + 1
+                            for p, holds in always:
+                                if not holds(t):
+                                    raise _Stop(Violation(p.name, "always", p.claim,
+                                                          path_to(depth + 1, len(nxt) - 1)))
+                            if pending:
+                                witness(t)
+                expanding = None
+                levels.append((next_fps, next_parents))
+                next_fps, next_parents = [], array("l")
+                frontier = nxt
+                if nxt:
+                    depth += 1
+            complete = not frontier
+            violations += [Violation(p.name, "sometimes", p.claim) for p, _ in pending] if complete else []
+        except _Stop as stop:
+            violations.append(stop.violation)
+        except KeyboardInterrupt:
+            interrupted = True
+        except Exception as exc:  # an exception in model code: a model error, with its path
+            path = path_to(*expanding) if expanding else None
+            violations.append(Violation("model_error", "model_error", "the model raised an exception",
+                                        path, "".join(traceback.format_exception(exc)).rstrip()))
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+    seconds = time.perf_counter() - t0
+    peak = _rss_mb()
+    depth += bool(next_fps)  # a level cut short by a violation
+    by_name: dict[str, list[int]] = {}
+    for a, n in cov.items():
+        by_name.setdefault(a[0], [0, 0])[0] += n
+    for a, n in dcov.items():
+        by_name[a[0]][1] += n
+    kinds = list(getattr(model, "action_kinds", lambda: ())())
+    order = kinds + sorted(set(by_name) - set(kinds))
+    coverage = tuple(ActionCoverage(k, *by_name[k]) for k in order if k in by_name)
+    stats = Stats(generated=generated, distinct=len(seen), depth=depth, seconds=seconds,
+                  peak_memory_mb=peak,
+                  bytes_per_state=(peak - rss0) * 2**20 / max(len(seen), 1),
+                  collision_probability=0.0 if packed else collision_probability(len(seen)))
+    return Outcome(
+        model=model.name, explorer="bfs", stats=stats, coverage=coverage,
+        never_enabled=tuple(k for k in kinds if k not in by_name),
+        checked=tuple(p.name for p in props if p.expectation is not Expectation.EVENTUALLY),
+        unchecked=tuple(p.name for p in by_kind[Expectation.EVENTUALLY]),
+        violations=tuple(violations), interrupted=interrupted, complete=complete)
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -1,0 +1,115 @@
+"""What the CLI prints: progress on stderr (a live line on a terminal, plain periodic lines
+otherwise), the result on stdout (TLC-style text, or one JSON object with ``--json``)."""
+from __future__ import annotations
+
+import json
+import sys
+from typing import IO, Any
+
+from explorers.result import Outcome
+
+
+def _n(x: int) -> str:
+    return f"{x:,}"
+
+
+class ProgressPrinter:
+    """Callable given to an explorer; ``close`` ends a live line."""
+
+    def __init__(self, stream: IO[str] = sys.stderr):
+        self.stream = stream
+        self.live = stream.isatty()
+        self.width = 0
+
+    def __call__(self, p) -> None:
+        line = (f"progress: depth {p.depth}, {_n(p.distinct)} distinct, {_n(p.generated)} generated, "
+                f"{_n(p.queue)} queued, {_n(int(p.states_per_second))} distinct/s, {p.seconds:.0f} s")
+        if self.live:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.live and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
+def describe_config(cfg) -> str:
+    parts = [f"{k}={v}" for k, v in cfg.values if not k.startswith("check.")]
+    return f"model {cfg.model} ({', '.join(parts)})" if parts else f"model {cfg.model}"
+
+
+def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
+    s = outcome.stats
+    lines = [f"kafka-mc check: {describe_config(cfg)}, explorer {outcome.explorer} [{cfg.source}]"]
+    if outcome.exit_code == 0:
+        lines.append("Model checking completed. No error has been found.")
+    elif outcome.interrupted and not outcome.violations:
+        lines.append("Interrupted: the results below are partial.")
+    lines.append(f"  {_n(s.distinct)} distinct states, {_n(s.generated)} generated, depth {s.depth}, "
+                 f"{s.seconds:.2f} s ({_n(int(s.states_per_second))} distinct states/s)")
+    lines.append(f"  peak memory {s.peak_memory_mb:.0f} MB ({s.bytes_per_state:.0f} bytes per state); "
+                 + ("fingerprints exact (packed states)" if s.collision_probability == 0
+                    else f"fingerprint collision probability {s.collision_probability:.1e}"))
+    if not outcome.complete and not outcome.violations and not outcome.interrupted:
+        lines.append(f"  search stopped at the depth bound ({s.depth}); the state space was not exhausted")
+    if outcome.checked:
+        lines.append(f"Properties checked: {', '.join(outcome.checked)}")
+    if outcome.unchecked:
+        lines.append(f"Not checked by this explorer (liveness): {', '.join(outcome.unchecked)}")
+    lines.append("Coverage (transitions generated / new states found, per action):")
+    width = max([len(c.name) for c in outcome.coverage] + [6])
+    for c in outcome.coverage:
+        lines.append(f"  {c.name:<{width}}  {_n(c.fired):>12}  {_n(c.distinct):>10}")
+    lines.append(f"  never enabled: {', '.join(outcome.never_enabled) if outcome.never_enabled else 'none'}")
+    for v in outcome.violations:
+        lines.append("")
+        lines.append(_violation_headline(v))
+        if v.claim:
+            lines.append(f"  claim: {v.claim}")
+        if v.path is not None:
+            lines.append(f"  shortest counterexample: {len(v.path)} steps")
+            for i, a in enumerate(v.path.actions, start=1):
+                lines.append(f"    {i:>3}. {model.format_action(a)}")
+        if v.detail:
+            lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
+        if v.property in traces:
+            lines.append(f"  trace written to {traces[v.property]}")
+            lines.append(f"  replay it: kafka-mc replay {traces[v.property]}")
+    return "\n".join(lines)
+
+
+def _violation_headline(v) -> str:
+    return {
+        "always": f"Error: invariant {v.property} is violated.",
+        "transition": f"Error: transition property {v.property} is violated.",
+        "sometimes": f"Error: {v.property} was never witnessed (a 'sometimes' property: the check "
+                     "would pass vacuously).",
+        "deadlock": "Error: deadlock reached (no action is enabled).",
+        "model_error": "Error: the model raised an exception.",
+    }.get(v.kind, f"Error: {v.property} is violated.")
+
+
+def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
+    s = outcome.stats
+    doc: dict[str, Any] = {
+        "model": outcome.model, "explorer": outcome.explorer, "config": cfg.to_dict(),
+        "verdict": outcome.verdict, "exit_code": outcome.exit_code, "complete": outcome.complete,
+        "stats": {"generated": s.generated, "distinct": s.distinct, "depth": s.depth,
+                  "seconds": round(s.seconds, 3), "states_per_second": round(s.states_per_second),
+                  "peak_memory_mb": round(s.peak_memory_mb, 1),
+                  "bytes_per_state": round(s.bytes_per_state, 1),
+                  "collision_probability": s.collision_probability},
+        "checked": list(outcome.checked), "unchecked": list(outcome.unchecked),
+        "coverage": {c.name: {"fired": c.fired, "distinct": c.distinct} for c in outcome.coverage},
+        "never_enabled": list(outcome.never_enabled),
+        "violations": [{"property": v.property, "kind": v.kind, "claim": v.claim,
+                        "steps": len(v.path) if v.path is not None else None,
+                        "actions": [model.format_action(a) for a in v.path.actions] if v.path else [],
+                        "trace": traces.get(v.property), "detail": v.detail or None}
+                       for v in outcome.violations],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True)

@@ -1,0 +1,1 @@
+"""Invariants of the Kafka model, one module per concern; each module exports PROPERTIES."""

@@ -1,0 +1,181 @@
+"""Configurations: TOML files (DESIGN.md section 5), ``--set`` overrides, validation.
+
+A ``Config`` is a frozen, picklable value: the model's name and every parameter as a dotted key
+(``model.resource_managers``, ``faults.producer_crashes``, ``check.max_depth``) with defaults
+filled in. Each model declares its parameters (``Param``); the ``[check]`` section is common to
+all. Anything unknown, mistyped or out of range is a ``ConfigError`` whose one-line message names
+the key and where it came from.
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+REPO_CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+class ConfigError(ValueError):
+    """A bad configuration; the message is one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class Param:
+    key: str                 # "section.name"
+    type: type               # int, bool, str or list (a list of strings)
+    default: Any
+    doc: str = ""
+    min: int | None = None
+    max: int | None = None
+    choices: tuple | None = None
+
+    @property
+    def section(self) -> str:
+        return self.key.split(".", 1)[0]
+
+    def check(self, value: Any, where: str) -> Any:
+        """The value, normalised (lists become tuples); ConfigError if it does not fit."""
+        ok = {int: lambda v: isinstance(v, int) and not isinstance(v, bool),
+              bool: lambda v: isinstance(v, bool),
+              str: lambda v: isinstance(v, str),
+              list: lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+              }[self.type](value)
+        if not ok:
+            want = {int: "an integer", bool: "true or false", str: "a string",
+                    list: "a list of strings"}[self.type]
+            raise ConfigError(f"{where}: {self.key} must be {want}, got {value!r}")
+        if self.min is not None and value < self.min or self.max is not None and value > self.max:
+            rng = f"{self.min if self.min is not None else '-inf'}..{self.max if self.max is not None else 'inf'}"
+            raise ConfigError(f"{where}: {self.key} = {value!r} is out of range ({rng})")
+        if self.choices is not None:
+            items = value if self.type is list else [value]
+            bad = [x for x in items if x not in self.choices]
+            if bad:
+                raise ConfigError(f"{where}: {self.key} = {bad[0]!r} is not one of "
+                                  f"{', '.join(map(str, self.choices))}")
+        return tuple(value) if self.type is list else value
+
+
+CHECK_PARAMS = (
+    Param("check.invariants", list, ("all",), "properties to check (\"all\", or names)"),
+    Param("check.max_depth", int, 0, "depth bound, 0 = unbounded", min=0),
+    Param("check.deadlock", bool, None,
+          "whether a state with no enabled action is an error (unset: the model's default)"),
+)
+
+
+@dataclass(frozen=True)
+class Config:
+    model: str
+    values: tuple[tuple[str, Any], ...]  # sorted (dotted key, value)
+    source: str = "<built-in>"
+    _index: Mapping[str, Any] = field(default=None, compare=False, repr=False, hash=False)
+    _hash: int = field(default=0, compare=False, repr=False, hash=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_index", dict(self.values))
+        object.__setattr__(self, "_hash", hash((self.model, self.values)))
+
+    def __hash__(self) -> int:  # configs key caches in rules; hash once
+        return self._hash
+
+    def __getitem__(self, key: str) -> Any:
+        return self._index[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._index.get(key, default)
+
+    def section(self, name: str) -> dict[str, Any]:
+        prefix = name + "."
+        return {k[len(prefix):]: v for k, v in self.values if k.startswith(prefix)}
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Nested sections, as TOML would write them (for trace metadata and --json)."""
+        out: dict[str, dict[str, Any]] = {"model": {"name": self.model}}
+        for k, v in self.values:
+            section, name = k.split(".", 1)
+            out.setdefault(section, {})[name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+    def with_values(self, **changes: Any) -> "Config":
+        """A copy with dotted keys changed (``with_values(**{"check.max_depth": 3})``)."""
+        merged = dict(self.values) | changes
+        return Config(self.model, tuple(sorted(merged.items())), self.source)
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """``section.key=value`` from ``--set``; the value is TOML, or else a bare string."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or "." not in key or not all(key.split(".")):
+        raise ConfigError(f"--set {text!r}: expected section.key=value")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return key, value
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"config {path}: no such file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config {path}: is a directory") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config {path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"config {path}: invalid TOML: {e}") from None
+    except OSError as e:
+        raise ConfigError(f"config {path}: {e.strerror}") from None
+
+
+def resolve_config_path(name: str) -> Path:
+    """A path, or the name of a configuration shipped in configs/ (``tiny`` -> configs/tiny.toml)."""
+    p = Path(name)
+    if p.exists() or p.suffix == ".toml" or "/" in name:
+        return p
+    shipped = REPO_CONFIGS / f"{name}.toml"
+    return shipped if shipped.exists() else p
+
+
+def shipped_configs() -> list[Path]:
+    return sorted(REPO_CONFIGS.glob("*.toml")) if REPO_CONFIGS.is_dir() else []
+
+
+def build_config(raw: Mapping[str, Any], params: Sequence[Param], model: str,
+                 source: str = "<built-in>", overrides: Iterable[tuple[str, Any]] = ()) -> Config:
+    """Validate ``raw`` TOML sections (and ``--set`` overrides) against ``params``."""
+    known = {p.key: p for p in (*CHECK_PARAMS, *params)}
+    sections = sorted({p.section for p in known.values()})
+    values: dict[str, Any] = {}
+    for section, body in raw.items():
+        if section not in sections:
+            raise ConfigError(f"{source}: unknown section [{section}] for model {model} "
+                              f"(known: {', '.join(sections)})")
+        if not isinstance(body, dict):
+            raise ConfigError(f"{source}: [{section}] must be a table")
+        for name, value in body.items():
+            key = f"{section}.{name}"
+            if key == "model.name":
+                continue
+            values[key] = _lookup(known, key, source, model).check(value, source)
+    for key, value in overrides:
+        values[key] = _lookup(known, key, "--set", model).check(value, "--set")
+    for key, p in known.items():
+        values.setdefault(key, p.check(p.default, "default") if p.default is not None else None)
+    return Config(model, tuple(sorted((k, v) for k, v in values.items() if v is not None)), source)
+
+
+def _lookup(known: Mapping[str, Param], key: str, where: str, model: str) -> Param:
+    try:
+        return known[key]
+    except KeyError:
+        section = key.split(".", 1)[0]
+        names = sorted(k.split(".", 1)[1] for k in known if k.startswith(section + "."))
+        hint = f" (known: {', '.join(names)})" if names else ""
+        raise ConfigError(f"{where}: unknown key {key} for model {model}{hint}") from None

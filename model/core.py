@@ -1,0 +1,177 @@
+"""The contract between models and explorers (DESIGN.md section 2).
+
+A model is a transition system over immutable values. Explorers see only this module:
+
+* ``Model``: ``init_states``, ``actions`` / ``step`` (the reference semantics), optionally
+  ``successors`` (a fused fast path explorers prefer), ``properties``, ``within_bounds`` (state
+  constraint), ``view`` (the deduplication key) and ``action_kinds`` (every action name the model
+  can take, so coverage can list the ones never enabled).
+* ``Property``: a named claim with an ``Expectation``.
+* ``fingerprint``: the stable 64-bit key of a view.
+
+Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
+build in the hot path and readable in traces. A model names each action's parameters in
+``action_params`` so traces and reports can print ``RMPrepare(rm=3)``.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+
+S = TypeVar("S")
+Action = tuple  # (name, *args)
+
+
+class Expectation(str, enum.Enum):
+    """What a property claims, in Stateright's and TLC's vocabulary."""
+
+    ALWAYS = "always"            # holds(state) in every reachable state (an invariant)
+    TRANSITION = "transition"    # holds(before, action, after) for every reachable transition
+    SOMETIMES = "sometimes"      # holds(state) in at least one reachable state (a witness)
+    EVENTUALLY = "eventually"    # liveness: on every behaviour, a state where holds(state)
+
+
+@dataclass(frozen=True)
+class Property:
+    """A named claim. ``holds`` takes ``(state)``, or ``(before, action, after)`` for TRANSITION."""
+
+    name: str
+    expectation: Expectation
+    holds: Callable[..., bool]
+    claim: str = ""  # one sentence, shown when the property is violated
+
+
+@runtime_checkable
+class Model(Protocol[S]):
+    """What every explorer relies on. ``ModelBase`` supplies the optional parts."""
+
+    name: str
+
+    def init_states(self) -> Iterable[S]: ...
+    def actions(self, s: S) -> Iterable[Action]: ...
+    def step(self, s: S, a: Action) -> S: ...
+    def properties(self) -> Sequence[Property]: ...
+    def within_bounds(self, s: S) -> bool: ...
+    def view(self, s: S) -> Hashable: ...
+
+
+def identity_view(self, s):
+    """The state is its own view (no symmetry, no counters to drop)."""
+    return s
+
+
+identity_view.is_identity = True
+
+
+class ModelBase:
+    """Defaults for the optional parts of the contract.
+
+    ``packed``: a model whose states are ints in ``[0, 2**61 - 1)`` and are their own view sets it,
+    and explorers then use the state itself as its fingerprint (``hash`` of such an int is the int:
+    no collisions, no hashing work). ``check_deadlock``: whether a state without enabled actions is
+    an error by default (a configuration may override it).
+    """
+
+    name = "model"
+    packed = False
+    check_deadlock = True
+    action_params: Mapping[str, tuple[str, ...]] = {}
+
+    view = identity_view
+
+    def within_bounds(self, s) -> bool:
+        return True
+
+    def successors(self, s) -> list[tuple[Action, Any]]:
+        """Every enabled action with its successor, in ``actions`` order."""
+        step = self.step
+        return [(a, step(s, a)) for a in self.actions(s)]
+
+    def action_kinds(self) -> tuple[str, ...]:
+        return tuple(self.action_params)
+
+    def format_action(self, a: Action) -> str:
+        return format_action(a, self.action_params.get(a[0], ()))
+
+    def itf_encode(self, s) -> Mapping[str, Any]:
+        """The state as named trace variables (ITF ``vars``); one variable by default."""
+        return {"state": s}
+
+    def itf_decode(self, vars: Mapping[str, Any]):
+        """Inverse of ``itf_encode``: rebuild the exact state value."""
+        return vars["state"]
+
+
+def action_name(a: Action) -> str:
+    return a[0]
+
+
+def format_action(a: Action, params: Sequence[str] = ()) -> str:
+    """``("RMPrepare", 3)`` with params ``("rm",)`` -> ``RMPrepare(rm=3)``."""
+    args = a[1:]
+    if not args:
+        return a[0]
+    names = list(params) + [f"arg{i}" for i in range(len(params), len(args))]
+    return f"{a[0]}({', '.join(f'{n}={v!r}' for n, v in zip(names, args))})"
+
+
+# --- fingerprints -------------------------------------------------------------------------------
+#
+# A fingerprint is CPython's hash of the view, which is stable across processes and machines for
+# the value types below: the tuple hash (xxHash-based, the same since CPython 3.8 on 64-bit
+# builds), the int hash (x mod 2**61 - 1) and the order-independent frozenset hash involve no
+# per-process seed. str, bytes and None are excluded: str/bytes hashes are salted per process
+# (PYTHONHASHSEED) and None's hash is its address before CPython 3.12. IntEnum members hash as
+# their int and are allowed (use them for named states). Ints must lie in [-1, 2**61 - 1):
+# hash(-1) == hash(-2), and larger ints wrap. A fingerprint computed this way costs one C call,
+# which is what makes the visited set cheap; a cryptographic digest of an encoding costs ~1 µs
+# per state, more than the rest of the search. Like TLC's, fingerprints can collide (probability
+# about n²/2⁶⁵ for n states); the explorers report that estimate.
+
+fingerprint = hash
+INT_MIN, INT_MAX = -1, 2**61 - 2
+
+
+class ViewError(TypeError):
+    """A view contains a value whose hash is not stable across processes."""
+
+
+def check_view(view: Any, path: str = "view") -> None:
+    """Raise ``ViewError`` naming the first part of ``view`` that would fingerprint unstably."""
+    if isinstance(view, bool):
+        return
+    if isinstance(view, int):
+        if not INT_MIN <= view <= INT_MAX:
+            raise ViewError(f"{path} = {view}: ints in views must lie in [-1, 2**61 - 2]")
+        if isinstance(view, enum.Enum) and not isinstance(view, enum.IntEnum):
+            raise ViewError(f"{path} = {view!r}: only IntEnum members hash stably")
+        return
+    if isinstance(view, float):
+        return
+    if isinstance(view, tuple):  # includes NamedTuples
+        for i, item in enumerate(view):
+            check_view(item, f"{path}[{i}]")
+        return
+    if isinstance(view, frozenset):
+        for item in sorted(view, key=repr):
+            check_view(item, f"{path}{{{item!r}}}")
+        return
+    if _is_plain_dataclass(view):
+        for name in view.__dataclass_fields__:
+            check_view(getattr(view, name), f"{path}.{name}")
+        return
+    raise ViewError(
+        f"{path}: {type(view).__name__} does not fingerprint stably across processes "
+        "(use ints, IntEnum, tuples, frozensets or frozen dataclasses of those)")
+
+
+def _is_plain_dataclass(v: Any) -> bool:
+    fields = getattr(type(v), "__dataclass_fields__", None)
+    params = getattr(type(v), "__dataclass_params__", None)
+    return fields is not None and params is not None and params.frozen and params.eq
+
+
+def collision_probability(distinct: int) -> float:
+    """TLC's optimistic estimate of a fingerprint collision having happened."""
+    return distinct * distinct / 2.0**65

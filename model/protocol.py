@@ -1,0 +1,139 @@
+"""How a protocol is assembled from rules (DESIGN.md section 2).
+
+A ``Rule`` is one kind of event (``HandleInitProducerId``, ``RMPrepare``): ``enabled(p, s)``
+yields the argument tuples for which it can fire in ``s``, ``apply(p, s, *args)`` returns the
+next state. A ``ProtocolSpec`` gathers the rules, the initial states and the properties; ``derive``
+makes a variant (a protocol version, a deliberately broken mutant) by replacing, adding or removing
+rules and properties; ``bind(config)`` turns it into a ``Model`` an explorer can run.
+
+Rules and property checks take the model's parameters first: ``enabled(p, s)``,
+``apply(p, s, *args)``, ``holds(p, s)`` or ``holds(p, s, a, t)``, where ``p = spec.params(config)``
+is computed once by ``bind`` (a typed, precomputed view of the configuration; the ``Config``
+itself by default), so the hot path never parses configuration.
+
+A spec may carry ``fast_successors(p)``: a hand-fused successor function for exactly its rule
+set (TwoPhase has one). ``derive`` drops it whenever the rules change, so a variant always runs on
+the reference semantics; tests check the fast path agrees with the rules.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace as dc_replace
+from functools import partial
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from model.core import Action, ModelBase, Property
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    params: tuple[str, ...]
+    enabled: Callable[[Any, Any], Iterable[tuple]]
+    apply: Callable[..., Any]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    name: str
+    init: Callable[[Any], Iterable[Any]]                      # init(p) -> initial states
+    rules: tuple[Rule, ...]
+    properties: tuple[Property, ...] = ()
+    params: Callable[[Any], Any] = None                       # Config -> p (default: the Config)
+    view: Callable[[Any, Any], Any] | None = None            # view(p, s)
+    within_bounds: Callable[[Any, Any], bool] | None = None  # within_bounds(p, s)
+    fast_successors: Callable[[Any], Callable[[Any], list]] | None = None  # p -> successors
+    packed: bool = False
+    check_deadlock: bool = True
+    itf_codec: Any = None  # optional: encode(p, s) -> dict of vars, decode(p, vars) -> s
+    doc: str = ""
+
+    def __post_init__(self):
+        _unique("rule", [r.name for r in self.rules])
+        _unique("property", [p.name for p in self.properties])
+
+    def rule(self, name: str) -> Rule:
+        for r in self.rules:
+            if r.name == name:
+                return r
+        raise KeyError(f"{self.name} has no rule {name!r}")
+
+    def derive(self, name: str, *, replace: Iterable[Rule] = (), add: Iterable[Rule] = (),
+               remove: Iterable[str] = (), add_properties: Iterable[Property] = (),
+               replace_properties: Iterable[Property] = (), remove_properties: Iterable[str] = (),
+               doc: str = "", **fields: Any) -> "ProtocolSpec":
+        """A variant of this spec. Replaced rules keep their position; added ones go last."""
+        rules = _edit("rule", self.rules, replace, add, remove)
+        props = _edit("property", self.properties, replace_properties, add_properties,
+                      remove_properties)
+        if rules != self.rules and "fast_successors" not in fields:
+            fields["fast_successors"] = None
+        return dc_replace(self, name=name, rules=rules, properties=props,
+                          doc=doc or self.doc, **fields)
+
+    def bind(self, cfg: Any) -> "RuleModel":
+        return RuleModel(self, cfg)
+
+
+def _unique(kind: str, names: Sequence[str]) -> None:
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError(f"duplicate {kind} names: {sorted(dup)}")
+
+
+def _edit(kind, items, replace, add, remove):
+    by_name = {x.name: x for x in replace}
+    names = {x.name for x in items}
+    for n in list(by_name) + list(remove):
+        if n not in names:
+            raise KeyError(f"no {kind} {n!r} to replace or remove")
+    out = [by_name.get(x.name, x) for x in items if x.name not in set(remove)]
+    return tuple(out) + tuple(add)
+
+
+class RuleModel(ModelBase):
+    """A ``ProtocolSpec`` bound to a configuration: the ``Model`` explorers run."""
+
+    def __init__(self, spec: ProtocolSpec, cfg: Any):
+        self.spec, self.cfg, self.name = spec, cfg, spec.name
+        self.params = p = spec.params(cfg) if spec.params else cfg
+        self.packed, self.check_deadlock = spec.packed, spec.check_deadlock
+        self.action_params = {r.name: r.params for r in spec.rules}
+        self._rules = [(r.name, partial(r.enabled, p), partial(r.apply, p)) for r in spec.rules]
+        self._apply = {name: apply for name, _, apply in self._rules}
+        self._properties = tuple(dc_replace(prop, holds=partial(prop.holds, p))
+                                 for prop in spec.properties)
+        if spec.view is not None:
+            self.view = partial(spec.view, p)
+        if spec.within_bounds is not None:
+            self.within_bounds = partial(spec.within_bounds, p)
+        if spec.fast_successors is not None:
+            self.successors = spec.fast_successors(p)
+
+    def init_states(self):
+        return list(self.spec.init(self.params))
+
+    def actions(self, s) -> list[Action]:
+        return [(name, *args) for name, enabled, _ in self._rules for args in enabled(s)]
+
+    def step(self, s, a: Action):
+        try:
+            apply = self._apply[a[0]]
+        except (KeyError, IndexError, TypeError):
+            raise ValueError(f"{self.name} has no action {a!r}") from None
+        return apply(s, *a[1:])
+
+    def successors(self, s):
+        return [((name, *args), apply(s, *args))
+                for name, enabled, apply in self._rules for args in enabled(s)]
+
+    def properties(self):
+        return self._properties
+
+    def itf_encode(self, s) -> Mapping[str, Any]:
+        codec = self.spec.itf_codec
+        return codec.encode(self.params, s) if codec else super().itf_encode(s)
+
+    def itf_decode(self, vars: Mapping[str, Any]):
+        codec = self.spec.itf_codec
+        return codec.decode(self.params, vars) if codec else super().itf_decode(vars)

@@ -1,0 +1,1 @@
+"""Small reference models for testing and benchmarking the explorers."""

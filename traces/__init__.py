@@ -1,0 +1,1 @@
+"""Counterexample traces: ITF files (Apalache's Informal Trace Format), replay."""

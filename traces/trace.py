@@ -1,0 +1,104 @@
+"""Counterexample traces as ITF files (DESIGN.md section 7).
+
+A file holds the trace metadata (``#meta``: model, configuration, property, explorer, tool
+version), the state variables (``vars``) and the states; each state after the first records in
+its ``#meta`` the action that led to it, both readable (``RMPrepare(rm=1)``) and as an ITF value
+(``action_value``) that replay decodes. The same trace always serialises to the same bytes.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+from typing import Any, Mapping
+
+from traces.itf import ItfError, decode, encode
+
+FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+MAX_TRACE_BYTES = 256 * 2**20
+
+
+class TraceError(ValueError):
+    """A malformed or mismatching trace file; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Trace:
+    meta: Mapping[str, Any]
+    vars: tuple[str, ...]
+    states: tuple[Mapping[str, Any], ...]   # decoded variable values per state
+    actions: tuple[tuple, ...]              # actions[i] leads from states[i] to states[i + 1]
+
+    @classmethod
+    def from_path(cls, model, path, meta: Mapping[str, Any]) -> "Trace":
+        states = tuple(dict(model.itf_encode(s)) for s in path.states)
+        return cls(dict(meta), tuple(states[0]), states, tuple(path.actions))
+
+    def to_json(self, model=None) -> str:
+        """Canonical ITF text. ``model`` (optional) formats actions with parameter names."""
+        fmt = model.format_action if model is not None else repr
+        states = []
+        for i, s in enumerate(self.states):
+            meta: dict[str, Any] = {"index": i}
+            if i:
+                a = self.actions[i - 1]
+                meta |= {"action": fmt(a), "action_value": encode(tuple(a))}
+            states.append({"#meta": meta, **{k: encode(s[k]) for k in self.vars}})
+        doc = {"#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, **self.meta},
+               "vars": list(self.vars), "states": states}
+        return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+    def write(self, file: str | FsPath, model=None) -> None:
+        FsPath(file).write_text(self.to_json(model), encoding="utf-8")
+
+
+def read(file: str | FsPath) -> Trace:
+    """Parse an ITF trace file; ``TraceError`` (one line) when it is not a valid kafka-mc trace."""
+    p = FsPath(file)
+    try:
+        if p.stat().st_size > MAX_TRACE_BYTES:
+            raise TraceError(f"{file}: larger than {MAX_TRACE_BYTES >> 20} MiB")
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TraceError(f"{file}: no such file") from None
+    except IsADirectoryError:
+        raise TraceError(f"{file}: is a directory") from None
+    except UnicodeDecodeError:
+        raise TraceError(f"{file}: not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{file}: not JSON ({e.msg} at line {e.lineno})") from None
+    try:
+        return _parse(doc)
+    except ItfError as e:
+        raise TraceError(f"{file}: {e}") from None
+
+
+def _parse(doc: Any) -> Trace:
+    if not isinstance(doc, dict):
+        raise ItfError("the top level must be a JSON object")
+    meta, names, states = doc.get("#meta"), doc.get("vars"), doc.get("states")
+    if not isinstance(meta, dict):
+        raise ItfError("#meta is missing")
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ItfError("vars must be a list of names")
+    if not isinstance(states, list) or not states:
+        raise ItfError("states must be a non-empty list")
+    values, actions = [], []
+    for i, st in enumerate(states):
+        if not isinstance(st, dict):
+            raise ItfError(f"state {i} is not an object")
+        missing = [n for n in names if n not in st]
+        if missing:
+            raise ItfError(f"state {i} lacks variable {missing[0]}")
+        smeta = st.get("#meta", {})
+        if i:
+            if not isinstance(smeta, dict) or "action_value" not in smeta:
+                raise ItfError(f"state {i} does not record its action")
+            a = decode(smeta["action_value"], f"state {i} action")
+            if not (isinstance(a, tuple) and a and isinstance(a[0], str)):
+                raise ItfError(f"state {i}: action must be a tuple starting with its name")
+            actions.append(a)
+        values.append({n: decode(st[n], f"state {i} {n}") for n in names})
+    return Trace({k: v for k, v in meta.items() if k not in ("format", "format-description")},
+                 tuple(names), tuple(values), tuple(actions))
+
