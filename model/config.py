@@ -69,7 +69,7 @@ CHECK_PARAMS = (
 class Config:
     model: str
     values: tuple[tuple[str, Any], ...]  # sorted (dotted key, value)
-    source: str = "<built-in>"
+    source: str = field(default="<built-in>", compare=False)
     _index: Mapping[str, Any] = field(default=None, compare=False, repr=False, hash=False)
     _hash: int = field(default=0, compare=False, repr=False, hash=False)
 

@@ -1,0 +1,7 @@
+"""Puts the repository root on sys.path, so tests import ``tests.grid`` and run in subprocesses."""
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))

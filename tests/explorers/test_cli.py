@@ -1,0 +1,150 @@
+"""The real console script, in subprocesses: results, exit codes, one-line errors."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from explorers import cli
+from model import registry
+from tests.grid import grid_spec
+from model.config import Param
+
+EXE = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or shutil.which("kafka-mc")
+
+
+def run(*args, cwd=None, timeout=120):
+    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
+
+
+def test_console_script_is_installed():
+    assert EXE, "kafka-mc is not installed (make test installs it)"
+
+
+def test_twophase_seven_holds(tmp_path):
+    r = run("check", "--model", "twophase", "--set", "model.resource_managers=7", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "296,448 distinct states" in r.stdout and "No error has been found" in r.stdout
+    assert "never enabled: none" in r.stdout
+
+
+def test_default_check_runs_the_builtin_config(tmp_path):
+    r = run("check", cwd=tmp_path)
+    assert r.returncode == 0 and "8,832 distinct states" in r.stdout
+
+
+def test_broken_toy_exits_12_and_writes_a_replayable_trace(tmp_path):
+    r = run("check", "twophase-broken", "--out", str(tmp_path / "o"))
+    assert r.returncode == 12, r.stderr
+    trace = tmp_path / "o" / "TCConsistent.itf.json"
+    assert trace.exists() and f"kafka-mc replay {trace}" in r.stdout
+    assert "shortest counterexample: 5 steps" in r.stdout
+    doc = json.loads(trace.read_text())
+    assert doc["#meta"]["property"] == "TCConsistent" and len(doc["states"]) == 6
+    rp = run("replay", str(trace))
+    assert rp.returncode == 12 and "violated" in rp.stdout
+
+
+def test_json_output(tmp_path):
+    r = run("check", "twophase-broken", "--json", "--out", str(tmp_path))
+    doc = json.loads(r.stdout)
+    assert doc["exit_code"] == 12 and doc["verdict"] == "violation"
+    assert doc["violations"][0]["steps"] == 5 and doc["stats"]["distinct"] > 0
+    assert doc["config"]["model"] == {"name": "twophase-broken", "resource_managers": 3}
+
+
+def test_depth_and_invariant_flags(tmp_path):
+    r = run("check", "--model", "twophase-broken", "--depth", "4", "--invariant", "TCConsistent",
+            "--json", "--out", str(tmp_path))
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["checked"] == ["TCConsistent"] and doc["complete"] is False
+    assert doc["stats"]["depth"] == 4
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "--bogus"], "unrecognized arguments: --bogus"),
+    (["check", "--model", "nope"], "unknown model 'nope'"),
+    (["check", "--set", "model.resource_managers=99"], "out of range"),
+    (["check", "--set", "oops"], "expected section.key=value"),
+    (["check", "--depth", "-3"], "must be >= 0"),
+    (["check", "--explorer", "warp"], "invalid choice: 'warp'"),
+    (["check", "--invariant", "Nope"], "unknown property 'Nope'"),
+    (["check", "--protocol", "kafka-2.5"], "unknown key protocol.version for model twophase"),
+    (["check", "no/such/file.toml"], "no such file"),
+    (["replay", "no-such-trace.json"], "no such file"),
+    ([], "a command is required"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bad_config_file_names_the_key(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text('[model]\nname = "twophase"\nresource_manager = 3\n')
+    r = run("check", str(f))
+    assert r.returncode == 2 and "unknown key model.resource_manager" in r.stderr
+    f.write_text("[model\n")
+    r = run("check", str(f))
+    assert r.returncode == 2 and "invalid TOML" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_list(tmp_path):
+    assert "twophase-broken" in run("list", "models").stdout
+    inv = run("list", "invariants", "--model", "twophase").stdout
+    assert "TCConsistent" in inv and "sometimes" in inv
+    assert "twophase" in run("list", "configs").stdout.split()
+
+
+def test_interrupt_exits_130_with_partial_results(tmp_path):
+    p = subprocess.Popen([EXE, "check", "--set", "model.resource_managers=12"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Interrupted" in out and "Traceback" not in err
+
+
+# In-process runs with test-only models registered: deadlock (11) and model error (75).
+
+def _register(monkeypatch, **specs):
+    module = types.ModuleType("kmc_test_models")
+    params = (Param("model.max", int, 3), Param("model.reset", bool, True))
+    module.MODELS = tuple(registry.ModelEntry(name, name, params, spec.bind)
+                          for name, spec in specs.items())
+    monkeypatch.setitem(sys.modules, "kmc_test_models", module)
+    monkeypatch.setattr(registry, "MODULES", registry.MODULES + ("kmc_test_models",))
+
+
+def _grid_params(cfg):
+    return {"max": cfg["model.max"], "reset": cfg["model.reset"]}
+
+
+def _boom(p, s):
+    if s == (2, 0):
+        raise ZeroDivisionError("division by zero in a rule")
+    return []
+
+
+def test_deadlock_and_model_error_exit_codes(monkeypatch, tmp_path, capsys):
+    from model.protocol import Rule
+    spec = grid_spec().derive("grid", params=_grid_params)
+    _register(monkeypatch, grid=spec,
+              gridboom=spec.derive("gridboom", add=[Rule("Boom", (), _boom, lambda p, s: s)]))
+    out = str(tmp_path)
+    assert cli.main(["check", "--model", "grid", "--set", "model.reset=false", "--out", out]) == 11
+    assert "deadlock reached" in capsys.readouterr().out
+    assert cli.main(["check", "--model", "grid", "--set", "model.reset=false", "--no-deadlock",
+                     "--out", out]) == 0
+    capsys.readouterr()
+    assert cli.main(["check", "--model", "gridboom", "--out", out]) == 75
+    text = capsys.readouterr().out
+    assert "the model raised an exception" in text and "ZeroDivisionError" in text
+    assert (tmp_path / "model_error.itf.json").exists()
