@@ -10,7 +10,7 @@ check: $(STAMP)
 	$(BIN)/kafka-mc check
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/twophase.py 8

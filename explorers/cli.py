@@ -7,6 +7,7 @@ Bad input of any kind (flags, configuration, trace file) is one line on stderr a
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -92,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("kafka-mc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 def load_config(args):
