@@ -27,7 +27,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from model.core import Expectation, Model, ModelBase, collision_probability
+from model.core import Expectation, Model, ModelBase, check_view, collision_probability
 from explorers.paths import key_function, rebuild, successors_of
 from explorers.result import ActionCoverage, Outcome, Stats, Violation
 
@@ -124,6 +124,11 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     try:
         try:
             fps0 = next_fps
+            if not packed:  # the fingerprint contract, checked where it is cheap: the first states
+                for s in model.init_states():
+                    check_view(model.view(s), "view of an initial state")
+                    for a, t in successors(s)[:64]:
+                        check_view(model.view(t), f"view after {a[0]}")
             for s in model.init_states():
                 fp = key(s)
                 if fp not in seen:

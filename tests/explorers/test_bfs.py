@@ -139,3 +139,16 @@ def test_progress_is_reported():
     seen = []
     explore(grid(max=60), BfsOptions(progress=seen.append, progress_interval=0.0))
     assert seen and seen[-1].distinct <= 61 * 61 and seen[0].depth == 0
+
+
+class StringStates(Counter):
+    name = "strings"
+
+    def view(self, s):
+        return ("n", s)  # a str in a view: its hash differs between processes
+
+
+def test_unstable_views_are_a_model_error():
+    out = explore(StringStates())
+    (v,) = out.violations
+    assert out.exit_code == 75 and "does not fingerprint stably" in v.detail
