@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, build_config, read_toml
 
-MODULES = ("model.toys.twophase",)
+MODULES = ("model.toys.twophase", "model.kafka")
 DEFAULT_MODEL = "twophase"
 DEFAULT_SETTINGS = {"model.resource_managers": 5}  # the built-in default configuration
 

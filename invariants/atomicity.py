@@ -1,0 +1,34 @@
+"""Atomicity: a transaction's records end all committed or all aborted."""
+from __future__ import annotations
+
+from invariants.history import txn_fates
+from model.core import Expectation, Property
+from model.world import Control, Outcome
+
+
+def txn_atomicity(K, w) -> bool:
+    return not any(Control.COMMIT in f and Control.ABORT in f for f in txn_fates(w).values())
+
+
+def committed_writes_visible(K, w) -> bool:
+    fates = txn_fates(w)
+    for p in w.producers:
+        for txn, outcome in enumerate(p.outcomes):
+            if outcome == Outcome.COMMITTED and Control.ABORT in fates.get((p.tid, p.instance, txn), ()):
+                return False
+    return True
+
+
+PROPERTIES = (
+    Property("txn_atomicity", Expectation.ALWAYS, txn_atomicity,
+             "every client transaction's records end all committed or all aborted, on every "
+             "partition it wrote"),
+    Property("committed_writes_visible", Expectation.ALWAYS, committed_writes_visible,
+             "a transaction whose commit the client saw succeed never has a record aborted"),
+    Property("a_commit_happens", Expectation.SOMETIMES,
+             lambda K, w: any(Outcome.COMMITTED in p.outcomes for p in w.producers),
+             "some application sees commitTransaction succeed"),
+    Property("an_abort_happens", Expectation.SOMETIMES,
+             lambda K, w: any(b.control == Control.ABORT for part in w.partitions for b in part.log),
+             "some partition gets an ABORT marker"),
+)

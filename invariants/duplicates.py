@@ -1,0 +1,20 @@
+"""No duplicates: a record is exposed at most once per partition."""
+from __future__ import annotations
+
+from invariants.history import fates
+from model.core import Expectation, Property
+from model.world import Control
+
+
+def no_duplicates(K, w) -> bool:
+    for part in w.partitions:
+        exposed = [rid for _, rid, fate in fates(part) if fate != Control.ABORT]
+        if len(exposed) != len(set(exposed)):
+            return False
+    return True
+
+
+PROPERTIES = (
+    Property("no_duplicates", Expectation.ALWAYS, no_duplicates,
+             "a producer record appears at most once among the records a partition exposes"),
+)

@@ -1,0 +1,55 @@
+"""Hanging transactions and completion."""
+from __future__ import annotations
+
+from model.core import Expectation, Property
+from model.network import Rpc
+from model.world import TxnState
+
+OPEN = (TxnState.Ongoing, TxnState.PrepareCommit, TxnState.PrepareAbort)
+
+
+def _known_to_coordinator(w, k: int, pid: int) -> bool:
+    c = w.coordinator
+    for tid, txn in enumerate(c.txns):
+        if txn.producer_id != pid:
+            continue
+        views = (txn, c.appends[tid].target) if c.appends[tid] else (txn,)
+        if any(v.state in OPEN and k in v.partitions for v in views):
+            return True
+    return any(m.rpc == Rpc.WriteTxnMarkers and m.partition == k and m.producer_id == pid
+               for m in w.network + w.delayed)
+
+
+def no_hanging_transactions(K, w) -> bool:
+    return all(_known_to_coordinator(w, k, e.producer_id)
+               for k, part in enumerate(w.partitions)
+               for e in part.producers if e.current_txn_first_offset >= 0)
+
+
+def completed(K, w) -> bool:
+    """No transaction is open at a partition or undecided at the coordinator."""
+    return (not any(e.current_txn_first_offset >= 0 for part in w.partitions for e in part.producers)
+            and not any(t.state in OPEN for t in w.coordinator.txns))
+
+
+def _quiescent(K, w) -> bool:
+    """No action is enabled (checked only when no message or append is in flight)."""
+    from model.kafka import RULES
+    if w.network or w.delayed or any(w.coordinator.appends):
+        return False
+    return not any(any(True for _ in r.enabled(K, w)) for r in RULES)
+
+
+def quiescent_completion(K, w) -> bool:
+    return completed(K, w) or not _quiescent(K, w)
+
+
+PROPERTIES = (
+    Property("no_hanging_transactions", Expectation.ALWAYS, no_hanging_transactions,
+             "an open transaction at a partition is known to its coordinator as ongoing or being "
+             "completed"),
+    Property("quiescent_completion", Expectation.ALWAYS, quiescent_completion,
+             "in a state with no enabled action, no transaction is left open or in Prepare*"),
+    Property("eventual_completion", Expectation.EVENTUALLY, completed,
+             "every begun transaction is eventually completed"),
+)

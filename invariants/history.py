@@ -1,0 +1,56 @@
+"""What the ghost history says about a world: the fate of every record in every log.
+
+A data batch belongs to the transaction its producer id had open at that partition; the next
+transaction marker of that producer id in the log decides it (COMMIT or ABORT). This is computed
+from the logs alone, independently of the leaders' producer state, LSO and index, so the
+invariants do not trust the structures they check.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from model.world import Control, Partition, World
+
+UNDECIDED = Control.DATA
+
+
+@lru_cache(maxsize=1 << 14)
+def fates(part: Partition) -> tuple[tuple[int, object, Control], ...]:
+    """(offset, record id, fate) of every data batch: COMMIT, ABORT or UNDECIDED."""
+    out, open_by_pid = [], {}
+    for offset, b in enumerate(part.log):
+        if b.control == Control.DATA:
+            open_by_pid.setdefault(b.producer_id, []).append(len(out))
+            out.append([offset, b.record, UNDECIDED])
+        else:
+            for j in open_by_pid.pop(b.producer_id, ()):
+                out[j][2] = b.control
+    return tuple(tuple(x) for x in out)
+
+
+def open_transactions(part: Partition) -> dict[int, int]:
+    """producer id -> first offset of its undecided data at this partition."""
+    first: dict[int, int] = {}
+    for offset, b in enumerate(part.log):
+        if b.control == Control.DATA:
+            first.setdefault(b.producer_id, offset)
+        else:
+            first.pop(b.producer_id, None)
+    return first
+
+
+def record_fates(w: World) -> dict:
+    """record id -> set of fates over all partitions."""
+    out: dict = {}
+    for part in w.partitions:
+        for _, rid, fate in fates(part):
+            out.setdefault(rid, set()).add(fate)
+    return out
+
+
+def txn_fates(w: World) -> dict:
+    """(tid, instance, txn) -> set of fates of its records."""
+    out: dict = {}
+    for rid, fs in record_fates(w).items():
+        out.setdefault(rid[:3], set()).update(fs)
+    return out

@@ -1,0 +1,318 @@
+"""The transaction coordinator and its replicated transaction log.
+
+Follows ``core/.../coordinator/transaction/TransactionCoordinator.scala`` (handleInitProducerId,
+handleAddPartitionsToTransaction, handleEndTransaction / endTransactionWithTV1 / endTransaction,
+abortTimedOutTransactions, onElection), ``TransactionMetadata`` (prepare* transitions and
+pendingState), ``TransactionStateManager.appendTransactionToLog`` and
+``TransactionMarkerRequestCompletionHandler``.
+
+A transition is prepared in memory (``pending_state`` set), appended to the log, and applied
+(and answered) only when the append completes (``CommitTxnLogAppend``), and only if the
+coordinator epoch did not change meanwhile. ``ElectCoordinator`` moves leadership of the
+transaction log: the new coordinator reloads the log (the in-flight append is replicated or
+lost, both are possible), the old one answers its pending callbacks NOT_COORDINATOR, and markers
+of transactions in PrepareCommit/PrepareAbort are sent again.
+
+Abstractions: one ``__transaction_state`` partition, so one coordinator for every
+transactional.id; time is not modelled (a transaction may time out whenever it is Ongoing,
+within the budget); producer ids are never exhausted (no epoch overflow or id rotation).
+"""
+from __future__ import annotations
+
+from model.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
+                           Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, send)
+from model.world import Append, Errors, Reply, TxnMetadata, TxnState as T, World, replace_at
+
+PREPARE = (T.PrepareCommit, T.PrepareAbort)
+COMPLETE = (T.Empty, T.CompleteCommit, T.CompleteAbort)
+NO_REPLY = Reply(-1, -1)
+
+
+def _put(w: World, tid: int, txn: TxnMetadata, append=None) -> World:
+    c = w.coordinator
+    c = c._replace(txns=replace_at(c.txns, tid, txn))
+    if append is not None:
+        c = c._replace(appends=replace_at(c.appends, tid, append))
+    return w._replace(coordinator=c)
+
+
+def _respond(w: World, response) -> World:
+    return w._replace(network=send(w.network, response))
+
+
+def _error_reply(rpc: int, producer: int, error: Errors, request=()):
+    if rpc == Rpc.VerifyAddPartitionResponse:
+        return VerifyAddPartitionResponse(Rpc.VerifyAddPartitionResponse, request.partition, error,
+                                          request.guard, request.produce)
+    if rpc == Rpc.InitProducerIdResponse:
+        return InitProducerIdResponse(Rpc.InitProducerIdResponse, producer, error, -1, -1)
+    if rpc == Rpc.AddPartitionsToTxnResponse:
+        return AddPartitionsToTxnResponse(Rpc.AddPartitionsToTxnResponse, producer, error)
+    return EndTxnResponse(Rpc.EndTxnResponse, producer, error, -1, -1)
+
+
+def _fenced(K) -> Errors:
+    """INVALID_PRODUCER_EPOCH was split into PRODUCER_FENCED in 2.7 (KAFKA-9911)."""
+    return Errors.PRODUCER_FENCED if K.features.strict_end_txn_epoch else Errors.INVALID_PRODUCER_EPOCH
+
+
+def _prepare(w, tid, txn: TxnMetadata, target: TxnMetadata, reply: Reply) -> World:
+    """prepareTransitionTo + appendTransactionToLog: pendingState set, the entry in flight."""
+    return _put(w, tid, txn._replace(pending_state=target.state), Append(target, reply))
+
+
+# --- InitProducerId ---------------------------------------------------------------------------------
+
+def handle_init_producer_id(K, w: World, m) -> World:
+    """TransactionCoordinator.handleInitProducerId (+ prepareInitProducerIdTransit)."""
+    c = w.coordinator
+    reply = lambda e: _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
+    if m.coordinator_epoch != c.coordinator_epoch:
+        return reply(Errors.NOT_COORDINATOR)
+    txn = c.txns[m.tid]
+    if txn.producer_id == -1:  # no metadata: a new producer id, epoch -1, Empty (not yet logged)
+        txn = TxnMetadata(producer_id=c.next_producer_id)
+        w = w._replace(coordinator=c._replace(next_producer_id=c.next_producer_id + 1))
+        w = _put(w, m.tid, txn)
+    if txn.pending_state != -1 or txn.state in PREPARE:
+        return _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer,
+                                        Errors.CONCURRENT_TRANSACTIONS))
+    if txn.state == T.Ongoing:  # fence the old producer and abort its transaction
+        w = _fence_and_abort(K, w, m.tid, txn)
+        return _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer,
+                                        Errors.CONCURRENT_TRANSACTIONS))
+    # Empty / CompleteCommit / CompleteAbort: prepareIncrementProducerEpoch
+    epoch = 0 if txn.producer_epoch == -1 else txn.producer_epoch + 1
+    target = txn._replace(producer_epoch=epoch, last_producer_epoch=-1, state=T.Empty,
+                          partitions=frozenset(), pending_state=-1)
+    return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.InitProducerIdResponse))
+
+
+def _fence_and_abort(K, w, tid, txn):
+    """prepareFenceProducerEpoch, then endTransaction(ABORT, isFromClient = false): the epoch is
+    bumped in memory at once and PrepareAbort is written with it. Before 1.0 (KAFKA-6119) the
+    abort used the current epoch, so the old producer was not fenced."""
+    if K.features.bump_epoch_on_timeout:
+        txn = txn._replace(producer_epoch=txn.producer_epoch + 1, last_producer_epoch=-1)
+    target = txn._replace(state=T.PrepareAbort, pending_state=-1)
+    return _prepare(w, tid, txn, target, NO_REPLY)
+
+
+# --- AddPartitionsToTxn -------------------------------------------------------------------------------
+
+def handle_add_partitions(K, w: World, m) -> World:
+    """TransactionCoordinator.handleAddPartitionsToTransaction (client path, TV1)."""
+    c = w.coordinator
+    reply = lambda e: _respond(w, _error_reply(Rpc.AddPartitionsToTxnResponse, m.producer, e))
+    if m.coordinator_epoch != c.coordinator_epoch:
+        return reply(Errors.NOT_COORDINATOR)
+    txn = c.txns[m.tid]
+    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
+        return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+    if txn.producer_epoch != m.producer_epoch:
+        return reply(_fenced(K))
+    if txn.pending_state != -1 or txn.state in PREPARE:
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
+    if txn.state == T.Ongoing and m.partitions <= txn.partitions:
+        return reply(Errors.NONE)
+    target = txn._replace(state=T.Ongoing, partitions=txn.partitions | m.partitions, pending_state=-1)
+    return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.AddPartitionsToTxnResponse))
+
+
+def handle_verify_add_partition(K, w: World, m) -> World:
+    """AddPartitionsToTxn v4+ from a partition leader: handleVerifyPartitionsInTransaction
+    (verify only, KIP-890 part 1) or an implicit add for a TV2 producer (part 2)."""
+    c = w.coordinator
+    reply = lambda e: _respond(w, _error_reply(Rpc.VerifyAddPartitionResponse, -1, e, m))
+    if m.coordinator_epoch != c.coordinator_epoch:
+        return reply(Errors.NOT_COORDINATOR)
+    txn = c.txns[m.tid]
+    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
+        return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+    if txn.producer_epoch != m.producer_epoch:
+        return reply(Errors.PRODUCER_FENCED)
+    if m.verify_only:  # pending state deliberately not checked
+        if txn.state in PREPARE:
+            return reply(Errors.CONCURRENT_TRANSACTIONS)
+        return reply(Errors.NONE if m.partition in txn.partitions else Errors.INVALID_TXN_STATE)
+    if txn.pending_state != -1 or txn.state in PREPARE:
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
+    if txn.state == T.Ongoing and m.partition in txn.partitions:
+        return reply(Errors.NONE)
+    target = txn._replace(state=T.Ongoing, partitions=txn.partitions | {m.partition},
+                          pending_state=-1)
+    return _prepare(w, m.tid, txn, target, Reply(-1, Rpc.VerifyAddPartitionResponse, m))
+
+
+# --- EndTxn -----------------------------------------------------------------------------------------------
+
+def handle_end_txn(K, w: World, m) -> World:
+    """TransactionCoordinator.handleEndTransaction: endTransactionWithTV1, or endTransaction (TV2)."""
+    c = w.coordinator
+    reply = lambda e: _respond(w, _error_reply(Rpc.EndTxnResponse, m.producer, e))
+    if m.coordinator_epoch != c.coordinator_epoch:
+        return reply(Errors.NOT_COORDINATOR)
+    txn = c.txns[m.tid]
+    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
+        return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+    if K.tv2:
+        return _end_txn_tv2(K, w, m, txn, reply)
+    stale = m.producer_epoch != txn.producer_epoch if K.features.strict_end_txn_epoch \
+        else m.producer_epoch < txn.producer_epoch
+    if stale:
+        return reply(_fenced(K))
+    if txn.pending_state != -1:
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
+    commit = m.committed
+    if txn.state == T.Ongoing:
+        target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1)
+        return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
+    if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
+        return _respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
+                                          txn.producer_id, txn.producer_epoch))
+    if txn.state == (T.PrepareCommit if commit else T.PrepareAbort):
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
+    return reply(Errors.INVALID_TXN_STATE)
+
+
+def _end_txn_tv2(K, w, m, txn, reply):
+    """endTransaction for TV2 (KIP-890 part 2): every EndTxn bumps the epoch; a retry of a
+    completed EndTxn (request epoch = current - 1) is answered NONE with the current epoch."""
+    commit = m.committed
+    retry = txn.producer_epoch == m.producer_epoch + 1
+    if txn.pending_state != -1:
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
+    if txn.state in PREPARE:
+        ok = retry
+    elif txn.state in (T.Ongoing, T.Empty):
+        ok = m.producer_epoch == txn.producer_epoch
+    else:
+        ok = retry or m.producer_epoch == txn.producer_epoch
+    if not ok:
+        return reply(Errors.PRODUCER_FENCED)
+    if txn.state in PREPARE:
+        same = txn.state == (T.PrepareCommit if commit else T.PrepareAbort)
+        return reply(Errors.CONCURRENT_TRANSACTIONS if same else Errors.INVALID_TXN_STATE)
+    if retry:  # Complete*: answer a retry of the EndTxn that completed it
+        if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
+            return _respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
+                                              txn.producer_id, txn.producer_epoch))
+        return reply(Errors.INVALID_TXN_STATE)
+    if commit and txn.state != T.Ongoing:
+        return reply(Errors.INVALID_TXN_STATE)
+    target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1,
+                          producer_epoch=txn.producer_epoch + 1,
+                          last_producer_epoch=txn.producer_epoch)
+    return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
+
+
+# --- log appends and markers ------------------------------------------------------------------------------
+
+def commit_append_enabled(K, w):
+    return [(tid,) for tid, a in enumerate(w.coordinator.appends) if a]
+
+
+def commit_append(K, w: World, tid: int) -> World:
+    """The append is replicated: appendTransactionToLog's callback completes the transition
+    (completeTransitionTo), answers the client and, for Prepare*, sends the markers
+    (TransactionMarkerChannelManager.addTxnMarkersToSend)."""
+    c = w.coordinator
+    a = c.appends[tid]
+    target = a.target
+    c = c._replace(log=replace_at(c.log, tid, target), txns=replace_at(c.txns, tid, target),
+                   appends=replace_at(c.appends, tid, ()))
+    w = w._replace(coordinator=c)
+    if a.reply.rpc != -1:
+        if a.reply.rpc == Rpc.InitProducerIdResponse:
+            w = _respond(w, InitProducerIdResponse(Rpc.InitProducerIdResponse, a.reply.producer,
+                                                   Errors.NONE, target.producer_id,
+                                                   target.producer_epoch))
+        elif a.reply.rpc == Rpc.EndTxnResponse:
+            w = _respond(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
+                                           target.producer_id, target.producer_epoch))
+        else:
+            w = _respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE, a.reply.request))
+    if target.state in PREPARE:
+        w = send_markers(w, tid, target)
+    return w
+
+
+def send_markers(w: World, tid: int, txn: TxnMetadata) -> World:
+    c = w.coordinator
+    markers = tuple(WriteTxnMarkers(Rpc.WriteTxnMarkers, k, tid, txn.producer_id, txn.producer_epoch,
+                                    txn.state == T.PrepareCommit, c.coordinator_epoch)
+                    for k in sorted(txn.partitions))
+    c = c._replace(markers=replace_at(c.markers, tid, frozenset(txn.partitions)))
+    w = w._replace(coordinator=c, network=send(w.network, *markers))
+    return _maybe_complete(w, tid)
+
+
+def _maybe_complete(w: World, tid: int) -> World:
+    """All markers acknowledged: append CompleteCommit / CompleteAbort (partitions cleared)."""
+    c = w.coordinator
+    txn = c.txns[tid]
+    if c.markers[tid] or txn.state not in PREPARE or txn.pending_state != -1:
+        return w
+    done = T.CompleteCommit if txn.state == T.PrepareCommit else T.CompleteAbort
+    target = txn._replace(state=done, partitions=frozenset(), pending_state=-1)
+    return _prepare(w, tid, txn, target, NO_REPLY)
+
+
+def handle_write_txn_markers_response(K, w: World, m) -> World:
+    """TransactionMarkerRequestCompletionHandler.onComplete."""
+    c = w.coordinator
+    if m.coordinator_epoch != c.coordinator_epoch:
+        return w  # the sending coordinator is gone; the new one resent the markers
+    if m.error == Errors.NONE:
+        c = c._replace(markers=replace_at(c.markers, m.tid, c.markers[m.tid] - {m.partition}))
+        return _maybe_complete(w._replace(coordinator=c), m.tid)
+    # INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED: stop sending markers for this
+    # transactional.id; the transaction stays in Prepare* on this coordinator.
+    return w._replace(coordinator=c._replace(markers=replace_at(c.markers, m.tid, frozenset({-1}))))
+
+
+# --- timeouts and failover -------------------------------------------------------------------------------------
+
+def expire_transaction_enabled(K, w, idle: bool = False):
+    """A transaction may time out while the producer is still active (within the budget), and
+    always once nothing else can happen (time passes until transaction.timeout.ms expires)."""
+    if not (w.budgets.transaction_timeouts or idle):
+        return []
+    return [(tid,) for tid, t in enumerate(w.coordinator.txns)
+            if t.state == T.Ongoing and t.pending_state == -1]
+
+
+def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
+    """abortTimedOutTransactions: fence the producer (1.0+) and abort."""
+    w = _fence_and_abort(K, w, tid, w.coordinator.txns[tid])
+    if idle:
+        return w
+    return w._replace(budgets=w.budgets._replace(
+        transaction_timeouts=w.budgets.transaction_timeouts - 1))
+
+
+def elect_coordinator_enabled(K, w):
+    if not w.budgets.coordinator_failovers:
+        return []
+    return [(False,), (True,)] if any(w.coordinator.appends) else [(False,)]
+
+
+def elect_coordinator(K, w: World, replicated: bool) -> World:
+    """Leadership of the transaction log moves (onResignation / onElection): the coordinator
+    epoch is bumped, the cache is reloaded from the log (loadTransactionsForTxnTopicPartition),
+    in-flight appends are replicated (``replicated``) or lost, the old leader's callbacks answer
+    NOT_COORDINATOR, and markers of Prepare* transactions are sent again."""
+    old = w.coordinator
+    log = tuple(a.target if replicated and a else t for t, a in zip(old.log, old.appends))
+    c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
+                     appends=((),) * len(log), markers=(frozenset(),) * len(log))
+    w = w._replace(coordinator=c, budgets=w.budgets._replace(
+        coordinator_failovers=w.budgets.coordinator_failovers - 1))
+    for a in old.appends:
+        if a and a.reply.rpc != -1:
+            w = _respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NOT_COORDINATOR,
+                                         a.reply.request))
+    for tid, t in enumerate(log):
+        if t.state in PREPARE:
+            w = send_markers(w, tid, t)
+    return w

@@ -1,0 +1,185 @@
+"""Requests and responses in flight, and the network faults.
+
+A message is a NamedTuple whose first field is its ``Rpc``. Messages travel on connections
+(direction, producer, partition); with no fault budget the network is reliable and FIFO per
+connection: only the oldest message of a connection can be delivered. ``DelayRequest`` holds a
+message back (it leaves the FIFO and can be delivered at any later time, out of order);
+``DuplicateRequest`` delivers a copy later (a retry over a new connection).
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+
+class Rpc(IntEnum):
+    InitProducerId = 0
+    InitProducerIdResponse = 1
+    AddPartitionsToTxn = 2
+    AddPartitionsToTxnResponse = 3
+    EndTxn = 4
+    EndTxnResponse = 5
+    Produce = 6
+    ProduceResponse = 7
+    WriteTxnMarkers = 8
+    WriteTxnMarkersResponse = 9
+    VerifyAddPartition = 10          # AddPartitionsToTxn v4+, leader -> coordinator (KIP-890)
+    VerifyAddPartitionResponse = 11
+
+
+class InitProducerId(NamedTuple):
+    rpc: Rpc
+    producer: int
+    tid: int
+    coordinator_epoch: int      # the coordinator the client found (FindCoordinator)
+
+
+class InitProducerIdResponse(NamedTuple):
+    rpc: Rpc
+    producer: int
+    error: int
+    producer_id: int
+    producer_epoch: int
+
+
+class AddPartitionsToTxn(NamedTuple):
+    rpc: Rpc
+    producer: int
+    tid: int
+    coordinator_epoch: int
+    producer_id: int
+    producer_epoch: int
+    partitions: frozenset
+
+
+class AddPartitionsToTxnResponse(NamedTuple):
+    rpc: Rpc
+    producer: int
+    error: int
+
+
+class EndTxn(NamedTuple):
+    rpc: Rpc
+    producer: int
+    tid: int
+    coordinator_epoch: int
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+class EndTxnResponse(NamedTuple):
+    rpc: Rpc
+    producer: int
+    error: int
+    producer_id: int            # TV2 (EndTxn v5): the bumped epoch
+    producer_epoch: int
+
+
+class Produce(NamedTuple):
+    rpc: Rpc
+    producer: int
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    txn: int                    # ghost: the record's identity is (tid, instance, txn, n)
+    n: int
+
+
+class ProduceResponse(NamedTuple):
+    rpc: Rpc
+    producer: int
+    partition: int
+    error: int
+    base_sequence: int
+
+
+class WriteTxnMarkers(NamedTuple):
+    rpc: Rpc
+    partition: int
+    tid: int
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    coordinator_epoch: int
+
+
+class WriteTxnMarkersResponse(NamedTuple):
+    rpc: Rpc
+    partition: int
+    tid: int
+    error: int
+    coordinator_epoch: int
+
+
+class VerifyAddPartition(NamedTuple):
+    """AddPartitionsToTxn v4+ sent by a partition leader for a parked produce request:
+    ``verify_only`` (KIP-890 part 1, TV1) or an implicit add (part 2, TV2)."""
+    rpc: Rpc
+    partition: int
+    tid: int
+    coordinator_epoch: int
+    producer_id: int
+    producer_epoch: int
+    verify_only: bool
+    guard: int                  # the VerificationGuard the leader stored for the producer id
+    produce: Produce            # the parked request
+
+
+class VerifyAddPartitionResponse(NamedTuple):
+    rpc: Rpc
+    partition: int
+    error: int
+    guard: int
+    produce: Produce
+
+
+REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.Produce, Rpc.WriteTxnMarkers,
+            Rpc.VerifyAddPartition)
+
+
+def connection(m) -> tuple:
+    """(rpc direction, producer, partition): messages on one connection are delivered in order."""
+    r = m.rpc
+    if r <= Rpc.EndTxnResponse:
+        return (r & 1, m.producer, -1)           # client <-> coordinator
+    if r <= Rpc.ProduceResponse:
+        return (2 + (r & 1), m.producer, m.partition)   # client <-> leader
+    if r <= Rpc.WriteTxnMarkersResponse:
+        return (4 + (r & 1), -1, m.partition)     # coordinator -> leader (markers)
+    return (6 + (r & 1), -1, m.partition)         # leader -> coordinator (verification)
+
+
+def deliverable(network: tuple, delayed: tuple):
+    """(source, index, message) for every message that can be delivered now."""
+    heads = set()
+    for i, m in enumerate(network):
+        c = connection(m)
+        if c not in heads:
+            heads.add(c)
+            yield 0, i, m
+    for i, m in enumerate(delayed):
+        if i == 0 or m != delayed[i - 1]:   # identical copies: one choice
+            yield 1, i, m
+
+
+def send(network: tuple, *messages) -> tuple:
+    return network + messages
+
+
+def remove(network: tuple, i: int) -> tuple:
+    return network[:i] + network[i + 1:]
+
+
+def _order(m) -> tuple:
+    return (m[0], repr(m))  # a total order (frozenset fields do not have one)
+
+
+def hold_back(network: tuple, delayed: tuple, i: int) -> tuple[tuple, tuple]:
+    """DelayRequest: message i leaves its FIFO connection."""
+    return remove(network, i), tuple(sorted(delayed + (network[i],), key=_order))
+
+
+def duplicate(delayed: tuple, m) -> tuple:
+    return tuple(sorted(delayed + (m,), key=_order))

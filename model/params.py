@@ -1,0 +1,65 @@
+"""The Kafka model's parameters: the configuration schema and its precomputed form."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from model.config import Param
+from model.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
+
+PARAMS = (
+    Param("protocol.version", str, DEFAULT_PRESET, "Kafka version preset", choices=tuple(PRESETS)),
+    *(Param(f"protocol.{f}", int if f == "transaction_version" else bool, None,
+            "feature flag (overrides the preset)",
+            **({"min": 1, "max": 2} if f == "transaction_version" else {})) for f in FLAGS),
+    Param("cluster.transactional_ids", int, 1, "transactional.ids", min=1, max=3),
+    Param("cluster.producers_per_id", int, 2, "instances per transactional.id (2 = one restart)",
+          min=1, max=3),
+    Param("cluster.partitions", int, 2, "data partitions", min=1, max=4),
+    Param("cluster.consumers", int, 1, "read_committed consumers", min=0, max=2),
+    Param("workload.transactions_per_producer", int, 1, "transactions each instance runs", min=1, max=4),
+    Param("workload.records_per_transaction", int, 1, "records per transaction", min=1, max=3),
+    Param("workload.abort_transactions", bool, True, "the application may choose to abort"),
+    Param("faults.producer_crashes", int, 1, "producer crash/restart (old instance may be a zombie)",
+          min=0, max=4),
+    Param("faults.coordinator_failovers", int, 0, "transaction coordinator failovers", min=0, max=3),
+    Param("faults.transaction_timeouts", int, 0, "transaction timeout aborts", min=0, max=3),
+    Param("faults.request_delays", int, 0, "requests held back and delivered out of order",
+          min=0, max=3),
+    Param("faults.request_duplicates", int, 0, "requests delivered twice", min=0, max=3),
+)
+
+
+class KafkaParams(NamedTuple):
+    version: str
+    features: Features
+    tids: int
+    producers_per_id: int
+    partitions: int
+    consumers: int
+    transactions: int
+    records: int
+    abort_allowed: bool
+    budgets: tuple[int, ...]
+
+    @property
+    def producers(self) -> int:
+        return self.tids * self.producers_per_id
+
+    @property
+    def tv2(self) -> bool:
+        return self.features.transaction_version == 2
+
+
+def kafka_params(cfg) -> KafkaParams:
+    version = cfg["protocol.version"]
+    flags = {f: cfg[f"protocol.{f}"] for f in FLAGS if cfg.get(f"protocol.{f}") is not None}
+    return KafkaParams(
+        version=version, features=features(version, flags),
+        tids=cfg["cluster.transactional_ids"], producers_per_id=cfg["cluster.producers_per_id"],
+        partitions=cfg["cluster.partitions"], consumers=cfg["cluster.consumers"],
+        transactions=cfg["workload.transactions_per_producer"],
+        records=cfg["workload.records_per_transaction"],
+        abort_allowed=cfg["workload.abort_transactions"],
+        budgets=tuple(cfg[f"faults.{f}"] for f in ("producer_crashes", "coordinator_failovers",
+                                                   "transaction_timeouts", "request_delays",
+                                                   "request_duplicates")))

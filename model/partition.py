@@ -1,0 +1,162 @@
+"""Partition leaders: the log of data batches and transaction markers, producer state, the
+last stable offset and the aborted-transaction index.
+
+Follows ``UnifiedLog.analyzeAndValidateProducerState`` / ``ProducerAppendInfo`` (duplicate,
+epoch and sequence checks, opening a transaction), ``ProducerAppendInfo.appendEndTxnMarker`` and
+``KafkaApis.handleWriteTxnMarkersRequest`` (marker epoch and coordinator-epoch checks,
+completing the transaction, the .txnindex entry for an abort), ``UnifiedLog.lastStableOffset``.
+
+Transaction verification (KIP-890, ``ReplicaManager.appendRecords`` with
+``maybeStartTransactionVerification`` and ``AddPartitionsToTxnManager``): when the producer id has
+no open transaction here (TV2: none with this epoch), the leader parks the request, stores a
+unique verification guard and asks the coordinator -- verify only (part 1, TV1) or add the
+partition (part 2, TV2); the append happens on a successful answer only if the guard is still
+there. A marker clears the producer's guard (KAFKA-14884). Without ``verification_guard`` the
+answer is trusted whatever happened meanwhile.
+
+Abstraction: the high watermark is the log end (see ``Partition``).
+"""
+from __future__ import annotations
+
+from model.network import (ProduceResponse, Rpc, VerifyAddPartition, WriteTxnMarkersResponse,
+                           send)
+from model.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition,
+                         ProducerStateEntry, RecordId, World, replace_at)
+
+
+def entry_of(part: Partition, pid: int):
+    for e in part.producers:
+        if e.producer_id == pid:
+            return e
+    return None
+
+
+def _with_entry(part: Partition, e: ProducerStateEntry) -> Partition:
+    others = [x for x in part.producers if x.producer_id != e.producer_id]
+    return part._replace(producers=tuple(sorted(others + [e])))
+
+
+def last_stable_offset(part: Partition) -> int:
+    """UnifiedLog.lastStableOffset: the first offset of the first open transaction, else the
+    high watermark (here the log end)."""
+    first = [e.current_txn_first_offset for e in part.producers if e.current_txn_first_offset >= 0]
+    return min(first) if first else len(part.log)
+
+
+def handle_produce(K, w: World, m) -> World:
+    """A transactional produce request at the partition leader (origin CLIENT)."""
+    part = w.partitions[m.partition]
+    e = entry_of(part, m.producer_id)
+    if _needs_verification(K, e, m):
+        return _start_verification(K, w, part, m)
+    return _append_and_respond(K, w, part, e, m)
+
+
+def _append_and_respond(K, w, part, e, m) -> World:
+    error, part = validate_and_append(K, part, e, m, w.producers[m.producer])
+    w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
+    return w._replace(network=send(w.network, ProduceResponse(
+        Rpc.ProduceResponse, m.producer, m.partition, error, m.base_sequence)))
+
+
+def _needs_verification(K, e, m) -> bool:
+    if not (K.tv2 or K.features.partition_verification):
+        return False
+    if e is None or e.current_txn_first_offset < 0:
+        return True
+    return K.tv2 and e.producer_epoch != m.producer_epoch   # hasOngoingTransaction(pid, epoch)
+
+
+def guard_of(part: Partition, pid: int) -> int:
+    return next((g for p, g in part.guards if p == pid), -1)
+
+
+def _start_verification(K, w, part, m) -> World:
+    """maybeStartTransactionVerification: reuse the producer id's guard or create one."""
+    guard = guard_of(part, m.producer_id)
+    if guard == -1:
+        guard = part.next_guard
+        part = part._replace(guards=tuple(sorted(part.guards + ((m.producer_id, guard),))),
+                             next_guard=guard + 1)
+    w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
+    return w._replace(network=send(w.network, verification_request(K, w, m, guard)))
+
+
+def verification_request(K, w, m, guard) -> VerifyAddPartition:
+    return VerifyAddPartition(Rpc.VerifyAddPartition, m.partition, w.producers[m.producer].tid,
+                              w.coordinator.coordinator_epoch, m.producer_id, m.producer_epoch,
+                              not K.tv2, guard, m)
+
+
+def handle_verify_response(K, w: World, r) -> World:
+    """The coordinator answered a verification (AddPartitionsToTxnManager callback)."""
+    m = r.produce
+    part = w.partitions[m.partition]
+    if r.error in (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR):  # KAFKA-18654 retry
+        return w._replace(network=send(w.network, verification_request(K, w, m, r.guard)))
+    guarded = not K.features.verification_guard or guard_of(part, m.producer_id) == r.guard
+    if r.error == Errors.NONE and guarded:
+        part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
+        return _append_and_respond(K, w, part, entry_of(part, m.producer_id), m)
+    error = (Errors.INVALID_PRODUCER_EPOCH if r.error == Errors.PRODUCER_FENCED
+             else Errors.INVALID_TXN_STATE)
+    return w._replace(network=send(w.network, ProduceResponse(
+        Rpc.ProduceResponse, m.producer, m.partition, error, m.base_sequence)))
+
+
+def validate_and_append(K, part: Partition, e, m, producer):
+    """(error, partition) after the checks of ProducerAppendInfo, in code order."""
+    if e is not None and e.producer_epoch == m.producer_epoch and e.last_sequence == m.base_sequence:
+        return Errors.DUPLICATE_SEQUENCE_NUMBER, part          # a retry of the last batch
+    if e is not None and m.producer_epoch < e.producer_epoch:
+        return Errors.INVALID_PRODUCER_EPOCH, part             # checkProducerEpoch
+    if e is None or m.producer_epoch != e.producer_epoch or e.last_sequence == -1:
+        if m.base_sequence != 0:                               # checkSequence: a new epoch
+            return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
+    elif m.base_sequence != e.last_sequence + 1:
+        return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
+    offset = len(part.log)
+    first = e.current_txn_first_offset if e is not None and e.current_txn_first_offset >= 0 else offset
+    record = RecordId(producer.tid, producer.instance, m.txn, m.n)
+    batch = Batch(m.producer_id, m.producer_epoch, m.base_sequence, Control.DATA, -1, record)
+    coordinator_epoch = e.coordinator_epoch if e is not None else -1
+    entry = ProducerStateEntry(m.producer_id, m.producer_epoch, m.base_sequence, offset,
+                               coordinator_epoch, first)
+    return Errors.NONE, _with_entry(part._replace(log=part.log + (batch,)), entry)
+
+
+def handle_write_txn_markers(K, w: World, m) -> World:
+    """KafkaApis.handleWriteTxnMarkersRequest -> appendEndTxnMarker at the leader."""
+    part = w.partitions[m.partition]
+    error, part = append_marker(K, part, m)
+    w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
+    return w._replace(network=send(w.network, WriteTxnMarkersResponse(
+        Rpc.WriteTxnMarkersResponse, m.partition, m.tid, error, m.coordinator_epoch)))
+
+
+def append_marker(K, part: Partition, m):
+    e = entry_of(part, m.producer_id)
+    if e is not None:
+        if K.features.strict_marker_epoch and K.tv2:           # KIP-1228
+            retry = (K.features.idempotent_marker_retry and m.producer_epoch == e.producer_epoch
+                     and e.current_txn_first_offset < 0)
+            if retry:
+                return Errors.NONE, part                       # KAFKA-19999: a no-op retry
+            if m.producer_epoch <= e.producer_epoch:
+                return Errors.INVALID_PRODUCER_EPOCH, part
+        elif m.producer_epoch < e.producer_epoch:
+            return Errors.INVALID_PRODUCER_EPOCH, part
+        if e.coordinator_epoch > m.coordinator_epoch:
+            return Errors.TRANSACTION_COORDINATOR_FENCED, part
+    offset = len(part.log)
+    control = Control.COMMIT if m.committed else Control.ABORT
+    aborted = part.aborted
+    if e is not None and e.current_txn_first_offset >= 0 and not m.committed:
+        aborted = aborted + (AbortedTxn(m.producer_id, e.current_txn_first_offset, offset),)
+    bumped = e is None or m.producer_epoch != e.producer_epoch
+    entry = ProducerStateEntry(m.producer_id, m.producer_epoch,
+                               -1 if bumped else e.last_sequence, offset, m.coordinator_epoch, -1)
+    batch = Batch(m.producer_id, m.producer_epoch, -1, control, m.coordinator_epoch, NO_RECORD)
+    guards = tuple(x for x in part.guards if x[0] != m.producer_id)
+    part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards)
+    return Errors.NONE, _with_entry(part, entry)

@@ -1,0 +1,217 @@
+"""The global state of the Kafka model and the value types its components share.
+
+Every value is an immutable NamedTuple, IntEnum, int or frozenset (hash-stable, so the tuple hash
+is the fingerprint, and readable in traces); "absent" is -1 or ``()``, never None. Names follow Kafka: ``TransactionState``,
+``TransactionManager.State``, ``Errors``, ``producerId``/``producerEpoch``.
+
+Ghost state (history, for invariants only, never read by a rule's guard): every record carries
+its identity ``(tid, instance, txn, n)`` -- transactional.id, producer instance, the instance's
+n-th transaction, n-th record -- and each producer records what ``commitTransaction`` /
+``abortTransaction`` returned to the application (``Producer.outcomes``).
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+NO_PRODUCER_ID = -1
+NO_EPOCH = -1
+NO_OFFSET = -1
+
+
+class TxnState(IntEnum):
+    """Coordinator TransactionState (TransactionMetadata.scala / TransactionState.java)."""
+    Empty = 0
+    Ongoing = 1
+    PrepareCommit = 2
+    PrepareAbort = 3
+    CompleteCommit = 4
+    CompleteAbort = 5
+    Dead = 6
+    PrepareEpochFence = 7
+
+
+class ClientState(IntEnum):
+    """Producer TransactionManager.State."""
+    UNINITIALIZED = 0
+    INITIALIZING = 1
+    READY = 2
+    IN_TRANSACTION = 3
+    COMMITTING_TRANSACTION = 4
+    ABORTING_TRANSACTION = 5
+    ABORTABLE_ERROR = 6
+    FATAL_ERROR = 7
+
+
+class Errors(IntEnum):
+    """The error codes the model returns (org.apache.kafka.common.protocol.Errors)."""
+    NONE = 0
+    NOT_COORDINATOR = 1
+    CONCURRENT_TRANSACTIONS = 2
+    INVALID_PRODUCER_ID_MAPPING = 3
+    INVALID_PRODUCER_EPOCH = 4
+    PRODUCER_FENCED = 5
+    INVALID_TXN_STATE = 6
+    TRANSACTION_COORDINATOR_FENCED = 7
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 8
+    DUPLICATE_SEQUENCE_NUMBER = 9
+    UNKNOWN_PRODUCER_ID = 10
+
+
+class Outcome(IntEnum):
+    """What the application was told about one of its transactions (ghost)."""
+    COMMITTED = 1    # commitTransaction() returned
+    ABORTED = 2      # abortTransaction() returned
+    FAILED = 3       # a fatal error: the application does not know the result
+
+
+class Control(IntEnum):
+    """Batch kind in a partition log: data, or a control batch (transaction marker)."""
+    DATA = 0
+    COMMIT = 1
+    ABORT = 2
+
+
+class RecordId(NamedTuple):
+    """Ghost identity of a record: which client transaction wrote it."""
+    tid: int
+    instance: int
+    txn: int
+    n: int
+
+
+class Batch(NamedTuple):
+    """A record batch in a partition log; one record per data batch (abstraction)."""
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int          # -1 for control batches
+    control: Control
+    coordinator_epoch: int      # control batches only, else -1
+    record: RecordId            # data batches only (ghost); NO_RECORD for control batches
+
+
+NO_RECORD = RecordId(-1, -1, -1, -1)
+
+
+class ProducerStateEntry(NamedTuple):
+    """ProducerStateManager's entry for one producer id at one partition leader.
+
+    Abstraction: only the last batch is remembered for duplicate detection (Kafka keeps five;
+    with one in-flight request per partition, older duplicates cannot arrive in this model)."""
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int          # -1: none in this epoch
+    last_offset: int
+    coordinator_epoch: int
+    current_txn_first_offset: int   # -1: no open transaction
+
+
+class AbortedTxn(NamedTuple):
+    """An entry of the aborted-transaction index (.txnindex)."""
+    producer_id: int
+    first_offset: int
+    last_offset: int
+
+
+class Partition(NamedTuple):
+    """A data partition's leader. Abstraction: the high watermark is the log end (acks=all with
+    replication folded into the append), so there are no unreplicated transactions.
+
+    ``guards``: (producer id, guard) of verifications in progress (VerificationStateEntry); a
+    guard is unique (``next_guard`` counts them) and is cleared by a marker (KAFKA-14884)."""
+    log: tuple[Batch, ...] = ()
+    producers: tuple[ProducerStateEntry, ...] = ()   # sorted by producer id
+    aborted: tuple[AbortedTxn, ...] = ()
+    guards: tuple[tuple[int, int], ...] = ()
+    next_guard: int = 0
+
+
+class TxnMetadata(NamedTuple):
+    """TransactionMetadata for one transactional.id (``producer_id == -1``: no metadata yet)."""
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_EPOCH
+    last_producer_epoch: int = NO_EPOCH
+    state: TxnState = TxnState.Empty
+    partitions: frozenset = frozenset()
+    pending_state: int = -1     # a TxnState while a log append is in flight, else -1
+
+
+class Reply(NamedTuple):
+    """Who to answer when a coordinator log append completes."""
+    producer: int               # producer instance index, -1: none (internal transition)
+    rpc: int                    # the Rpc of the response
+    request: tuple = ()         # the request being answered, when the response needs it
+
+
+class Append(NamedTuple):
+    """A transaction-log append in flight (TransactionStateManager.appendTransactionToLog)."""
+    target: TxnMetadata
+    reply: Reply
+
+
+class Coordinator(NamedTuple):
+    """The transaction coordinator: leader of the single ``__transaction_state`` partition.
+
+    ``log`` is the replicated transaction log (last entry per transactional.id, as after
+    compaction); ``txns`` is the leader's in-memory cache, which can run ahead of the log while an
+    append is in flight (``appends``). ``markers``: partitions whose marker is not yet
+    acknowledged, per transactional.id (transactionsWithPendingMarkers)."""
+    coordinator_epoch: int
+    log: tuple[TxnMetadata, ...]
+    txns: tuple[TxnMetadata, ...]
+    appends: tuple[Append | tuple, ...]     # () when no append is in flight
+    markers: tuple[frozenset, ...]
+    next_producer_id: int = 0
+
+
+class Producer(NamedTuple):
+    """A producer instance (KafkaProducer + TransactionManager) and its application.
+
+    Abstractions: FindCoordinator is folded into sending (a request goes to the current
+    coordinator); one record per batch, at most one batch in flight per partition."""
+    tid: int
+    instance: int
+    started: bool               # the application created this instance
+    replaced: bool              # a newer instance was started (this one is a zombie if it runs)
+    state: ClientState = ClientState.UNINITIALIZED
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_EPOCH
+    in_flight_request: int = -1     # the Rpc of the one coordinator request in flight, else -1
+    partitions: frozenset = frozenset()          # partitionsInTransaction
+    new_partitions: frozenset = frozenset()      # newPartitionsInTransaction (not yet sent)
+    pending_partitions: frozenset = frozenset()  # pendingPartitionsInTransaction (sent)
+    queued: frozenset = frozenset()              # partitions with an undrained record batch
+    in_flight: frozenset = frozenset()           # partitions with a produce request in flight
+    next_sequence: tuple[int, ...] = ()
+    txn: int = -1               # number of the current / last transaction (ghost identity)
+    records: int = 0            # records sent by the application in the current transaction
+    outcomes: tuple[Outcome, ...] = ()   # ghost: per finished transaction, what the app was told
+
+
+class Consumer(NamedTuple):
+    """A read_committed consumer: fetch positions and what it returned to the application."""
+    positions: tuple[int, ...]
+    returned: tuple[RecordId, ...] = ()
+
+
+class Budgets(NamedTuple):
+    """Remaining fault budgets."""
+    producer_crashes: int
+    coordinator_failovers: int
+    transaction_timeouts: int
+    request_delays: int
+    request_duplicates: int
+
+
+class World(NamedTuple):
+    producers: tuple[Producer, ...]
+    coordinator: Coordinator
+    partitions: tuple[Partition, ...]
+    consumers: tuple[Consumer, ...]
+    network: tuple          # messages in flight, FIFO per connection (model.network)
+    delayed: tuple          # messages held back: deliverable in any order, sorted
+    budgets: Budgets
+
+
+def replace_at(items: tuple, i: int, value) -> tuple:
+    return items[:i] + (value,) + items[i + 1:]
