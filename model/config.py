@@ -151,7 +151,7 @@ def build_config(raw: Mapping[str, Any], params: Sequence[Param], model: str,
                  source: str = "<built-in>", overrides: Iterable[tuple[str, Any]] = ()) -> Config:
     """Validate ``raw`` TOML sections (and ``--set`` overrides) against ``params``."""
     known = {p.key: p for p in (*CHECK_PARAMS, *params)}
-    sections = sorted({p.section for p in known.values()})
+    sections = sorted({p.section for p in known.values()} | {"model"})
     values: dict[str, Any] = {}
     for section, body in raw.items():
         if section not in sections:

@@ -164,9 +164,10 @@ RULES = CLIENT_RULES + (
 def _fused(K):
     """All successors in one pass: the network is scanned once and each deliverable message goes
     to its handler (the per-Rpc delivery rules would each rescan it). Same successors as RULES."""
+    rules = spec_for(K).rules
     others = [(r.name, partial(r.enabled, K), partial(r.apply, K))
-              for r in RULES if r not in DELIVERIES.values()]
-    handlers = {rpc: (r.name, partial(r.apply, K)) for rpc, r in DELIVERIES.items()}
+              for r in rules if r not in DELIVERIES.values()]
+    handlers = {rpc: (r.name, partial(r.apply, K)) for rpc, r in DELIVERIES.items() if r in rules}
 
     def successors(w):
         out = [((name, *args), apply(w, *args))
@@ -194,9 +195,23 @@ def build_spec() -> ProtocolSpec:
 
 SPEC = build_spec()
 
+TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
+                    "ReceiveAddPartitionsToTxnResponse")
+VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
+
+
+def spec_for(K: KafkaParams) -> ProtocolSpec:
+    """The rules that exist in the configured version: TV2 clients never send
+    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on."""
+    if K.tv2:
+        return SPEC.derive("kafka", remove=TV1_CLIENT_RULES, fast_successors=_fused)
+    if not K.features.partition_verification:
+        return SPEC.derive("kafka", remove=VERIFICATION_RULES, fast_successors=_fused)
+    return SPEC
+
 
 def _build(cfg: Config):
-    return SPEC.bind(cfg)
+    return spec_for(kafka_params(cfg)).bind(cfg)
 
 
 MODELS = (ModelEntry("kafka", SPEC.doc, PARAMS, _build, presets=tuple(PRESETS)),)

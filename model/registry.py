@@ -12,8 +12,10 @@ from typing import Any, Callable, Mapping
 from model.config import Config, ConfigError, Param, build_config, read_toml
 
 MODULES = ("model.toys.twophase", "model.kafka")
-DEFAULT_MODEL = "twophase"
-DEFAULT_SETTINGS = {"model.resource_managers": 5}  # the built-in default configuration
+DEFAULT_MODEL = "kafka"
+DEFAULT_SETTINGS = {  # the built-in default = configs/small.toml (tests keep the two equal)
+    "cluster.partitions": 1, "faults.producer_crashes": 1, "faults.transaction_timeouts": 1,
+    "faults.request_delays": 1}
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,11 @@ def test_twophase_seven_holds(tmp_path):
     assert "never enabled: none" in r.stdout
 
 
-def test_default_check_runs_the_builtin_config(tmp_path):
-    r = run("check", cwd=tmp_path)
-    assert r.returncode == 0 and "8,832 distinct states" in r.stdout
+def test_default_check_runs_the_builtin_kafka_config(tmp_path):
+    r = run("check", "--depth", "6", "--json", cwd=tmp_path)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and doc["model"] == "kafka" and doc["stats"]["depth"] == 6
+    assert doc["config"]["protocol"]["version"] == "latest"
 
 
 def test_broken_toy_exits_12_and_writes_a_replayable_trace(tmp_path):
@@ -70,12 +72,14 @@ def test_depth_and_invariant_flags(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["check", "--bogus"], "unrecognized arguments: --bogus"),
     (["check", "--model", "nope"], "unknown model 'nope'"),
-    (["check", "--set", "model.resource_managers=99"], "out of range"),
+    (["check", "--model", "twophase", "--set", "model.resource_managers=99"], "out of range"),
+    (["check", "--protocol", "kafka-9"], "protocol.version = 'kafka-9' is not one of"),
     (["check", "--set", "oops"], "expected section.key=value"),
     (["check", "--depth", "-3"], "must be >= 0"),
     (["check", "--explorer", "warp"], "invalid choice: 'warp'"),
     (["check", "--invariant", "Nope"], "unknown property 'Nope'"),
-    (["check", "--protocol", "kafka-2.5"], "unknown key protocol.version for model twophase"),
+    (["check", "--model", "twophase", "--protocol", "kafka-2.5"],
+     "unknown key protocol.version for model twophase"),
     (["check", "no/such/file.toml"], "no such file"),
     (["replay", "no-such-trace.json"], "no such file"),
     ([], "a command is required"),
@@ -104,7 +108,8 @@ def test_list(tmp_path):
 
 
 def test_interrupt_exits_130_with_partial_results(tmp_path):
-    p = subprocess.Popen([EXE, "check", "--set", "model.resource_managers=12"], cwd=tmp_path,
+    p = subprocess.Popen([EXE, "check", "--model", "twophase", "--set", "model.resource_managers=12"],
+                         cwd=tmp_path,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3)
     p.send_signal(signal.SIGINT)

@@ -4,11 +4,12 @@ from model import registry
 from model.config import ConfigError, parse_assignment, resolve_config_path
 
 
-def test_builtin_default_is_twophase_with_five_rms():
+def test_builtin_default_is_the_shipped_small_config():
     cfg = registry.load()
-    assert cfg.model == "twophase" and cfg["model.resource_managers"] == 5
+    assert cfg.model == "kafka" and cfg == registry.load(resolve_config_path("small"))
     assert cfg["check.invariants"] == ("all",) and cfg["check.max_depth"] == 0
     assert cfg.get("check.deadlock") is None and cfg.source == "<built-in>"
+    assert registry.load(model="twophase")["model.resource_managers"] == 3
 
 
 def test_toml_file_with_overrides(tmp_path):
@@ -23,11 +24,14 @@ def test_toml_file_with_overrides(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("[cluster]\npartitions = 2\n", "unknown section [cluster] for model twophase"),
-    ("[model]\nresource_manager = 3\n", "unknown key model.resource_manager for model twophase (known: resource_managers)"),
-    ("[model]\nresource_managers = 0\n", "model.resource_managers = 0 is out of range (1..14)"),
-    ("[model]\nresource_managers = true\n", "model.resource_managers must be an integer, got True"),
-    ("[model]\nresource_managers = \"3\"\n", "model.resource_managers must be an integer"),
+    ("[model]\nname = \"twophase\"\n[cluster]\npartitions = 2\n", "unknown section [cluster] for model twophase"),
+    ("[model]\nname = \"twophase\"\nresource_manager = 3\n", "unknown key model.resource_manager for model twophase (known: resource_managers)"),
+    ("[model]\nname = \"twophase\"\nresource_managers = 0\n", "model.resource_managers = 0 is out of range (1..14)"),
+    ("[model]\nname = \"twophase\"\nresource_managers = true\n", "model.resource_managers must be an integer, got True"),
+    ("[model]\nname = \"twophase\"\nresource_managers = \"3\"\n", "model.resource_managers must be an integer"),
+    ("[protocol]\nversion = \"kafka-9\"\n", "protocol.version = 'kafka-9' is not one of kafka-0.11"),
+    ("[cluster]\npartitions = 9\n", "cluster.partitions = 9 is out of range (1..4)"),
+    ("[faults]\nbroker_fires = 1\n", "unknown key faults.broker_fires for model kafka"),
     ("[check]\ndeadlock = 1\n", "check.deadlock must be true or false"),
     ("[check]\ninvariants = \"all\"\n", "check.invariants must be a list of strings"),
     ("[check]\nmax_depth = -1\n", "check.max_depth = -1 is out of range"),
@@ -63,9 +67,9 @@ def test_set_values_are_toml_or_bare_strings():
 
 def test_set_overrides_are_validated():
     with pytest.raises(ConfigError, match=r"^--set: unknown key model.rms"):
-        registry.load(overrides=[("model.rms", 3)])
+        registry.load(model="twophase", overrides=[("model.rms", 3)])
     with pytest.raises(ConfigError, match="out of range"):
-        registry.load(overrides=[("model.resource_managers", 15)])
+        registry.load(model="twophase", overrides=[("model.resource_managers", 15)])
 
 
 def test_shipped_config_names_resolve():

@@ -1,0 +1,96 @@
+"""The Kafka model: pinned state counts per preset, the known weaknesses of old versions found
+from generic fault budgets, and the fast path agreeing with the rules."""
+import pytest
+
+from model import registry
+from model.config import resolve_config_path
+from model.kafka import spec_for
+from model.params import kafka_params
+from model.versions import PRESETS
+from explorers.bfs import BfsOptions, explore
+
+
+def load(name="tiny", **settings):
+    return registry.load(resolve_config_path(name), overrides=settings)
+
+
+# (preset, distinct, generated, depth) of configs/tiny.toml
+TINY = [
+    ("kafka-0.11", 2121, 4995, 19),
+    ("kafka-1.0", 17994, 55269, 46),
+    ("kafka-2.5", 17994, 55269, 46),
+    ("kafka-2.6", 17994, 55269, 46),
+    ("kafka-3.6", 30710, 98969, 50),
+    ("kafka-4.0", 14693, 44288, 44),
+    ("kafka-4.2", 14693, 44288, 44),
+    ("latest", 14693, 44288, 44),
+]
+
+
+def test_every_preset_is_pinned():
+    assert [p for p, *_ in TINY] == list(PRESETS)
+
+
+@pytest.mark.parametrize("preset, distinct, generated, depth", TINY)
+def test_tiny_counts_and_verdicts(preset, distinct, generated, depth):
+    out = explore(registry.bind(load(**{"protocol.version": preset})))
+    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (distinct, generated, depth)
+    if preset == "kafka-0.11":  # KAFKA-6119: the abort is not fenced (see below)
+        assert [v.property for v in out.violations] == ["no_hanging_transactions"]
+    else:
+        assert out.exit_code == 0, out.violations
+        assert "eventual_completion" in out.unchecked
+
+
+def test_kafka_0_11_unfenced_abort_leaves_a_hanging_transaction():
+    """KAFKA-6119, found with the generic crash budget: InitProducerId of the new instance aborts
+    the open transaction without an epoch bump, so the old instance's produce, still in flight,
+    is appended after the ABORT marker and opens a transaction no coordinator knows of."""
+    cfg = load(**{"protocol.version": "kafka-0.11"})
+    model = registry.bind(cfg)
+    (v,) = explore(model, BfsOptions(properties=["no_hanging_transactions"])).violations
+    names = [a[0] for a in v.path.actions]
+    assert len(names) == 19 and names[1] == "CrashProducer"
+    marker, produce = names.index("HandleWriteTxnMarkers"), names.index("HandleProduce")
+    assert marker < produce  # the old instance's batch is appended after the ABORT marker
+    assert v.path.actions[marker][1].producer_epoch == v.path.actions[produce][1].producer_epoch
+    assert v.path.actions[produce][1].producer == 0  # the replaced instance
+    assert names[-1] == "CommitTxnLogAppend"  # CompleteAbort: the coordinator forgets it
+
+
+def test_timeout_fence_protects_from_1_0_on():
+    cfg = load(**{"protocol.version": "kafka-1.0", "faults.transaction_timeouts": 1})
+    assert explore(registry.bind(cfg)).exit_code == 0
+
+
+def test_rules_follow_the_version():
+    names = lambda v: {r.name for r in spec_for(kafka_params(load(**{"protocol.version": v}))).rules}
+    assert "SendAddPartitionsToTxn" not in names("latest")
+    assert "HandleVerifyAddPartition" in names("latest") and "HandleVerifyAddPartition" in names("kafka-3.6")
+    assert "HandleVerifyAddPartition" not in names("kafka-2.6")
+    assert "SendAddPartitionsToTxn" in names("kafka-3.6")
+
+
+def _reachable(model, limit):
+    seen, todo = {model.init_states()[0]}, list(model.init_states())
+    while todo and len(seen) < limit:
+        s = todo.pop()
+        for _, t in model.successors(s):
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+@pytest.mark.parametrize("preset", ["kafka-2.6", "kafka-3.6", "latest"])
+def test_fast_path_agrees_with_actions_and_step(preset):
+    model = registry.bind(load("small", **{"protocol.version": preset}))
+    for s in sorted(_reachable(model, 600), key=repr)[:600]:
+        fast = sorted(model.successors(s), key=repr)
+        ref = sorted(((a, model.step(s, a)) for a in model.actions(s)), key=repr)
+        assert fast == ref
+
+
+def test_default_config_covers_the_version_rules_its_budgets_allow():
+    out = explore(registry.bind(load("small")), BfsOptions(max_depth=60))
+    assert set(out.never_enabled) <= {"ElectCoordinator", "DuplicateRequest"}
