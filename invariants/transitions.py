@@ -41,9 +41,19 @@ def client_table(features) -> dict:
 
 
 def coordinator_edges(s, t):
-    """(from, to) state changes of the coordinator's transactions in one step."""
-    return [(TxnState(a.state).name, TxnState(b.state).name)
-            for a, b in zip(s.coordinator.txns, t.coordinator.txns) if a.state != b.state]
+    """Transitions the coordinator prepared in one step (Kafka checks validPreviousStates in
+    prepareTransitionTo). A fence shows as Ongoing -> PrepareEpochFence -> PrepareAbort: the
+    epoch is bumped in memory as the abort is prepared."""
+    edges = []
+    for a, b in zip(s.coordinator.txns, t.coordinator.txns):
+        if a.pending_state != -1 or b.pending_state == -1:
+            continue
+        source, target = TxnState(a.state).name, TxnState(b.pending_state).name
+        if b.producer_epoch > a.producer_epoch and source == "Ongoing" and target == "PrepareAbort":
+            edges += [(source, "PrepareEpochFence"), ("PrepareEpochFence", target)]
+        else:
+            edges.append((source, target))
+    return edges
 
 
 def client_edges(s, t):
