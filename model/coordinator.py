@@ -259,10 +259,18 @@ def _maybe_complete(w: World, tid: int) -> World:
 
 
 def handle_write_txn_markers_response(K, w: World, m) -> World:
-    """TransactionMarkerRequestCompletionHandler.onComplete."""
+    """TransactionMarkerRequestCompletionHandler.onComplete. Each response reaches the callback
+    of its own request: one for a marker no longer awaited (a duplicate, or the answer to an
+    earlier transaction's marker) has no callback left and is dropped."""
     c = w.coordinator
     if m.coordinator_epoch != c.coordinator_epoch:
         return w  # the sending coordinator is gone; the new one resent the markers
+    txn = c.txns[m.tid]
+    awaited = (m.partition in c.markers[m.tid] and txn.producer_id == m.producer_id
+               and txn.producer_epoch == m.producer_epoch
+               and txn.state == (T.PrepareCommit if m.committed else T.PrepareAbort))
+    if not awaited:
+        return w
     if m.error == Errors.NONE:
         c = c._replace(markers=replace_at(c.markers, m.tid, c.markers[m.tid] - {m.partition}))
         return _maybe_complete(w._replace(coordinator=c), m.tid)

@@ -111,6 +111,9 @@ class WriteTxnMarkersResponse(NamedTuple):
     tid: int
     error: int
     coordinator_epoch: int
+    producer_id: int            # the marker answered: the callback of its own request
+    producer_epoch: int
+    committed: bool
 
 
 class VerifyAddPartition(NamedTuple):

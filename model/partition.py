@@ -131,7 +131,8 @@ def handle_write_txn_markers(K, w: World, m) -> World:
     error, part = append_marker(K, part, m)
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
     return w._replace(network=send(w.network, WriteTxnMarkersResponse(
-        Rpc.WriteTxnMarkersResponse, m.partition, m.tid, error, m.coordinator_epoch)))
+        Rpc.WriteTxnMarkersResponse, m.partition, m.tid, error, m.coordinator_epoch,
+        m.producer_id, m.producer_epoch, m.committed)))
 
 
 def append_marker(K, part: Partition, m):
