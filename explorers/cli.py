@@ -16,8 +16,8 @@ from model import registry
 from model.config import ConfigError, parse_assignment, resolve_config_path, shipped_configs
 from explorers import report
 from explorers.bfs import BfsOptions, explore, select_properties
-from explorers.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
-from traces.trace import Trace, TraceError, read
+from explorers.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Violation
+from traces.trace import Trace, TraceError, read, trace_metadata
 
 
 class UsageError(Exception):
@@ -48,10 +48,34 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    dest="sets", help="override a configuration value (repeatable)")
     c.add_argument("--protocol", metavar="PRESET", help="shorthand for --set protocol.version=PRESET")
-    c.add_argument("--explorer", choices=["bfs"], default="bfs")
+    c.add_argument("--explorer", choices=list(EXPLORERS), default="bfs")
+    # Flags for some explorers only (EXPLORER_FLAGS); unset means the explorer's default.
+    c.add_argument("--max-examples", type=_positive, metavar="N",
+                   help="stateful: behaviours hypothesis generates (default 1000)")
+    c.add_argument("--steps", type=_positive, metavar="K",
+                   help="stateful: actions per behaviour at most (default 50)")
+    c.add_argument("--runs", type=_positive, metavar="R",
+                   help="simulate: number of random walks (default 10000)")
+    c.add_argument("--seed", type=_nonneg, metavar="S",
+                   help="stateful, simulate: random seed (default 0)")
+    c.add_argument("--workers", type=_positive, metavar="N",
+                   help="spark: local[N] threads (default: all cores); with --master, "
+                        "spark.cores.max")
+    c.add_argument("--partitions", type=_positive, metavar="N",
+                   help="spark: partitions of the visited set (default: the default parallelism)")
+    c.add_argument("--spark-conf", action="append", metavar="KEY=VALUE",
+                   help="spark: a Spark configuration property (repeatable)")
+    c.add_argument("--master", metavar="URL",
+                   help="spark: cluster master, e.g. spark://host:7077 (default: embedded)")
+    c.add_argument("--checkpoint", type=_minutes, metavar="MIN",
+                   help="spark: save the search at the first level boundary every MIN minutes "
+                        "(0: every level), in OUT/spark")
+    c.add_argument("--recover", metavar="DIR",
+                   help="spark: resume the search checkpointed in DIR (e.g. out/spark)")
     c.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this property (repeatable; default: [check] invariants)")
-    c.add_argument("--depth", type=_nonneg, metavar="N", help="depth bound (0 = unbounded)")
+    c.add_argument("--depth", type=_nonneg, metavar="N",
+                   help="depth bound (0 = unbounded); simulate: steps per walk (0: 100)")
     dl = c.add_mutually_exclusive_group()
     dl.add_argument("--deadlock", dest="deadlock", action="store_const", const=True,
                     help="report states with no enabled action")
@@ -68,6 +92,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("replay", help="re-execute a trace and re-check its property")
     r.add_argument("trace", metavar="TRACE")
+    r.add_argument("--diff", action="store_true",
+                   help="show each step's changes, and every difference where the trace diverges")
+
+    m = sub.add_parser("minimize", help="shrink a trace while it violates the same property")
+    m.add_argument("trace", metavar="TRACE")
+    m.add_argument("--out", metavar="FILE", help="default: TRACE with .min.itf.json")
+
+    rd = sub.add_parser("render", help="a trace as text, a Mermaid sequence diagram or HTML")
+    rd.add_argument("trace", metavar="TRACE")
+    rd.add_argument("--format", choices=["text", "mermaid", "html"], default="text")
+    rd.add_argument("--diff", action="store_true", help="text: only what each step changed")
+    rd.add_argument("--out", metavar="FILE", help="default: standard output")
     return p
 
 
@@ -81,12 +117,31 @@ def _nonneg(text: str) -> int:
     return value
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _nonneg(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: check, list or replay (see kafka-mc --help)")
-        return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay}[args.command](args)
+            raise UsageError("a command is required: check, list, replay, minimize or render "
+                             "(see kafka-mc --help)")
+        return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay,
+                "minimize": cmd_minimize, "render": cmd_render}[args.command](args)
     except (UsageError, ConfigError, TraceError) as e:
         print(f"kafka-mc: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -113,25 +168,94 @@ def load_config(args):
 
 
 def cmd_check(args) -> int:
+    for flag, takers in EXPLORER_FLAGS.items():
+        if getattr(args, flag[2:].replace("-", "_")) is not None and args.explorer not in takers:
+            raise UsageError(f"{flag} does not apply to --explorer {args.explorer} "
+                             f"(only to {', '.join(takers)})")
     cfg = load_config(args)
     model = registry.bind(cfg)
-    names = None if "all" in cfg["check.invariants"] else list(cfg["check.invariants"])
     try:
-        select_properties(model, names)
+        select_properties(model, property_names(cfg))
     except KeyError as e:
         raise UsageError(e.args[0]) from None
     progress = report.ProgressPrinter()
-    options = BfsOptions(properties=names, max_depth=cfg["check.max_depth"],
-                         check_deadlock=cfg.get("check.deadlock"), progress=progress,
-                         progress_interval=args.progress_interval)
     try:
-        outcome = explore(model, options)
+        outcome = EXPLORERS[args.explorer](cfg, args, progress)
     finally:
         progress.close()
     traces = write_traces(outcome, cfg, model, Path(args.out))
     print(report.as_json(outcome, cfg, model, traces) if args.json
           else report.text(outcome, cfg, model, traces))
     return outcome.exit_code
+
+
+def property_names(cfg) -> list[str] | None:
+    return None if "all" in cfg["check.invariants"] else list(cfg["check.invariants"])
+
+
+def search_options(cfg, args, progress) -> BfsOptions:
+    return BfsOptions(properties=property_names(cfg), max_depth=cfg["check.max_depth"],
+                      check_deadlock=cfg.get("check.deadlock"), progress=progress,
+                      progress_interval=args.progress_interval)
+
+
+def run_bfs(cfg, args, progress):
+    return explore(registry.bind(cfg), search_options(cfg, args, progress))
+
+
+def run_spark(cfg, args, progress):
+    from explorers import spark
+
+    conf = [item.partition("=") for item in args.spark_conf or ()]
+    for item, (key, sep, _) in zip(args.spark_conf or (), conf):
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf {item!r}: expected KEY=VALUE")
+    options = spark.SparkOptions(
+        master=args.master, workers=args.workers, partitions=args.partitions,
+        conf=tuple((key.strip(), value.strip()) for key, _, value in conf),
+        run_dir=args.recover or str(Path(args.out) / "spark"),
+        checkpoint_minutes=args.checkpoint, recover=args.recover is not None)
+    try:
+        return spark.explore(cfg, search_options(cfg, args, progress), options)
+    except (spark.SparkError, spark.CheckpointError) as e:
+        raise UsageError(str(e)) from None
+
+
+def _given(**flags) -> dict:
+    """The flags the user set (the explorer's defaults apply to the others)."""
+    return {k: v for k, v in flags.items() if v is not None}
+
+
+def run_stateful(cfg, args, progress):
+    from explorers import stateful  # imports hypothesis: only when needed
+
+    if args.depth is not None:
+        raise UsageError("--depth does not apply to --explorer stateful (use --steps)")
+    options = stateful.StatefulOptions(
+        properties=property_names(cfg), check_deadlock=cfg.get("check.deadlock"),
+        progress=progress, progress_interval=args.progress_interval,
+        **_given(max_examples=args.max_examples, steps=args.steps, seed=args.seed))
+    return stateful.explore(registry.bind(cfg), options)
+
+
+def run_simulate(cfg, args, progress):
+    from explorers import simulate
+
+    options = simulate.SimulateOptions(
+        properties=property_names(cfg), check_deadlock=cfg.get("check.deadlock"),
+        progress=progress, progress_interval=args.progress_interval,
+        **_given(runs=args.runs, seed=args.seed, depth=cfg["check.max_depth"] or None))
+    return simulate.explore(registry.bind(cfg), options)
+
+
+# --explorer NAME -> run(cfg, args, progress) -> Outcome
+EXPLORERS = {"bfs": run_bfs, "spark": run_spark, "stateful": run_stateful,
+             "simulate": run_simulate}
+# flag -> the explorers it applies to (giving it to another explorer is a usage error)
+EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
+                  "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
+                  **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
+                                                   "--master", "--checkpoint", "--recover")}}
 
 
 def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
@@ -141,9 +265,9 @@ def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
             continue
         out.mkdir(parents=True, exist_ok=True)
         file = out / f"{v.property}.itf.json"
-        meta = {"model": cfg.model, "config": cfg.to_dict(), "property": v.property,
-                "kind": v.kind, "description": v.claim, "explorer": outcome.explorer,
-                "source": f"kafka-mc {_version()}"}
+        meta = trace_metadata(cfg, property=v.property, kind=v.kind, claim=v.claim,
+                              explorer=outcome.explorer, source=f"kafka-mc {_version()}",
+                              seed=outcome.extra.get("seed"))
         Trace.from_path(model, v.path, meta).write(file, model)
         written[v.property] = str(file)
     return written
@@ -171,11 +295,60 @@ def cmd_list(args) -> int:
 
 
 def cmd_replay(args) -> int:
-    from traces.replay import replay
+    """Exit: the code ``check`` gave (12; 11 deadlock, 75 model error) when the violation
+    reproduces, 0 when the trace replays but no longer violates, 2 when it does not replay."""
+    from traces.render import story, text
+    from traces.replay import Divergence, replay
 
-    result = replay(read(args.trace))
+    trace = read(args.trace)
+    try:
+        result = replay(trace)
+    except Divergence as d:
+        if args.diff:
+            print("\n".join(d.report()))
+        raise
+    if args.diff:
+        print(text(story(trace, args.trace, result), diff=True))
     print(f"replayed {result.steps} steps: {result.message}")
-    return EXIT_SAFETY if result.reproduced else EXIT_OK
+    return Violation("", trace.meta["kind"]).exit_code if result.reproduced else EXIT_OK
+
+
+def cmd_minimize(args) -> int:
+    from traces.explain import steps
+    from traces.minimize import minimize
+
+    model, states, small = minimize(read(args.trace))
+    out = args.out or _sibling(args.trace, ".min.itf.json")
+    _write(out, small.to_json(model))
+    print(f"minimized {small.meta['minimized_from']} steps to {len(small)}: {out}")
+    print("\n".join(steps(model, states, small.actions, small.meta["property"],
+                           small.meta["kind"])))
+    return EXIT_OK
+
+
+def cmd_render(args) -> int:
+    from traces.render import render
+
+    text = render(read(args.trace), args.format, diff=args.diff, file=args.trace)
+    if args.out:
+        _write(args.out, text)
+        print(f"{args.format} written to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _sibling(trace: str, suffix: str) -> str:
+    name = Path(trace).name
+    stem = name.removesuffix(".json").removesuffix(".itf")
+    return str(Path(trace).with_name(stem + suffix))
+
+
+def _write(file: str, text: str) -> None:
+    try:
+        Path(file).write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot write {file}: {e.strerror}") from None
 
 
 if __name__ == "__main__":

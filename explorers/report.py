@@ -7,6 +7,7 @@ import sys
 from typing import IO, Any
 
 from explorers.result import Outcome
+from traces import explain
 
 
 def _n(x: int) -> str:
@@ -72,13 +73,12 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
             lines.append(f"  claim: {v.claim}")
         if v.path is not None:
             lines.append(f"  shortest counterexample: {len(v.path)} steps")
-            for i, a in enumerate(v.path.actions, start=1):
-                lines.append(f"    {i:>3}. {model.format_action(a)}")
+            lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
         if v.detail:
             lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
         if v.property in traces:
             lines.append(f"  trace written to {traces[v.property]}")
-            lines.append(f"  replay it: kafka-mc replay {traces[v.property]}")
+            lines.extend(explain.commands(traces[v.property]))
     return "\n".join(lines)
 
 

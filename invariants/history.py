@@ -39,18 +39,29 @@ def open_transactions(part: Partition) -> dict[int, int]:
     return first
 
 
+_last: list = [None, None, None]  # (partitions, record fates, txn fates) of the last world seen
+
+
+def _memo(w: World):
+    """Several invariants ask about the same state in a row: compute once per partitions tuple
+    (held here, so its identity cannot be reused)."""
+    if _last[0] is not w.partitions:
+        records: dict = {}
+        for part in w.partitions:
+            for _, rid, fate in fates(part):
+                records.setdefault(rid, set()).add(fate)
+        txns: dict = {}
+        for rid, fs in records.items():
+            txns.setdefault(rid[:3], set()).update(fs)
+        _last[:] = [w.partitions, records, txns]
+    return _last
+
+
 def record_fates(w: World) -> dict:
     """record id -> set of fates over all partitions."""
-    out: dict = {}
-    for part in w.partitions:
-        for _, rid, fate in fates(part):
-            out.setdefault(rid, set()).add(fate)
-    return out
+    return _memo(w)[1]
 
 
 def txn_fates(w: World) -> dict:
     """(tid, instance, txn) -> set of fates of its records."""
-    out: dict = {}
-    for rid, fs in record_fates(w).items():
-        out.setdefault(rid[:3], set()).update(fs)
-    return out
+    return _memo(w)[2]

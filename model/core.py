@@ -12,6 +12,9 @@ A model is a transition system over immutable values. Explorers see only this mo
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
 build in the hot path and readable in traces. A model names each action's parameters in
 ``action_params`` so traces and reports can print ``RMPrepare(rm=3)``.
+
+For people reading counterexamples, a model may also say what a step means as sequence-diagram
+``Event``s between its ``lifelines`` (``describe``); explorers never call it.
 """
 from __future__ import annotations
 
@@ -40,6 +43,26 @@ class Property:
     expectation: Expectation
     holds: Callable[..., bool]
     claim: str = ""  # one sentence, shown when the property is violated
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing a step does, as drawn in a sequence diagram (``kafka-mc render``, ``explain``).
+
+    ``kind``: ``request`` (an arrow ``source -> target``), ``response`` (a dashed arrow back),
+    ``note`` (an internal event on ``source``, or spanning ``source`` and ``target``) or
+    ``fault`` (a crash, failover, timeout, delay or loss: a highlighted note). ``source`` and
+    ``target`` are names from ``lifelines()``; ``label`` is in the protocol's vocabulary
+    (``AddPartitionsToTxn(p0)``, ``PRODUCER_FENCED``, ``commits``).
+    """
+
+    kind: str
+    source: str
+    target: str = ""
+    label: str = ""
+
+
+EVENT_KINDS = ("request", "response", "note", "fault")
 
 
 @runtime_checkable
@@ -102,6 +125,31 @@ class ModelBase:
         """Inverse of ``itf_encode``: rebuild the exact state value."""
         return vars["state"]
 
+    def itf_encode_action(self, a: Action) -> tuple:
+        """The action as trace values (actions whose arguments are records override this)."""
+        return a
+
+    def itf_decode_action(self, value: tuple) -> Action:
+        """Inverse of ``itf_encode_action``."""
+        return value
+
+    # The sequence-diagram hook (optional): lifelines, left to right, and what a step does.
+    # Producers, coordinators, partition leaders, the group coordinator and consumers are
+    # lifelines of the Kafka model; by default the model is one lifeline and a step one note.
+
+    def lifelines(self) -> tuple[str, ...]:
+        return (self.name,)
+
+    def describe(self, s, a: Action, t) -> tuple[Event, ...]:
+        """The events of step ``s --a--> t``, in order (several for a step that both handles a
+        request and answers it)."""
+        return (Event("note", self.lifelines()[0], label=self.format_action(a)),)
+
+
+class Record(dict):
+    """A record for traces: field name -> value, written as an ITF record (a JSON object), where
+    a plain dict is an ITF map. Models build them in ``itf_encode``; never part of a state."""
+
 
 def action_name(a: Action) -> str:
     return a[0]
@@ -113,7 +161,24 @@ def format_action(a: Action, params: Sequence[str] = ()) -> str:
     if not args:
         return a[0]
     names = list(params) + [f"arg{i}" for i in range(len(params), len(args))]
-    return f"{a[0]}({', '.join(f'{n}={v!r}' for n, v in zip(names, args))})"
+    return f"{a[0]}({', '.join(f'{n}={show(v)}' for n, v in zip(names, args))})"
+
+
+def show(v) -> str:
+    """A value as people read it in actions: enums by name, records as Type(field=value) without
+    a field that only repeats the type (a message's ``rpc``), sets in braces."""
+    if isinstance(v, enum.Enum):
+        return v.name
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        shown = [f"{f}={show(getattr(v, f))}" for f in v._fields
+                 if not (isinstance(getattr(v, f), enum.Enum)
+                         and getattr(v, f).name == type(v).__name__)]
+        return f"{type(v).__name__}({', '.join(shown)})"
+    if isinstance(v, frozenset):
+        return "{" + ", ".join(sorted(map(show, v))) + "}"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(map(show, v)) + (",)" if len(v) == 1 else ")")
+    return repr(v)
 
 
 # --- fingerprints -------------------------------------------------------------------------------

@@ -10,13 +10,15 @@ whether it was held back.
 """
 from __future__ import annotations
 
+import typing
 from functools import partial
 
-from model import consumer, coordinator, network, partition, producer
+from model import consumer, coordinator, diagram, network, partition, producer
+from model.codec import from_itf, to_itf
 from model.config import Config
 from model.network import REQUESTS, Rpc
 from model.params import PARAMS, KafkaParams, kafka_params
-from model.protocol import ProtocolSpec, Rule
+from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
 from model.versions import PRESETS
 from model.world import (Budgets, Consumer, Coordinator, Partition, Producer, TxnMetadata, World)
@@ -180,6 +182,36 @@ def _fused(K):
     return successors
 
 
+MESSAGES = {cls.__name__: cls for cls in (
+    network.InitProducerId, network.InitProducerIdResponse, network.AddPartitionsToTxn,
+    network.AddPartitionsToTxnResponse, network.EndTxn, network.EndTxnResponse, network.Produce,
+    network.ProduceResponse, network.WriteTxnMarkers, network.WriteTxnMarkersResponse,
+    network.VerifyAddPartition, network.VerifyAddPartitionResponse)}
+
+
+class _Codec:
+    """Trace variables: the World's fields, records named as in Kafka."""
+
+    @staticmethod
+    def encode(K, w):
+        return {f: to_itf(getattr(w, f)) for f in World._fields}
+
+    @staticmethod
+    def decode(K, v):
+        hints = typing.get_type_hints(World)
+        return World(**{f: from_itf(v[f], hints[f], MESSAGES, f) for f in World._fields})
+
+    @staticmethod
+    def encode_action(K, a):
+        return (a[0], *map(to_itf, a[1:]))
+
+    @staticmethod
+    def decode_action(K, v):
+        if not (isinstance(v, tuple) and v and isinstance(v[0], str)):
+            raise ValueError(f"not an action: {v!r}")
+        return (v[0], *(from_itf(x, typing.Any, MESSAGES, v[0]) for x in v[1:]))
+
+
 def _properties():
     from invariants import all_properties
     return all_properties()
@@ -188,7 +220,7 @@ def _properties():
 def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, properties=_properties(), params=kafka_params,
-        fast_successors=_fused,
+        fast_successors=_fused, itf_codec=_Codec,
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 
@@ -210,8 +242,18 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
     return SPEC
 
 
+class KafkaModel(RuleModel):
+    """The Kafka spec bound to a configuration, with its sequence diagram."""
+
+    def lifelines(self):
+        return diagram.lifelines(self.params)
+
+    def describe(self, s, a, t):
+        return diagram.describe(self.params, s, a, t)
+
+
 def _build(cfg: Config):
-    return spec_for(kafka_params(cfg)).bind(cfg)
+    return KafkaModel(spec_for(kafka_params(cfg)), cfg)
 
 
 MODELS = (ModelEntry("kafka", SPEC.doc, PARAMS, _build, presets=tuple(PRESETS)),)

@@ -8,23 +8,9 @@ message back (it leaves the FIFO and can be delivered at any later time, out of 
 """
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import NamedTuple
 
-
-class Rpc(IntEnum):
-    InitProducerId = 0
-    InitProducerIdResponse = 1
-    AddPartitionsToTxn = 2
-    AddPartitionsToTxnResponse = 3
-    EndTxn = 4
-    EndTxnResponse = 5
-    Produce = 6
-    ProduceResponse = 7
-    WriteTxnMarkers = 8
-    WriteTxnMarkersResponse = 9
-    VerifyAddPartition = 10          # AddPartitionsToTxn v4+, leader -> coordinator (KIP-890)
-    VerifyAddPartitionResponse = 11
+from model.world import Errors, Rpc
 
 
 class InitProducerId(NamedTuple):
@@ -37,7 +23,7 @@ class InitProducerId(NamedTuple):
 class InitProducerIdResponse(NamedTuple):
     rpc: Rpc
     producer: int
-    error: int
+    error: Errors
     producer_id: int
     producer_epoch: int
 
@@ -55,7 +41,7 @@ class AddPartitionsToTxn(NamedTuple):
 class AddPartitionsToTxnResponse(NamedTuple):
     rpc: Rpc
     producer: int
-    error: int
+    error: Errors
 
 
 class EndTxn(NamedTuple):
@@ -71,7 +57,7 @@ class EndTxn(NamedTuple):
 class EndTxnResponse(NamedTuple):
     rpc: Rpc
     producer: int
-    error: int
+    error: Errors
     producer_id: int            # TV2 (EndTxn v5): the bumped epoch
     producer_epoch: int
 
@@ -91,7 +77,7 @@ class ProduceResponse(NamedTuple):
     rpc: Rpc
     producer: int
     partition: int
-    error: int
+    error: Errors
     base_sequence: int
 
 
@@ -109,7 +95,7 @@ class WriteTxnMarkersResponse(NamedTuple):
     rpc: Rpc
     partition: int
     tid: int
-    error: int
+    error: Errors
     coordinator_epoch: int
     producer_id: int            # the marker answered: the callback of its own request
     producer_epoch: int
@@ -133,7 +119,7 @@ class VerifyAddPartition(NamedTuple):
 class VerifyAddPartitionResponse(NamedTuple):
     rpc: Rpc
     partition: int
-    error: int
+    error: Errors
     guard: int
     produce: Produce
 

@@ -23,9 +23,15 @@ def _with(w: World, i: int, **changes) -> World:
     return w._replace(producers=replace_at(w.producers, i, w.producers[i]._replace(**changes)))
 
 
+_last: list = [None, None]  # the producers tuple last asked about, and its running instances
+
+
 def _running(K, w: World):
-    """Producer instances the application has started (zombies included)."""
-    return [(i, p) for i, p in enumerate(w.producers) if p.started]
+    """Producer instances the application has started (zombies included); every producer rule
+    asks this of the same state in a row, so the last answer is kept."""
+    if _last[0] is not w.producers:
+        _last[:] = [w.producers, [(i, p) for i, p in enumerate(w.producers) if p.started]]
+    return _last[1]
 
 
 def fatal(p, **changes):

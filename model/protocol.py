@@ -137,3 +137,11 @@ class RuleModel(ModelBase):
     def itf_decode(self, vars: Mapping[str, Any]):
         codec = self.spec.itf_codec
         return codec.decode(self.params, vars) if codec else super().itf_decode(vars)
+
+    def itf_encode_action(self, a):
+        codec = self.spec.itf_codec
+        return codec.encode_action(self.params, a) if hasattr(codec, "encode_action") else a
+
+    def itf_decode_action(self, value):
+        codec = self.spec.itf_codec
+        return codec.decode_action(self.params, value) if hasattr(codec, "decode_action") else value

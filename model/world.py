@@ -58,6 +58,22 @@ class Errors(IntEnum):
     UNKNOWN_PRODUCER_ID = 10
 
 
+class Rpc(IntEnum):
+    """The requests and responses of the model (model.network defines their fields)."""
+    InitProducerId = 0
+    InitProducerIdResponse = 1
+    AddPartitionsToTxn = 2
+    AddPartitionsToTxnResponse = 3
+    EndTxn = 4
+    EndTxnResponse = 5
+    Produce = 6
+    ProduceResponse = 7
+    WriteTxnMarkers = 8
+    WriteTxnMarkersResponse = 9
+    VerifyAddPartition = 10          # AddPartitionsToTxn v4+, leader -> coordinator (KIP-890)
+    VerifyAddPartitionResponse = 11
+
+
 class Outcome(IntEnum):
     """What the application was told about one of its transactions (ghost)."""
     COMMITTED = 1    # commitTransaction() returned
@@ -133,14 +149,14 @@ class TxnMetadata(NamedTuple):
     last_producer_epoch: int = NO_EPOCH
     state: TxnState = TxnState.Empty
     partitions: frozenset = frozenset()
-    pending_state: int = -1     # a TxnState while a log append is in flight, else -1
+    pending_state: TxnState | int = -1   # a TxnState while a log append is in flight, else -1
 
 
 class Reply(NamedTuple):
     """Who to answer when a coordinator log append completes."""
     producer: int               # producer instance index, -1: none (internal transition)
-    rpc: int                    # the Rpc of the response
-    request: tuple = ()         # the request being answered, when the response needs it
+    rpc: Rpc | int              # the Rpc of the response, -1: none
+    request: object = ()        # the request being answered, when the response needs it
 
 
 class Append(NamedTuple):
@@ -176,7 +192,7 @@ class Producer(NamedTuple):
     state: ClientState = ClientState.UNINITIALIZED
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_EPOCH
-    in_flight_request: int = -1     # the Rpc of the one coordinator request in flight, else -1
+    in_flight_request: Rpc | int = -1   # the one coordinator request in flight, else -1
     partitions: frozenset = frozenset()          # partitionsInTransaction
     new_partitions: frozenset = frozenset()      # newPartitionsInTransaction (not yet sent)
     pending_partitions: frozenset = frozenset()  # pendingPartitionsInTransaction (sent)
@@ -215,3 +231,16 @@ class World(NamedTuple):
 
 def replace_at(items: tuple, i: int, value) -> tuple:
     return items[:i] + (value,) + items[i + 1:]
+
+
+def _replace(self, **changes):
+    """NamedTuple._replace without its extra call layers (steps call it constantly)."""
+    new = tuple.__new__(type(self), map(changes.pop, self._fields, self))
+    if changes:
+        raise ValueError(f"{type(self).__name__} has no field {sorted(changes)[0]!r}")
+    return new
+
+
+for _cls in (ProducerStateEntry, Partition, TxnMetadata, Coordinator, Producer, Consumer, Budgets,
+             World):
+    _cls._replace = _replace

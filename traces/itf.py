@@ -1,7 +1,8 @@
 """Apalache's Informal Trace Format (ITF) values, canonically encoded.
 
 Python -> ITF: bool, str, int (``{"#bigint": "..."}`` beyond JSON's safe integers), tuple ->
-``{"#tup": [...]}``, frozenset/set -> ``{"#set": [...]}``, dict -> ``{"#map": [[k, v], ...]}``.
+``{"#tup": [...]}``, frozenset/set -> ``{"#set": [...]}``, dict -> ``{"#map": [[k, v], ...]}``,
+``model.core.Record`` -> a record (a JSON object; decoded as a Record).
 Sets and maps are sorted by the canonical JSON of their elements and keys, so equal values encode
 to the same bytes whatever their iteration order. Decoding is the exact inverse (sets come back as
 frozensets). Nothing is evaluated or unpickled: decoding only builds these plain values.
@@ -11,7 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from model.core import Record
+
 SAFE_INT = 2**53 - 1
+MAX_DIGITS = 4300  # CPython's default limit for int(str)
 
 
 class ItfError(ValueError):
@@ -27,6 +31,10 @@ def encode(value: Any) -> Any:
         return {"#tup": [encode(v) for v in value]}
     if isinstance(value, (frozenset, set)):
         return {"#set": sorted((encode(v) for v in value), key=canonical)}
+    if isinstance(value, Record):
+        if not all(isinstance(k, str) and not k.startswith("#") for k in value):
+            raise ItfError(f"record fields must be names, got {sorted(map(repr, value))}")
+        return {k: encode(v) for k, v in sorted(value.items())}
     if isinstance(value, dict):
         pairs = [[encode(k), encode(v)] for k, v in value.items()]
         return {"#map": sorted(pairs, key=lambda kv: canonical(kv[0]))}
@@ -42,8 +50,10 @@ def decode(data: Any, where: str = "value") -> Any:
         if len(data) == 1:
             (tag, body), = data.items()
             if tag == "#bigint":
-                if not isinstance(body, str) or not body.lstrip("-").isdigit():
-                    raise ItfError(f"{where}: #bigint must be a decimal string")
+                digits = body[body[:1] == "-":] if isinstance(body, str) else ""
+                if not (digits.isascii() and digits.isdigit() and len(digits) <= MAX_DIGITS):
+                    raise ItfError(f"{where}: #bigint must be a decimal string of at most "
+                                   f"{MAX_DIGITS} digits")
                 return int(body)
             if tag in ("#tup", "#set", "#map") and not isinstance(body, list):
                 raise ItfError(f"{where}: {tag} must hold a list")
@@ -58,7 +68,7 @@ def decode(data: Any, where: str = "value") -> Any:
                         for k, v in body}
             if tag.startswith("#"):
                 raise ItfError(f"{where}: unsupported ITF tag {tag}")
-        return {k: decode(v, f"{where}.{k}") for k, v in data.items()}  # a record
+        return Record((k, decode(v, f"{where}.{k}")) for k, v in data.items())  # a record
     raise ItfError(f"{where}: {type(data).__name__} is not an ITF value")
 
 

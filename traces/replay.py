@@ -1,12 +1,23 @@
-"""Replay a trace: rebuild the model from the trace's metadata, re-run every action, check each
-state equals the recorded one, then re-check the property the trace claims is violated."""
+"""Replay a trace: rebuild the model from the trace's metadata, re-run every action through
+``model.step``, check each state equals the recorded one, then re-check the violation the trace
+claims (its ``property`` and ``kind``) in the last state.
+
+The first place where the file and the model part ways is a ``Divergence``: the step, each
+differing field (``rmState.r2``, ``partitions.p0.log[3]``) with the recorded value and the model's,
+or the recorded action that is not enabled there, with the actions that are. Minimize, render and
+explain reuse ``execute`` and ``violation_check``.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from model import registry
 from model.config import ConfigError
+from traces.diff import Change, show, state_changes
 from traces.trace import Trace, TraceError
+
+KINDS = ("always", "transition", "deadlock", "model_error")  # violations that have a trace
 
 
 @dataclass(frozen=True)
@@ -14,6 +25,48 @@ class Replay:
     reproduced: bool
     steps: int
     message: str
+    model: Any = None
+    states: tuple = ()   # the model's states: states[i] after i steps
+    actions: tuple = ()  # the model's actions (decoded with the model's codec)
+
+
+class Divergence(TraceError):
+    """The trace and the model disagree at ``step`` (0: the initial state).
+
+    ``changes`` go from the recorded value (``before``) to the model's (``after``); when the
+    recorded action is not enabled, ``enabled`` lists the actions that are.
+    """
+
+    def __init__(self, step: int, action: str, changes: tuple[Change, ...] = (),
+                 enabled: tuple[str, ...] | None = None):
+        self.step, self.action, self.changes, self.enabled = step, action, changes, enabled
+        if enabled is not None:
+            msg = f"step {step}: {action} is not enabled"
+        elif step == 0:
+            msg = f"state 0 is not an initial state of the model: {_first(changes)}"
+        else:
+            msg = f"step {step} ({action}): {_first(changes)}"
+        if len(changes) > 1:
+            msg += f" (and {len(changes) - 1} more differences: replay --diff lists them)"
+        super().__init__(msg)
+
+    def report(self) -> list[str]:
+        """Every difference at the divergent step, one per line (``replay --diff``)."""
+        if self.enabled is not None:
+            return [f"divergence at step {self.step}: {self.action} is not enabled; "
+                    f"enabled there: {', '.join(self.enabled) or 'nothing (a deadlock)'}"]
+        head = f"divergence at step {self.step} ({self.action})" if self.step else \
+            "divergence at state 0 (the nearest initial state of the model)"
+        return [head + ": recorded -> model"] + [f"  {c}" for c in self.changes]
+
+
+def _first(changes) -> str:
+    c = changes[0]
+    if c.is_set:
+        parts = ([f"the recorded value has {show(c.before)}"] if c.before else []) + \
+                ([f"the model's has {show(c.after)}"] if c.after else [])
+        return f"{c.path} differs: {' and '.join(parts)}"
+    return f"{c.path} differs: recorded {show(c.before)}, model gives {show(c.after)}"
 
 
 def model_of(trace: Trace):
@@ -28,49 +81,106 @@ def model_of(trace: Trace):
     return registry.bind(cfg)
 
 
-def replay(trace: Trace) -> Replay:
+def execute(trace: Trace) -> tuple[Any, tuple, tuple]:
+    """The model, its states and actions along the trace; ``Divergence`` or ``TraceError``."""
     model = model_of(trace)
-    state = _decode(model, trace, 0)
-    if state not in list(model.init_states()):
-        raise TraceError("state 0 is not an initial state of the model")
+    state = _decode(model, trace)
     states = [state]
+    actions = []
     for i, action in enumerate(trace.actions, start=1):
-        if action not in list(model.actions(state)):
-            raise TraceError(f"step {i}: {model.format_action(action)} is not enabled")
-        state = model.step(state, action)
-        got, want = dict(model.itf_encode(state)), trace.states[i]
-        for var in trace.vars:
-            if got.get(var) != want.get(var):
-                raise TraceError(f"step {i} ({model.format_action(action)}): {var} differs: "
-                                 f"recorded {want.get(var)!r}, model gives {got.get(var)!r}")
+        try:
+            action = model.itf_decode_action(action)
+        except (ValueError, KeyError, TypeError) as e:
+            raise TraceError(f"step {i}: cannot rebuild the action ({e})") from None
+        actions.append(action)
+        name = model.format_action(action)
+        if i <= len(trace.labels) and trace.labels[i - 1] not in ("", name):
+            raise TraceError(f"step {i}: the recorded action {trace.labels[i - 1]!r} does not "
+                             f"match its action_value {name}")
+        enabled = _model_call(i, name, lambda: list(model.actions(state)))
+        if action not in enabled:
+            raise Divergence(i, name, enabled=tuple(map(model.format_action, enabled)))
+        state = _model_call(i, name, lambda: model.step(state, action))
+        changes = state_changes(trace.states[i], dict(model.itf_encode(state)), trace.vars)
+        if changes:
+            raise Divergence(i, name, tuple(changes))
         states.append(state)
-    prop, kind = trace.meta.get("property"), trace.meta.get("kind")
-    reproduced, what = _violated(model, prop, kind, states, trace.actions)
-    return Replay(reproduced, len(trace.actions), what)
+    return model, tuple(states), tuple(actions)
 
 
-def _decode(model, trace, i):
+def _decode(model, trace):
+    """The recorded initial state, checked to be one of the model's."""
+    names = tuple(model.itf_encode(next(iter(model.init_states()))))
+    if names != trace.vars:
+        raise TraceError(f"the trace's variables {', '.join(trace.vars)} are not the model's "
+                         f"({', '.join(names)})")
     try:
-        return model.itf_decode(trace.states[i])
-    except (KeyError, ValueError, TypeError, AttributeError) as e:
-        raise TraceError(f"state {i}: cannot rebuild the model state ({e})") from None
+        state = model.itf_decode(trace.states[0])
+    except Exception as e:  # the model's codec refusing the recorded values, however it does
+        raise TraceError(f"state 0: cannot rebuild the model state ({type(e).__name__}: {e})") \
+            from None
+    inits = list(model.init_states())
+    encoded = dict(model.itf_encode(state)) if state in inits else None
+    if encoded is None or state_changes(trace.states[0], encoded, names):
+        nearest = min((state_changes(trace.states[0], dict(model.itf_encode(s)), names)
+                       for s in inits), key=len)
+        raise Divergence(0, "", tuple(nearest))
+    return state
 
 
-def _violated(model, prop, kind, states, actions):
-    last = states[-1]
+def _model_call(i, name, call):
+    try:
+        return call()
+    except Exception as e:  # model code failing on a recorded step: the trace does not replay
+        raise TraceError(f"step {i} ({name}): the model raised {type(e).__name__}: {e}") from None
+
+
+def violation_check(model, prop: Any, kind: Any) -> Callable[[Any, Any, Any], bool]:
+    """``test(before, action, after)``: whether the violation of ``prop`` of this ``kind`` shows
+    in ``after`` (reached from ``before`` by ``action``; both None for an initial state)."""
     if kind == "deadlock":
-        dead = not list(model.actions(last))
-        return dead, "the last state has no enabled action" if dead else "the last state is not a deadlock"
-    byname = {p.name: p for p in model.properties()}
-    if prop not in byname:
+        return lambda s, a, t: model.within_bounds(t) and not list(model.actions(t))
+    if kind == "model_error":
+        succ = getattr(model, "successors", None) or (
+            lambda t: [(a, model.step(t, a)) for a in model.actions(t)])
+
+        def raises(s, a, t):
+            try:
+                succ(t)
+            except Exception:
+                return True
+            return False
+        return raises
+    if kind not in KINDS:
+        raise TraceError(f"cannot replay a trace of kind {kind!r} (replayable: {', '.join(KINDS)})")
+    p = next((p for p in model.properties() if p.name == prop), None)
+    if p is None:
         raise TraceError(f"the model has no property {prop!r}")
-    p = byname[prop]
+    if p.expectation.value != kind:
+        raise TraceError(f"{prop} is a {p.expectation.value} property, not {kind}")
+    holds = p.holds
     if kind == "always":
-        bad = not p.holds(last)
-        return bad, f"{prop} is {'violated' if bad else 'satisfied'} in the last state"
-    if kind == "transition":
-        if not actions:
-            raise TraceError("a transition violation needs at least one step")
-        bad = not p.holds(states[-2], actions[-1], last)
-        return bad, f"{prop} is {'violated' if bad else 'satisfied'} by the last step"
-    raise TraceError(f"cannot replay a trace of kind {kind!r}")
+        return lambda s, a, t: not holds(t)
+    return lambda s, a, t: a is not None and not holds(s, a, t)
+
+
+VERDICTS = {  # kind -> (reproduced, clean)
+    "always": ("{p} is violated in the last state",
+               "{p} holds in the last state: the violation no longer reproduces"),
+    "transition": ("{p} is violated by the last step",
+                   "{p} holds at the last step: the violation no longer reproduces"),
+    "deadlock": ("the last state has no enabled action (deadlock)",
+                 "the last state is not a deadlock: the violation no longer reproduces"),
+    "model_error": ("the model raises an exception on the last state's successors",
+                    "the model no longer raises on the last state: the violation no longer "
+                    "reproduces"),
+}
+
+
+def replay(trace: Trace) -> Replay:
+    prop, kind = trace.meta.get("property"), trace.meta.get("kind")
+    model, states, actions = execute(trace)
+    test = violation_check(model, prop, kind)
+    last = len(actions)
+    bad = test(states[-2] if last else None, actions[-1] if last else None, states[-1])
+    return Replay(bad, last, VERDICTS[kind][not bad].format(p=prop), model, states, actions)

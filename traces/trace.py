@@ -1,14 +1,16 @@
 """Counterexample traces as ITF files (DESIGN.md section 7).
 
-A file holds the trace metadata (``#meta``: model, configuration, property, explorer, tool
-version), the state variables (``vars``) and the states; each state after the first records in
-its ``#meta`` the action that led to it, both readable (``RMPrepare(rm=1)``) and as an ITF value
-(``action_value``) that replay decodes. The same trace always serialises to the same bytes.
+A file holds the trace metadata (``#meta``: model, configuration, protocol, property and kind,
+explorer, seed when there is one, tool version; see ``trace_metadata``), the state variables
+(``vars``) and the states; each state after the first records in its ``#meta`` the action that
+led to it, both readable (``RMPrepare(rm=1)``) and as an ITF value (``action_value``) that replay
+decodes. The same trace always serialises to the same bytes. Reading a file only parses JSON into
+plain values: nothing in it is executed or unpickled, and any defect is one ``TraceError`` line.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Mapping
 
@@ -28,11 +30,20 @@ class Trace:
     vars: tuple[str, ...]
     states: tuple[Mapping[str, Any], ...]   # decoded variable values per state
     actions: tuple[tuple, ...]              # actions[i] leads from states[i] to states[i + 1]
+    labels: tuple[str, ...] = field(default=(), compare=False)  # readable actions, as read
+
+    def __len__(self) -> int:  # number of steps
+        return len(self.actions)
 
     @classmethod
     def from_path(cls, model, path, meta: Mapping[str, Any]) -> "Trace":
-        states = tuple(dict(model.itf_encode(s)) for s in path.states)
-        return cls(dict(meta), tuple(states[0]), states, tuple(path.actions))
+        """The trace of a behaviour (anything with ``states`` and ``actions``)."""
+        return cls.of(model, path.states, path.actions, meta)
+
+    @classmethod
+    def of(cls, model, states, actions, meta: Mapping[str, Any]) -> "Trace":
+        encoded = tuple(dict(model.itf_encode(s)) for s in states)
+        return cls(dict(meta), tuple(encoded[0]), encoded, tuple(actions))
 
     def to_json(self, model=None) -> str:
         """Canonical ITF text. ``model`` (optional) formats actions with parameter names."""
@@ -42,7 +53,10 @@ class Trace:
             meta: dict[str, Any] = {"index": i}
             if i:
                 a = self.actions[i - 1]
-                meta |= {"action": fmt(a), "action_value": encode(tuple(a))}
+                if model is not None:
+                    a = model.itf_decode_action(a)  # as read from a file: the model's values
+                value = model.itf_encode_action(a) if model is not None else a
+                meta |= {"action": fmt(a), "action_value": encode(tuple(value))}
             states.append({"#meta": meta, **{k: encode(s[k]) for k in self.vars}})
         doc = {"#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, **self.meta},
                "vars": list(self.vars), "states": states}
@@ -54,23 +68,33 @@ class Trace:
 
 def read(file: str | FsPath) -> Trace:
     """Parse an ITF trace file; ``TraceError`` (one line) when it is not a valid kafka-mc trace."""
-    p = FsPath(file)
     try:
-        if p.stat().st_size > MAX_TRACE_BYTES:
-            raise TraceError(f"{file}: larger than {MAX_TRACE_BYTES >> 20} MiB")
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        with open(file, "rb") as f:
+            data = f.read(MAX_TRACE_BYTES + 1)
     except FileNotFoundError:
         raise TraceError(f"{file}: no such file") from None
     except IsADirectoryError:
         raise TraceError(f"{file}: is a directory") from None
+    except OSError as e:
+        raise TraceError(f"{file}: {e.strerror}") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise TraceError(f"{file}: larger than {MAX_TRACE_BYTES >> 20} MiB")
+    try:
+        doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise TraceError(f"{file}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise TraceError(f"{file}: not JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise TraceError(f"{file}: nested too deeply") from None
+    except ValueError as e:  # e.g. an integer literal too long to convert
+        raise TraceError(f"{file}: not valid JSON ({e})") from None
     try:
         return _parse(doc)
     except ItfError as e:
         raise TraceError(f"{file}: {e}") from None
+    except RecursionError:
+        raise TraceError(f"{file}: nested too deeply") from None
 
 
 def _parse(doc: Any) -> Trace:
@@ -83,7 +107,7 @@ def _parse(doc: Any) -> Trace:
         raise ItfError("vars must be a list of names")
     if not isinstance(states, list) or not states:
         raise ItfError("states must be a non-empty list")
-    values, actions = [], []
+    values, actions, labels = [], [], []
     for i, st in enumerate(states):
         if not isinstance(st, dict):
             raise ItfError(f"state {i} is not an object")
@@ -91,14 +115,33 @@ def _parse(doc: Any) -> Trace:
         if missing:
             raise ItfError(f"state {i} lacks variable {missing[0]}")
         smeta = st.get("#meta", {})
+        if not isinstance(smeta, dict):
+            raise ItfError(f"state {i}: #meta must be an object")
+        if smeta.get("index", i) != i:
+            raise ItfError(f"state {i}: its #meta index is {smeta['index']!r} (states reordered?)")
         if i:
-            if not isinstance(smeta, dict) or "action_value" not in smeta:
+            if "action_value" not in smeta:
                 raise ItfError(f"state {i} does not record its action")
             a = decode(smeta["action_value"], f"state {i} action")
             if not (isinstance(a, tuple) and a and isinstance(a[0], str)):
                 raise ItfError(f"state {i}: action must be a tuple starting with its name")
             actions.append(a)
+            labels.append(smeta["action"] if isinstance(smeta.get("action"), str) else "")
         values.append({n: decode(st[n], f"state {i} {n}") for n in names})
     return Trace({k: v for k, v in meta.items() if k not in ("format", "format-description")},
-                 tuple(names), tuple(values), tuple(actions))
+                 tuple(names), tuple(values), tuple(actions), tuple(labels))
+
+
+def trace_metadata(cfg, *, property: str, kind: str, claim: str, explorer: str, source: str,
+             seed: int | None = None) -> dict[str, Any]:
+    """A trace's ``#meta``: enough to rebuild the model (``config``; the ``protocol`` preset and
+    flags are repeated on their own for readers) and to re-check the violation."""
+    meta = {"model": cfg.model, "config": cfg.to_dict(), "property": property, "kind": kind,
+            "description": claim, "explorer": explorer, "source": source}
+    protocol = meta["config"].get("protocol")
+    if protocol:
+        meta["protocol"] = protocol
+    if seed is not None:
+        meta["seed"] = seed
+    return meta
 

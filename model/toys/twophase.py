@@ -19,14 +19,20 @@ enumerates the same successors in the same order in one pass (tests check they a
 ``twophase-broken`` is a deliberately broken variant: its TM commits as soon as one resource
 manager is prepared. Its shortest counterexample to ``TCConsistent`` has 5 steps (RMPrepare,
 TMRcvPrepared, TMCommit, RMRcvCommitMsg, RMChooseToAbort).
+
+Sequence diagrams (``TwoPhase.describe``) have lifelines TM, r1..rN; a message is drawn when it
+takes effect at its receiver (messages are never consumed in the spec, and Commit and Abort are
+broadcasts): Prepared as a request arrow r -> TM, Commit and Abort as response arrows TM -> r.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from model.config import Param
-from model.core import Expectation, Property
-from model.protocol import ProtocolSpec, Rule
+from functools import partial
+
+from model.core import Event, Expectation, Property
+from model.protocol import ProtocolSpec, RuleModel, Rule
 from model.registry import ModelEntry
 
 WORKING, PREPARED, COMMITTED, ABORTED = 0, 1, 2, 3
@@ -273,10 +279,30 @@ BROKEN_SPEC = SPEC.derive(
                   "BROKEN: the TM commits as soon as one RM is prepared")],
     doc="TwoPhase whose TM commits before all RMs are prepared (violates TCConsistent)")
 
+
+class TwoPhase(RuleModel):
+    """A TwoPhase spec bound to a configuration, with its sequence diagram."""
+
+    def lifelines(self):
+        return ("TM", *(f"r{r}" for r in self.params.rms))
+
+    def describe(self, s, a, t):
+        name, rm = a[0], f"r{a[1]}" if len(a) > 1 else ""
+        return {
+            "TMRcvPrepared": (Event("request", rm, "TM", "Prepared"),),
+            "TMCommit": (Event("note", "TM", label="commits (broadcasts Commit)"),),
+            "TMAbort": (Event("note", "TM", label="aborts (broadcasts Abort)"),),
+            "RMPrepare": (Event("note", rm, label="prepares (sends Prepared)"),),
+            "RMChooseToAbort": (Event("note", rm, label="chooses to abort"),),
+            "RMRcvCommitMsg": (Event("response", "TM", rm, "Commit"),),
+            "RMRcvAbortMsg": (Event("response", "TM", rm, "Abort"),),
+        }.get(name) or super().describe(s, a, t)
+
+
 PARAMS = (Param("model.resource_managers", int, 3, "number of resource managers",
                 min=1, max=MAX_RMS),)
 
 MODELS = (
-    ModelEntry("twophase", SPEC.doc, PARAMS, SPEC.bind),
-    ModelEntry("twophase-broken", BROKEN_SPEC.doc, PARAMS, BROKEN_SPEC.bind),
+    ModelEntry("twophase", SPEC.doc, PARAMS, partial(TwoPhase, SPEC)),
+    ModelEntry("twophase-broken", BROKEN_SPEC.doc, PARAMS, partial(TwoPhase, BROKEN_SPEC)),
 )

@@ -1,0 +1,233 @@
+"""TLC-style random simulation: seeded random walks, for state spaces too big to exhaust.
+
+Each of ``runs`` walks starts from a randomly chosen initial state and takes up to ``depth``
+steps, each a uniformly random choice among the enabled successors (the model's fast
+``successors`` path when it has one). Every state a walk visits is checked against the ALWAYS
+properties, every step against the TRANSITION properties; a walk that reaches a state with no
+enabled action is a deadlock when deadlock checking is on, and otherwise simply ends there, as
+does a walk that leaves ``within_bounds``. The first violation stops the simulation; its walk is
+the counterexample (``Path``), handed to the trace minimizer.
+
+SOMETIMES witnesses are collected across all walks; one never seen is reported, but that is a
+weaker claim than the exhaustive explorers': random walks that miss a state do not show it is
+unreachable. Eventually (liveness) properties are not checked.
+
+``Walks`` holds the per-step checks and bookkeeping; ``explorers.stateful`` (hypothesis-driven
+walks) shares it. Same model, options and seed: the same walks, counts and counterexample.
+"""
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Sequence
+
+from model.core import Expectation, Model, ModelBase, collision_probability
+from explorers.bfs import Progress, _rss_mb, select_properties
+from explorers.paths import key_function, successors_of
+from explorers.result import ActionCoverage, Outcome, Path, Stats, Violation
+from traces.minimize import shrink
+
+DEFAULT_RUNS = 10_000
+DEFAULT_DEPTH = 100
+PROGRESS_EVERY = 1024  # steps between clock reads
+EVENTUALLY = Expectation.EVENTUALLY
+
+
+@dataclass(frozen=True)
+class SimulateOptions:
+    properties: Sequence[str] | None = None      # names to check; None: all the model has
+    runs: int = DEFAULT_RUNS                      # number of walks
+    depth: int = DEFAULT_DEPTH                    # steps per walk at most (> 0)
+    seed: int = 0
+    check_deadlock: bool | None = None            # None: the model's default
+    progress: Callable[[Progress], None] | None = None
+    progress_interval: float = 2.0                # seconds between progress reports
+
+
+class Walks:
+    """What a random-walk explorer checks and counts, one walk at a time.
+
+    ``begin(s)`` starts a walk, ``enabled(names)`` records the action kinds enabled somewhere,
+    ``advance(s, a, t)`` takes a step, ``deadlock()`` is called where nothing is enabled; each
+    returns a ``Violation`` without a path (the caller owns the walk and attaches it) or None.
+    Counts: steps, walks, the longest walk, distinct fingerprints, and per action the steps that
+    took it and the new states it found first.
+    """
+
+    def __init__(self, model: Model, properties: Sequence[str] | None = None,
+                 check_deadlock: bool | None = None,
+                 progress: Callable[[Progress], None] | None = None,
+                 progress_interval: float = 2.0):
+        self.model = model
+        self.props = props = select_properties(model, properties)
+        self.always = [p for p in props if p.expectation is Expectation.ALWAYS]
+        self.transition = [p for p in props if p.expectation is Expectation.TRANSITION]
+        self.pending = [p for p in props if p.expectation is Expectation.SOMETIMES]
+        self.check_deadlock = (getattr(model, "check_deadlock", True) if check_deadlock is None
+                               else check_deadlock)
+        within = model.within_bounds
+        self.bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
+        self.key, self.packed = key_function(model), getattr(model, "packed", False)
+        self.kinds = tuple(getattr(model, "action_kinds", lambda: ())())
+        self.unseen_kinds = set(self.kinds)  # never enabled so far
+        self.seen: set[int] = set()
+        self.taken: dict = {}       # action -> steps that took it
+        self.discovered: dict = {}  # action -> new states it found first
+        self.steps = self.walks = self.depth = self.length = 0
+        self.progress, self.progress_interval = progress, progress_interval
+        self.rss0, self.t0 = _rss_mb(), time.perf_counter()
+        self.last_report = self.t0
+        self.seconds_to_violation: float | None = None  # when a check first failed
+
+    def begin(self, s) -> Violation | None:
+        self.walks += 1
+        self.length = 0
+        self.seen.add(self.key(s))
+        return self._check_state(s)
+
+    def enabled(self, names: Iterable[str]) -> None:
+        if self.unseen_kinds:
+            self.unseen_kinds.difference_update(names)
+
+    def deadlock(self) -> Violation | None:
+        """The walk is in a state with no enabled action."""
+        return (self._found(Violation("deadlock", "deadlock",
+                                      "some action is enabled in every reachable state"))
+                if self.check_deadlock else None)
+
+    def stuck(self, s) -> bool:
+        """Whether the walk must end in ``s`` (outside the state constraint)."""
+        return self.bounded and not self.model.within_bounds(s)
+
+    def advance(self, s, a, t) -> Violation | None:
+        self.steps += 1
+        self.length += 1
+        if self.length > self.depth:
+            self.depth = self.length
+        self.taken[a] = self.taken.get(a, 0) + 1
+        fp = self.key(t)
+        if fp not in self.seen:
+            self.seen.add(fp)
+            self.discovered[a] = self.discovered.get(a, 0) + 1
+        if self.progress is not None and not self.steps % PROGRESS_EVERY:
+            now = time.perf_counter()
+            if now - self.last_report >= self.progress_interval:
+                self.last_report = now
+                self.progress(Progress(self.steps, len(self.seen), self.depth, 0, now - self.t0))
+        for p in self.transition:
+            if not p.holds(s, a, t):
+                return self._found(Violation(p.name, "transition", p.claim))
+        return self._check_state(t)
+
+    def _check_state(self, s) -> Violation | None:
+        for p in self.always:
+            if not p.holds(s):
+                return self._found(Violation(p.name, "always", p.claim))
+        if self.pending:
+            self.pending = [p for p in self.pending if not p.holds(s)]
+        return None
+
+    def _found(self, v: Violation) -> Violation:
+        if self.seconds_to_violation is None:
+            self.seconds_to_violation = time.perf_counter() - self.t0
+        return v
+
+    def outcome(self, explorer: str, found: Violation | None, interrupted: bool = False,
+                **extra) -> Outcome:
+        """The result, with the violation ``found`` (if any) minimized; witnesses never seen are
+        reported only after a full, clean run."""
+        violations = minimized(self.model, found)
+        seconds = time.perf_counter() - self.t0
+        if not violations and not interrupted:
+            violations += [Violation(
+                p.name, "sometimes", p.claim,
+                detail=f"not witnessed in {self.walks:,} random walks ({self.steps:,} steps); "
+                       "unlike an exhaustive search, this does not show that no reachable state "
+                       "satisfies it")
+                for p in self.pending]
+        by_name = {k: [0, 0] for k in self.kinds if k not in self.unseen_kinds}
+        for a, n in self.taken.items():
+            by_name.setdefault(a[0], [0, 0])[0] += n
+        for a, n in self.discovered.items():
+            by_name[a[0]][1] += n
+        order = list(self.kinds) + sorted(set(by_name) - set(self.kinds))
+        peak, distinct = _rss_mb(), len(self.seen)
+        stats = Stats(generated=self.steps, distinct=distinct, depth=self.depth, seconds=seconds,
+                      peak_memory_mb=peak,
+                      bytes_per_state=(peak - self.rss0) * 2**20 / max(distinct, 1),
+                      collision_probability=0.0 if self.packed else collision_probability(distinct))
+        extra |= {"walks": self.walks, "seconds_to_violation": self.seconds_to_violation,
+                  "found_steps": len(found.path) if found and found.path else None,
+                  "steps_per_second": self.steps / seconds if seconds > 0 else float(self.steps)}
+        return Outcome(
+            model=self.model.name, explorer=explorer, stats=stats,
+            coverage=tuple(ActionCoverage(k, *by_name[k]) for k in order if k in by_name),
+            never_enabled=tuple(k for k in self.kinds if k in self.unseen_kinds),
+            checked=tuple(p.name for p in self.props if p.expectation is not EVENTUALLY),
+            unchecked=tuple(p.name for p in self.props if p.expectation is EVENTUALLY),
+            violations=tuple(violations), interrupted=interrupted, complete=False, extra=extra)
+
+
+def model_error(exc: BaseException, path: Path) -> Violation:
+    return Violation("model_error", "model_error", "the model raised an exception", path,
+                     "".join(traceback.format_exception(exc)).rstrip())
+
+
+def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outcome:
+    if options.depth < 1 or options.runs < 0:
+        raise ValueError("simulate needs depth >= 1 and runs >= 0")
+    walks = Walks(model, options.properties, options.check_deadlock, options.progress,
+                  options.progress_interval)
+    rng = random.Random(options.seed)
+    successors, inits = successors_of(model), list(model.init_states())
+    violation, interrupted = None, False
+    states, actions = [], []
+    try:
+        for _ in range(options.runs if inits else 0):
+            s = inits[rng.randrange(len(inits))]
+            states, actions = [s], []
+            violation = walks.begin(s)
+            while violation is None and len(actions) < options.depth and not walks.stuck(s):
+                out = successors(s)
+                walks.enabled(a[0] for a, _ in out)
+                if not out:
+                    violation = walks.deadlock()
+                    break
+                a, t = out[rng.randrange(len(out))]
+                states.append(t)
+                actions.append(a)
+                violation = walks.advance(s, a, t)
+                s = t
+            if violation is not None:
+                violation = replace(violation, path=Path(tuple(states), tuple(actions)))
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    except Exception as exc:  # in model code: the path to the state being expanded
+        violation = model_error(exc, Path(tuple(states), tuple(actions)))
+    return walks.outcome("simulate", violation, interrupted,
+                         seed=options.seed, runs=options.runs, max_depth=options.depth)
+
+
+MINIMIZED_KINDS = ("always", "transition", "deadlock")
+
+
+def minimized(model: Model, violation: Violation | None) -> list[Violation]:
+    """The violation (if any) with its behaviour shrunk by ``traces.minimize`` (delta debugging)
+    to one on which the same property still fails in the same way. A model error is kept as
+    found: the exception may come from a property, which the minimizer does not evaluate."""
+    if violation is None:
+        return []
+    path = violation.path
+    if violation.kind not in MINIMIZED_KINDS or path is None or not path.actions:
+        return [violation]
+    try:
+        states, actions = shrink(model, path.states[0], path.actions, violation.property,
+                                 violation.kind)
+    except KeyboardInterrupt:  # stop minimizing, keep the behaviour as found
+        return [violation]
+    return [replace(violation, path=Path(tuple(states), tuple(actions)),
+                    detail=f"found as a {len(path)}-step behaviour, minimized to {len(actions)} "
+                           "steps by delta debugging (traces.minimize)")]

@@ -1,0 +1,133 @@
+"""The Kafka model's sequence diagram (``kafka-mc render``, ``explain``).
+
+Lifelines: one per producer instance (``p0``, ``p1``: transactional.id t, instance i), the
+``coordinator``, one per partition leader (``leader-0``) and one per consumer. A request or
+response is drawn as an arrow when it is sent; handling it is a note on the receiver when it
+changes something a reader needs (an append, a marker, a log entry); faults are highlighted.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from model.core import Event, show
+from model.world import Errors, Rpc
+
+COORDINATOR = "coordinator"
+TO_COORDINATOR = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn)
+SENDER = ("InitTransactions", "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn")
+FAULTS = ("CrashProducer", "ElectCoordinator", "ExpireTransaction", "DelayRequest",
+          "DuplicateRequest")
+
+
+def lifelines(K) -> tuple[str, ...]:
+    return (*(f"p{i}" for i in range(K.producers)), COORDINATOR,
+            *(f"leader-{k}" for k in range(K.partitions)),
+            *(f"consumer-{c}" for c in range(K.consumers)))
+
+
+def endpoints(m) -> tuple[str, str, str]:
+    """(kind, source, target) of a message."""
+    r = m.rpc
+    if r in TO_COORDINATOR:
+        return "request", f"p{m.producer}", COORDINATOR
+    if r in (Rpc.InitProducerIdResponse, Rpc.AddPartitionsToTxnResponse, Rpc.EndTxnResponse):
+        return "response", COORDINATOR, f"p{m.producer}"
+    if r == Rpc.Produce:
+        return "request", f"p{m.producer}", f"leader-{m.partition}"
+    if r == Rpc.ProduceResponse:
+        return "response", f"leader-{m.partition}", f"p{m.producer}"
+    if r == Rpc.WriteTxnMarkers:
+        return "request", COORDINATOR, f"leader-{m.partition}"
+    if r == Rpc.WriteTxnMarkersResponse:
+        return "response", f"leader-{m.partition}", COORDINATOR
+    if r == Rpc.VerifyAddPartition:
+        return "request", f"leader-{m.partition}", COORDINATOR
+    return "response", COORDINATOR, f"leader-{m.partition}"
+
+
+def label(m) -> str:
+    r = m.rpc
+    if r == Rpc.Produce:
+        return f"Produce(pid={m.producer_id}, epoch={m.producer_epoch}, seq={m.base_sequence})"
+    if r == Rpc.WriteTxnMarkers:
+        return (f"WriteTxnMarkers({'COMMIT' if m.committed else 'ABORT'}, epoch={m.producer_epoch}, "
+                f"coordinatorEpoch={m.coordinator_epoch})")
+    if r == Rpc.AddPartitionsToTxn:
+        return f"AddPartitionsToTxn({show(m.partitions)}, epoch={m.producer_epoch})"
+    if r == Rpc.EndTxn:
+        return f"EndTxn({'COMMIT' if m.committed else 'ABORT'}, epoch={m.producer_epoch})"
+    if r == Rpc.VerifyAddPartition:
+        return f"AddPartitionsToTxn({'verifyOnly' if m.verify_only else 'add'}, epoch={m.producer_epoch})"
+    if r == Rpc.InitProducerIdResponse and m.error == Errors.NONE:
+        return f"NONE (pid={m.producer_id}, epoch={m.producer_epoch})"
+    if hasattr(m, "error"):
+        return Errors(m.error).name
+    return Rpc(r).name
+
+
+def describe(K, s, a, t) -> tuple[Event, ...]:
+    events = []
+    name = a[0]
+    if name in FAULTS:
+        events.append(Event("fault", _actor(a), label=_fault(a)))
+    elif not (name in SENDER or name.startswith("Handle") or name.startswith("Receive")):
+        events.append(Event("note", _actor(a), label=_note(s, a, t)))
+    elif name.startswith("Handle") and (note := _handled(s, a, t)):
+        events.append(Event("note", endpoints(a[1])[2], label=note))
+    sent = Counter(t.network) - Counter(s.network)
+    for m in t.network:
+        if sent[m]:
+            sent[m] -= 1
+            kind, source, target = endpoints(m)
+            events.append(Event(kind, source, target, label(m)))
+    return tuple(events) or (Event("note", _actor(a), label=name),)
+
+
+def _actor(a) -> str:
+    """The lifeline an action happens on."""
+    name, args = a[0], a[1:]
+    if name in ("ElectCoordinator", "ExpireTransaction", "CommitTxnLogAppend"):
+        return COORDINATOR
+    if name == "Fetch":
+        return f"consumer-{args[0]}"
+    if args and hasattr(args[0], "rpc"):  # a fault on, or the delivery of, a message
+        return endpoints(args[0])[2]
+    return f"p{args[0]}"
+
+
+def _fault(a) -> str:
+    name = a[0]
+    if name == "CrashProducer":
+        return "crashes; a new instance starts (this one may live on as a zombie)"
+    if name == "ElectCoordinator":
+        return f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"
+    if name == "ExpireTransaction":
+        return "transaction timeout: abort"
+    return f"{label(a[1])} {'held back' if name == 'DelayRequest' else 'delivered twice'}"
+
+
+def _note(s, a, t) -> str:
+    name = a[0]
+    if name == "CommitTxnLogAppend":
+        txn = t.coordinator.txns[a[1]]
+        return f"log: {txn.state.name} (epoch {txn.producer_epoch}, partitions {show(txn.partitions)})"
+    if name == "Fetch":
+        got = t.consumers[a[1]].returned[len(s.consumers[a[1]].returned):]
+        return f"read_committed from leader-{a[2]}: {len(got)} record(s)"
+    return {"BeginTransaction": "beginTransaction()", "Send": f"send() to partition {a[2]}"
+            if len(a) > 2 else "send()", "CommitTransaction": "commitTransaction()",
+            "AbortTransaction": "abortTransaction()",
+            "CompleteTransaction": "no partition added: completes without EndTxn"}.get(name, name)
+
+
+def _handled(s, a, t) -> str:
+    """What handling a message changed, when a reader needs it."""
+    m = a[1]
+    if a[0] in ("HandleProduce", "HandleWriteTxnMarkers", "HandleVerifyAddPartitionResponse"):
+        k = m.partition
+        added = t.partitions[k].log[len(s.partitions[k].log):]
+        if added:
+            b = added[-1]
+            what = b.control.name + " marker" if b.control else "batch"
+            return f"{what} appended at offset {len(t.partitions[k].log) - 1}"
+    return ""

@@ -1,0 +1,126 @@
+"""Replay: the first divergence reported precisely, every replayable kind, and the exit codes of
+``kafka-mc replay`` (the violation reproduces / the trace is clean now / it does not replay)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from explorers import cli
+from explorers.result import EXIT_DEADLOCK, EXIT_MODEL_ERROR, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
+from tests.traces.conftest import bfs_trace, bound, meta_for
+from traces.replay import Divergence, replay
+from traces.trace import Trace, read
+
+EXE = str(Path(sys.executable).with_name("kafka-mc"))
+
+
+@pytest.fixture
+def broken(write):
+    model, trace = bfs_trace("twophase-broken", resource_managers=3)
+    return model, write(model, trace)
+
+
+def _edit(file, edit):
+    doc = json.loads(file.read_text())
+    edit(doc)
+    file.write_text(json.dumps(doc))
+    return read(file)
+
+
+def test_divergence_names_the_step_the_field_and_both_values(broken):
+    _, file = broken
+    trace = _edit(file, lambda d: d["states"][4]["rmState"]["#map"][1].__setitem__(1, "prepared"))
+    with pytest.raises(Divergence) as err:
+        replay(trace)
+    d = err.value
+    assert (d.step, d.action) == (4, "RMChooseToAbort(rm=2)")
+    assert str(d) == ('step 4 (RMChooseToAbort(rm=2)): rmState.r2 differs: recorded "prepared", '
+                      'model gives "aborted"')
+
+
+def test_divergence_in_a_set_shows_what_is_missing_and_lists_every_difference(broken):
+    _, file = broken
+
+    def edit(d):  # state 3 loses the Commit message and claims the TM aborted
+        d["states"][3]["msgs"]["#set"] = [m for m in d["states"][3]["msgs"]["#set"]
+                                          if m != {"#tup": ["Commit"]}]
+        d["states"][3]["tmState"] = "aborted"
+    with pytest.raises(Divergence) as err:
+        replay(_edit(file, edit))
+    d = err.value
+    assert str(d).startswith('step 3 (TMCommit): tmState differs: recorded "aborted", model gives '
+                             '"committed" (and 1 more differences')
+    assert d.report() == ['divergence at step 3 (TMCommit): recorded -> model',
+                          '  tmState: "aborted" -> "committed"',
+                          '  msgs: + <<"Commit">>']
+
+
+def test_a_disabled_action_lists_what_is_enabled(broken):
+    _, file = broken
+    trace = _edit(file, lambda d: d["#meta"]["config"]["model"].update(name="twophase"))
+    with pytest.raises(Divergence) as err:
+        replay(trace)
+    assert err.value.report() == [
+        "divergence at step 3: TMCommit is not enabled; enabled there: TMRcvPrepared(rm=1), "
+        "TMAbort, RMPrepare(rm=2), RMPrepare(rm=3), RMChooseToAbort(rm=2), RMChooseToAbort(rm=3)"]
+
+
+def test_a_trace_the_fixed_model_runs_without_the_violation_is_clean(write):
+    cfg, model = bound("twophase", resource_managers=3)
+    s = model.init_states()[0]
+    states, actions = [s], [("RMPrepare", 1), ("TMAbort",), ("RMRcvAbortMsg", 1)]
+    for a in actions:
+        states.append(model.step(states[-1], a))
+    file = write(model, Trace.of(model, states, actions, meta_for(cfg, "TCConsistent", "always")))
+    r = replay(read(file))
+    assert not r.reproduced and r.steps == 3
+    assert r.message == "TCConsistent holds in the last state: the violation no longer reproduces"
+    assert cli.main(["replay", str(file)]) == EXIT_OK
+
+
+def test_deadlock_model_error_and_transition_traces_replay(grid_models, tmp_path, capsys):
+    out = str(tmp_path)
+    assert cli.main(["check", "--model", "grid", "--set", "model.reset=false", "--out", out]) == 11
+    assert cli.main(["check", "--model", "gridboom", "--out", out]) == 75
+    assert cli.main(["check", "--model", "gridmono", "--out", out]) == 12
+    capsys.readouterr()
+    for name, code, message in [
+            ("deadlock", EXIT_DEADLOCK, "the last state has no enabled action (deadlock)"),
+            ("model_error", EXIT_MODEL_ERROR, "the model raises an exception"),
+            ("NoReset", EXIT_SAFETY, "NoReset is violated by the last step")]:
+        assert cli.main(["replay", str(tmp_path / f"{name}.itf.json")]) == code
+        assert message in capsys.readouterr().out
+    # the deadlock "fixed": with reset enabled, the same steps end in a state that can move on
+    file = tmp_path / "deadlock.itf.json"
+    _edit(file, lambda d: d["#meta"]["config"]["model"].update(reset=True))
+    assert cli.main(["replay", str(file)]) == EXIT_OK
+
+
+def test_replay_diff_shows_each_step_and_the_divergence(broken, capsys):
+    _, file = broken
+    assert cli.main(["replay", str(file), "--diff"]) == EXIT_SAFETY
+    out = capsys.readouterr().out
+    assert 'State 4: RMChooseToAbort(rm=2)   [r2: chooses to abort]\n   rmState.r2: "working" -> ' \
+           '"aborted"' in out
+    assert out.rstrip().endswith("replayed 5 steps: TCConsistent is violated in the last state")
+    _edit(file, lambda d: d["states"][2].update(tmPrepared={"#set": ["r2"]}))
+    assert cli.main(["replay", str(file), "--diff"]) == EXIT_USAGE
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "divergence at step 2 (TMRcvPrepared(rm=1)): recorded -> model",
+        '  tmPrepared: - "r2", + "r1"']
+    assert captured.err == (
+        'kafka-mc: error: step 2 (TMRcvPrepared(rm=1)): tmPrepared differs: the recorded value '
+        'has {"r2"} and the model\'s has {"r1"}\n')
+
+
+def test_console_script_exit_codes(broken, tmp_path):
+    _, file = broken
+    r = subprocess.run([EXE, "replay", str(file)], capture_output=True, text=True)
+    assert r.returncode == 12 and "TCConsistent is violated" in r.stdout
+    _edit(file, lambda d: d["states"][5].update(tmState="init"))
+    r = subprocess.run([EXE, "replay", str(file), "--diff"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "step 5 (RMRcvCommitMsg(rm=1)): tmState differs" in r.stderr
