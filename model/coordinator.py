@@ -56,6 +56,18 @@ def _fenced(K) -> Errors:
     return Errors.PRODUCER_FENCED if K.features.strict_end_txn_epoch else Errors.INVALID_PRODUCER_EPOCH
 
 
+def _producer_checks(w: World, m) -> tuple[Errors, TxnMetadata]:
+    """The checks every request carrying a producer id starts with, in Kafka's order: this broker
+    is the transaction's coordinator, then the id maps to the transactional.id."""
+    c = w.coordinator
+    if m.coordinator_epoch != c.coordinator_epoch:
+        return Errors.NOT_COORDINATOR, c.txns[m.tid]
+    txn = c.txns[m.tid]
+    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
+        return Errors.INVALID_PRODUCER_ID_MAPPING, txn
+    return Errors.NONE, txn
+
+
 def _prepare(w, tid, txn: TxnMetadata, target: TxnMetadata, reply: Reply) -> World:
     """prepareTransitionTo + appendTransactionToLog: pendingState set, the entry in flight."""
     return _put(w, tid, txn._replace(pending_state=target.state), Append(target, reply))
@@ -102,13 +114,10 @@ def _fence_and_abort(K, w, tid, txn):
 
 def handle_add_partitions(K, w: World, m) -> World:
     """TransactionCoordinator.handleAddPartitionsToTransaction (client path, TV1)."""
-    c = w.coordinator
     reply = lambda e: _respond(w, _error_reply(Rpc.AddPartitionsToTxnResponse, m.producer, e))
-    if m.coordinator_epoch != c.coordinator_epoch:
-        return reply(Errors.NOT_COORDINATOR)
-    txn = c.txns[m.tid]
-    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
-        return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+    error, txn = _producer_checks(w, m)
+    if error:
+        return reply(error)
     if txn.producer_epoch != m.producer_epoch:
         return reply(_fenced(K))
     if txn.pending_state != -1 or txn.state in PREPARE:
@@ -122,13 +131,10 @@ def handle_add_partitions(K, w: World, m) -> World:
 def handle_verify_add_partition(K, w: World, m) -> World:
     """AddPartitionsToTxn v4+ from a partition leader: handleVerifyPartitionsInTransaction
     (verify only, KIP-890 part 1) or an implicit add for a TV2 producer (part 2)."""
-    c = w.coordinator
     reply = lambda e: _respond(w, _error_reply(Rpc.VerifyAddPartitionResponse, -1, e, m))
-    if m.coordinator_epoch != c.coordinator_epoch:
-        return reply(Errors.NOT_COORDINATOR)
-    txn = c.txns[m.tid]
-    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
-        return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+    error, txn = _producer_checks(w, m)
+    if error:
+        return reply(error)
     if txn.producer_epoch != m.producer_epoch:
         return reply(Errors.PRODUCER_FENCED)
     if m.verify_only:  # pending state deliberately not checked
@@ -148,13 +154,10 @@ def handle_verify_add_partition(K, w: World, m) -> World:
 
 def handle_end_txn(K, w: World, m) -> World:
     """TransactionCoordinator.handleEndTransaction: endTransactionWithTV1, or endTransaction (TV2)."""
-    c = w.coordinator
     reply = lambda e: _respond(w, _error_reply(Rpc.EndTxnResponse, m.producer, e))
-    if m.coordinator_epoch != c.coordinator_epoch:
-        return reply(Errors.NOT_COORDINATOR)
-    txn = c.txns[m.tid]
-    if txn.producer_id == -1 or txn.producer_id != m.producer_id:
-        return reply(Errors.INVALID_PRODUCER_ID_MAPPING)
+    error, txn = _producer_checks(w, m)
+    if error:
+        return reply(error)
     if K.tv2:
         return _end_txn_tv2(K, w, m, txn, reply)
     stale = m.producer_epoch != txn.producer_epoch if K.features.strict_end_txn_epoch \

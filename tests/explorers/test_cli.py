@@ -1,6 +1,5 @@
 """The real console script, in subprocesses: results, exit codes, one-line errors."""
 import json
-import os
 import shutil
 import signal
 import subprocess
