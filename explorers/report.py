@@ -55,7 +55,11 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     lines.append(f"  peak memory {s.peak_memory_mb:.0f} MB ({s.bytes_per_state:.0f} bytes per state); "
                  + ("fingerprints exact (packed states)" if s.collision_probability == 0
                     else f"fingerprint collision probability {s.collision_probability:.1e}"))
-    if not outcome.complete and not outcome.violations and not outcome.interrupted:
+    x = outcome.extra
+    if "walks" in x:  # a random explorer: what it did, and how to get the same run again
+        lines.append(f"  {_n(x['walks'])} random behaviours, {_n(int(x['steps_per_second']))} steps/s, "
+                     f"seed {x.get('seed', 0)}; not exhaustive")
+    elif not outcome.complete and not outcome.violations and not outcome.interrupted:
         lines.append(f"  search stopped at the depth bound ({s.depth}); the state space was not exhausted")
     if outcome.checked:
         lines.append(f"Properties checked: {', '.join(outcome.checked)}")
@@ -72,7 +76,8 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         if v.claim:
             lines.append(f"  claim: {v.claim}")
         if v.path is not None:
-            lines.append(f"  shortest counterexample: {len(v.path)} steps")
+            shortest = outcome.explorer in ("bfs", "spark")
+            lines.append(f"  {'shortest' if shortest else 'minimized'} counterexample: {len(v.path)} steps")
             lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
         if v.detail:
             lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
