@@ -1,0 +1,428 @@
+"""Spark-parallel breadth-first search: the search of ``explorers/bfs.py``, one Spark job per level.
+
+The visited set lives on the executors, hash-partitioned by the 64-bit fingerprint; the driver
+holds only counts, coverage and the first violation of a level. Per level (one job, two stages):
+
+1. each partition expands its part of the frontier in its Python worker (deadlocks and transition
+   properties are checked there) and sends each owner one pickled bucket of candidates, deduped
+   within the partition -- so Spark's shuffle carries ``P x P`` large records, not one per state;
+2. each owner unions its cached visited set with the buckets addressed to it (a partitioner-aware
+   union: the visited set never moves), keeps new states only, checks invariants and witnesses on
+   them, writes their parent pointers (``explorers/spark_store.py``) and caches the next level.
+
+States are ordered by their BFS-tree path (``explorers/spark_tasks.py``), so the search finds the
+same parent for every state, the same first violation and the same per-action coverage as the
+single-process BFS, and stops with the same counts: a level with a violation is counted again up
+to that violation. Counterexamples are rebuilt by walking the parent pointers back and replaying
+(``explorers.paths.rebuild``), into the same ``Path`` the BFS returns.
+
+The model is rebuilt in each Python worker from its ``Config`` (``registry.bind``), never
+shipped. Tasks are deterministic and write files atomically, so Spark's retries and lineage
+recover from a lost executor. With ``checkpoint_minutes`` set, the search state is saved at level
+boundaries and a later search resumes from it (``recover``) with identical results. Measured
+throughput and the designs compared: ``bench/RESULTS.md`` (Spark section).
+"""
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path as FsPath
+from typing import Any, Callable, Iterator, Sequence
+
+from model.config import Config
+from model.core import Expectation, check_view, collision_probability
+from explorers import spark_store
+from explorers.bfs import BfsOptions, Progress, select_properties
+from explorers.paths import rebuild, successors_of
+from explorers.result import ActionCoverage, Outcome, Path, Stats, Violation
+from explorers.spark_store import CheckpointError
+from explorers.spark_tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, bucket, \
+    first_record, owner
+
+LOG4J2 = """\
+rootLogger.level = error
+logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
+logger.shell.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark %p %c{1}: %m%n
+"""
+
+
+# Python RDDs pickle each partition's output whole, the format ``partitionBy`` produces: a level
+# and its candidates then union without a re-serialising pass through Python.
+UNBATCHED = -1
+
+
+class SparkError(RuntimeError):
+    """Java or pyspark is missing, Spark did not start, or a Spark job failed; one line."""
+
+
+@dataclass(frozen=True)
+class SparkOptions:
+    master: str | None = None            # None: embedded, local[workers or *]
+    workers: int | None = None           # local[N]; on a cluster, spark.cores.max
+    conf: tuple[tuple[str, str], ...] = ()
+    partitions: int | None = None        # None: the session's default parallelism
+    run_dir: str | None = None           # parent pointers and checkpoints; None: a temporary dir
+    checkpoint_minutes: float | None = None  # None: no checkpoints; 0: after every level
+    recover: bool = False                # resume from the checkpoint in run_dir
+
+
+# --- the session ----------------------------------------------------------------------------------
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
+
+
+@contextmanager
+def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
+    """A quiet SparkSession (UI off, errors-only logging, this Python on the workers), stopped
+    on exit. Raises ``SparkError`` when Java or pyspark is missing or Spark fails to start."""
+    try:
+        from pyspark import SparkConf, SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise SparkError("the spark explorer needs pyspark (pip install pyspark)") from None
+    if _java() is None:
+        raise SparkError("the spark explorer needs Java 17 or newer: install it, or set "
+                               "JAVA_HOME")
+    local = options.master is None or options.master.startswith("local")
+    if options.master and local and options.workers:
+        raise SparkError(f"give the thread count once: --master {options.master} or --workers")
+    master = options.master or f"local[{options.workers or '*'}]"
+    with tempfile.TemporaryDirectory(prefix="kafka-mc-spark-") as tmp:
+        log_config = FsPath(tmp) / "log4j2.properties"
+        log_config.write_text(LOG4J2)
+        java_opts = f"-Dlog4j2.configurationFile={log_config.as_uri()}"
+        conf = {"spark.app.name": "kafka-mc", "spark.ui.enabled": "false",
+                "spark.ui.showConsoleProgress": "false", "spark.python.worker.reuse": "true",
+                "spark.driver.extraJavaOptions": java_opts}  # local[N] executors run in the driver
+        if local:
+            conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+        elif options.workers:
+            conf["spark.cores.max"] = str(options.workers)
+        for key, value in options.conf:
+            joined = key.endswith("extraJavaOptions") and key in conf
+            conf[key] = f"{conf[key]} {value}" if joined else value
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers' Python
+        try:
+            sc = SparkContext(master, conf=SparkConf().setAll(list(conf.items())),
+                              batchSize=UNBATCHED)
+            spark = SparkSession(sc)
+        except Exception as e:
+            raise SparkError(f"Spark did not start ({_one_line(e)})") from None
+        try:
+            yield spark
+        finally:
+            spark.stop()
+
+
+def _one_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+# --- the search -----------------------------------------------------------------------------------
+
+def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions(),
+            spark_options: SparkOptions = SparkOptions(), spark: Any = None) -> Outcome:
+    """Search the model of ``source`` (a ``Config``, or a picklable zero-argument function that
+    builds the model on each worker) on ``spark`` (a SparkSession; None: start one from
+    ``spark_options`` and stop it at the end)."""
+    build = partial(_bind, source) if isinstance(source, Config) else source
+    model = build()
+    props = select_properties(model, options.properties)
+    identity = {"config": source.to_dict() if isinstance(source, Config) else
+                {"model": {"name": model.name}}, "checked": [p.name for p in props]}
+    resume = _resumable(spark_options, identity) if spark_options.recover else None
+    if spark is None:
+        with session(spark_options) as started:
+            return _Search(started, model, build, props, identity, resume, options,
+                           spark_options).run()
+    return _Search(spark, model, build, props, identity, resume, options, spark_options).run()
+
+
+def _resumable(options: SparkOptions, identity: dict) -> dict:
+    """The checkpoint in ``options.run_dir``, if it belongs to this search."""
+    if options.run_dir is None:
+        raise CheckpointError("recovering needs the run directory of the checkpointed search")
+    meta = spark_store.read_meta(options.run_dir)
+    mine = _flat(identity)
+    theirs = _flat({k: meta[k] for k in identity})
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) != theirs.get(key):
+            raise CheckpointError(f"--recover {options.run_dir}: the checkpoint was made with "
+                                  f"{key} = {theirs.get(key)!r}, this search has {mine.get(key)!r}")
+    if options.partitions not in (None, meta["partitions"]):
+        raise CheckpointError(f"--recover {options.run_dir}: the checkpoint has "
+                              f"{meta['partitions']} partitions (drop --partitions)")
+    return meta
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out |= _flat(v, f"{prefix}{k}.")
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def _bind(cfg: Config):
+    from model import registry
+    return registry.bind(cfg)
+
+
+class _Search:
+    """The driver's side of one search: counters, the cached level RDD, the run directory."""
+
+    def __init__(self, spark, model, build, props, identity: dict, resume: dict | None,
+                 options: BfsOptions, spark_options: SparkOptions):
+        self.sc = spark.sparkContext
+        self.model, self.props, self.identity, self.resume = model, props, identity, resume
+        self.options, self.spark_options = options, spark_options
+        self.temporary = spark_options.run_dir is None
+        self.run_dir = str(FsPath(spark_options.run_dir or tempfile.mkdtemp(prefix="kafka-mc-run-"))
+                           .resolve())
+        self.P = (resume["partitions"] if resume else spark_options.partitions) or \
+            max(self.sc.defaultParallelism, 1)
+        deadlock = options.check_deadlock
+        self.job = Job(uuid.uuid4().hex, build, self.P,
+                       None if options.properties is None else tuple(options.properties),
+                       deadlock, self.run_dir)
+        self.pending = [p.name for p in props if p.expectation is Expectation.SOMETIMES]
+        self.generated = self.distinct = self.depth = self.frontier = 0
+        self.fired: Counter = Counter()
+        self.found: Counter = Counter()
+        self.level = None           # the cached RDD of the current level
+        self.violation: Violation | None = None
+        self.last_checkpoint = time.monotonic()
+
+    # --- the loop ---
+
+    def run(self) -> Outcome:
+        from pyspark.errors import PySparkException
+        from py4j.protocol import Py4JError
+
+        rss0, t0 = _rss_mb(), time.perf_counter()
+        interrupted = complete = False
+        try:
+            if self.resume:
+                self._recover(self.resume)
+            else:
+                spark_store.clear(self.run_dir)
+                self.violation = self._contract_violation() or self._start()
+            if self.violation is None:
+                self._report(t0)
+            while self.violation is None and self.frontier:
+                if self.options.max_depth and self.depth >= self.options.max_depth:
+                    break
+                self._step()
+                if self.violation is None:
+                    self._report(t0)
+                    self._maybe_checkpoint()
+            complete = self.violation is None and not self.frontier
+        except KeyboardInterrupt:
+            interrupted = True
+        except (Py4JError, PySparkException) as e:
+            raise SparkError(f"the Spark job failed ({_spark_reason(e)})") from None
+        finally:
+            if self.level is not None:
+                self.level.unpersist()
+            self._tidy()
+        seconds = time.perf_counter() - t0
+        return self._outcome(seconds, rss0, interrupted, complete)
+
+    def _start(self) -> Violation | None:
+        task = Level(self.job, -1, tuple(self.pending))
+        seed = self.sc.parallelize([(i, None) for i in range(self.P)], self.P).partitionBy(self.P, bucket)
+
+        def level0(stop_at=None):
+            return seed.mapPartitionsWithIndex(replace(task, stop_at=stop_at).initial, True)
+        return self._advance(level0, 0, initial=True)
+
+    def _step(self) -> None:
+        prev, depth = self.level, self.depth
+        task = Level(self.job, depth, tuple(self.pending))
+
+        def next_level(stop_at=None):
+            t = replace(task, stop_at=stop_at)
+            candidates = prev.mapPartitionsWithIndex(t.expand).partitionBy(self.P, bucket)
+            nxt = prev.union(candidates).mapPartitionsWithIndex(t.merge, True)
+            if nxt.getNumPartitions() != self.P:  # the union must keep the visited sets in place
+                raise RuntimeError("Spark did not co-partition the visited sets and candidates")
+            return nxt
+        self.sc.setJobDescription(f"kafka-mc: level {depth + 1}")
+        self.violation = self._advance(next_level, depth)
+        if prev is not self.level:
+            prev.unpersist()
+
+    def _advance(self, make_level: Callable, depth: int, initial: bool = False) -> Violation | None:
+        """Build the next level from the one at ``depth`` (``initial``: build level 0); on a
+        violation, count that level again up to it and return it."""
+        from pyspark import StorageLevel
+
+        level = make_level().persist(StorageLevel.MEMORY_AND_DISK)
+        sums = level.mapPartitions(first_record).collect()
+        event = _first_event(sums)
+        if event is not None:
+            level.unpersist()
+            sums = make_level(event.at).mapPartitions(first_record).collect()
+        new = sum(s.new for s in sums)
+        self.generated += sum(s.expansion.generated for s in sums)
+        self.distinct += new
+        for s in sums:
+            self.fired.update(s.expansion.fired)
+            self.found.update(s.found)
+        if event is not None:  # as the BFS reports it: the level being built counts if begun
+            self.depth = depth + bool(new)
+            return self._violation(event)
+        witnessed = {name for s in sums for name in s.witnessed}
+        self.pending = [n for n in self.pending if n not in witnessed]
+        self.level, self.frontier = level, new
+        self.depth = depth + 1 if new and not initial else depth
+        return None
+
+    # --- reporting ---
+
+    def _report(self, t0: float) -> None:
+        if self.options.progress is not None:
+            self.options.progress(Progress(self.generated, self.distinct, self.depth, self.frontier,
+                                           time.perf_counter() - t0))
+
+    def _violation(self, e: Event) -> Violation:
+        path = None
+        if e.base is not None or e.last is not None:
+            fps = self._chain(*e.base) if e.base is not None else []
+            path = rebuild(self.model, fps + ([e.last] if e.last is not None else []))
+            if e.step is not None:
+                a, t = e.step
+                path = Path(path.states + (t,), path.actions + (a,))
+        return Violation(e.property, e.kind, e.claim, path, e.detail)
+
+    def _chain(self, level: int, fp: int) -> list[int]:
+        """Fingerprints from an initial state to ``fp`` at ``level``, from the parent pointers."""
+        fps = [fp]
+        for lv in range(level, 0, -1):
+            fp = spark_store.parent_of(self.run_dir, lv, owner(fp, self.P), fp)
+            fps.append(fp)
+        return fps[::-1]
+
+    def _contract_violation(self) -> Violation | None:
+        """The fingerprint contract, checked where it is cheap (as the BFS does): the first states."""
+        if getattr(self.model, "packed", False):
+            return None
+        try:
+            succ = successors_of(self.model)
+            for s in self.model.init_states():
+                check_view(self.model.view(s), "view of an initial state")
+                for a, t in succ(s)[:64]:
+                    check_view(self.model.view(t), f"view after {a[0]}")
+        except Exception as exc:
+            return Violation("model_error", "model_error", "the model raised an exception", None,
+                             "".join(traceback.format_exception(exc)).rstrip())
+        return None
+
+    def _outcome(self, seconds: float, rss0: float, interrupted: bool, complete: bool) -> Outcome:
+        model, props = self.model, self.props
+        violations = [self.violation] if self.violation is not None else []
+        if complete:
+            claims = {p.name: p.claim for p in props}
+            violations += [Violation(n, "sometimes", claims[n]) for n in self.pending]
+        kinds = list(getattr(model, "action_kinds", lambda: ())())
+        by_name = {name: (n, self.found.get(name, 0)) for name, n in self.fired.items()}
+        order = kinds + sorted(set(by_name) - set(kinds))
+        peak = _rss_mb()
+        packed = getattr(model, "packed", False)
+        stats = Stats(generated=self.generated, distinct=self.distinct, depth=self.depth,
+                      seconds=seconds, peak_memory_mb=peak,
+                      bytes_per_state=(peak - rss0) * 2**20 / max(self.distinct, 1),
+                      collision_probability=0.0 if packed else collision_probability(self.distinct))
+        return Outcome(
+            model=model.name, explorer="spark", stats=stats,
+            coverage=tuple(ActionCoverage(k, *by_name[k]) for k in order if k in by_name),
+            never_enabled=tuple(k for k in kinds if k not in by_name),
+            checked=tuple(p.name for p in props if p.expectation is not Expectation.EVENTUALLY),
+            unchecked=tuple(p.name for p in props if p.expectation is Expectation.EVENTUALLY),
+            violations=tuple(violations), interrupted=interrupted, complete=complete,
+            extra={"partitions": self.P, "master": self.sc.master})
+
+    # --- checkpoints ---
+
+    def _maybe_checkpoint(self) -> None:
+        minutes = self.spark_options.checkpoint_minutes
+        if minutes is None or time.monotonic() - self.last_checkpoint < 60 * minutes:
+            return
+        from explorers.spark_tasks import save_checkpoint
+        self.sc.setJobDescription(f"kafka-mc: checkpoint of level {self.depth}")
+        sizes = self.level.mapPartitionsWithIndex(partial(save_checkpoint, self.job, self.depth)).collect()
+        spark_store.write_meta(self.run_dir, {
+            **self.identity, "level": self.depth, "partitions": self.P,
+            "key_bytes": INIT_KEY_BYTES + STEP_KEY_BYTES * self.depth,
+            "visited": [v for v, _ in sizes], "frontier": [f for _, f in sizes],
+            "generated": self.generated, "distinct": self.distinct, "depth": self.depth,
+            "fired": dict(self.fired), "found": dict(self.found), "pending": self.pending})
+        self.last_checkpoint = time.monotonic()
+
+    def _recover(self, meta: dict) -> None:
+        from pyspark import StorageLevel
+        from explorers.spark_tasks import load_checkpoint
+
+        seed = self.sc.parallelize([(i, None) for i in range(self.P)], self.P).partitionBy(self.P, bucket)
+        self.level = seed.mapPartitionsWithIndex(partial(load_checkpoint, self.job, meta), True) \
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        self.level.mapPartitions(first_record).collect()
+        self.generated, self.distinct, self.depth = meta["generated"], meta["distinct"], meta["depth"]
+        self.fired, self.found = Counter(meta["fired"]), Counter(meta["found"])
+        self.pending, self.frontier = list(meta["pending"]), sum(meta["frontier"])
+
+    def _tidy(self) -> None:
+        if self.temporary:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        elif self.spark_options.checkpoint_minutes is None and not self.spark_options.recover:
+            spark_store.clear(self.run_dir)
+
+
+def _first_event(sums: Sequence) -> Event | None:
+    """The level's first event in BFS order. A witness's exception counts only if it was raised
+    before the witness was first seen (the BFS stops evaluating a witness once seen)."""
+    events = [e for s in sums for e in (s.event, s.expansion.event) if e is not None]
+    first_seen: dict[str, bytes] = {}
+    for s in sums:
+        for name, at in s.witnessed.items():
+            first_seen[name] = min(at, first_seen.get(name, at))
+    events += [e for s in sums for name, e in s.witness_errors.items()
+               if name not in first_seen or e.at < first_seen[name]]
+    return min(events, key=lambda e: e.at, default=None)
+
+
+def _spark_reason(e: BaseException) -> str:
+    """The Python exception behind a failed Spark job, or the first line of the error."""
+    text = str(e)
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line and not line.startswith(("at ", "...")) and ("Error" in line or "Exception" in line):
+            return line
+    return _one_line(e)
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

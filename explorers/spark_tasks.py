@@ -1,0 +1,404 @@
+"""What Spark's Python workers run for the Spark explorer (``explorers/spark.py``): one BFS level.
+
+Layout. A state belongs to partition ``owner(fp)`` of ``P``. A *level RDD* holds, in partition
+``i``, the search state of the states partition ``i`` owns, as a few large records:
+
+* ``("S", Summary)``   first: what this partition did in the level that built it;
+* ``("V", bytes)``     the visited set: 64-bit fingerprints (``array("q")`` bytes), in chunks;
+* ``("F", bytes)``     the frontier (the states found in that level), pickled in chunks of
+  ``(key, fp, state)`` sorted by ``key``.
+
+One level is two partition functions. ``expand`` (map side) runs on partition ``i`` of level
+``d``: it expands the frontier, checks deadlocks and transition properties, counts transitions,
+drops the successors it has already produced and those it owns and has visited, and emits one
+pickled bucket of candidate successors per owner (plus its own counts, in the bucket for ``i``).
+Spark's shuffle moves only those buckets.
+``merge`` (reduce side) gets partition ``j``'s level-``d`` records and every bucket addressed to
+``j`` (a partitioner-aware union, so the visited set is never shuffled), keeps per fingerprint
+the candidate that comes first in BFS order, drops the visited ones, checks invariants and
+witnesses on the new states, writes their parent pointers and returns level ``d + 1``.
+
+BFS order, exactly. The single-process BFS expands each level in discovery order, so a state's
+position in its level is the sequence of successor indices along its BFS-tree path. That sequence
+is the state's ``key``: the initial state's index (4 bytes) then one 2-byte index per step, big
+endian, so comparing keys as bytes is comparing BFS positions. Keeping the minimal key per
+fingerprint therefore picks the same parent, the same action and the same first violation as
+``explorers/bfs.py``, without any global ranking. An event (a violation or a model error) is
+placed in that order too (``Event.at``): ``key`` for one that happens before the state's
+successors are visited (deadlock, an exception in ``successors``), ``key + index + 0`` for one at
+a transition (transition property, fingerprinting), ``key + index + 1`` for one at a newly found
+state (invariant, witness). With ``stop_at`` set to the first event of a level, the same
+functions count only what the BFS had done when it stopped there.
+
+Every function is deterministic and writes its files atomically, so Spark may re-run any task.
+"""
+from __future__ import annotations
+
+import gc
+import pickle
+import traceback
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from model.core import Expectation, ModelBase
+from explorers.bfs import select_properties
+from explorers.paths import key_function, successors_of
+from explorers import spark_store
+
+INIT_KEY_BYTES, STEP_KEY_BYTES = 4, 2
+MAX_SUCCESSORS = 2 ** (8 * STEP_KEY_BYTES)
+CHUNK = 1 << 16            # frontier states per ("F", ...) record
+VISITED_CHUNK = 1 << 22    # fingerprints per ("V", ...) record (32 MiB)
+_MIX = 0x9E3779B97F4A7C15  # Fibonacci hashing: packed states are poorly mixed ints
+PICKLE = pickle.HIGHEST_PROTOCOL
+
+
+def owner(fp: int, partitions: int) -> int:
+    """The partition that owns a fingerprint (the same on every machine)."""
+    return (fp * _MIX >> 64) % partitions
+
+
+def bucket(k: int) -> int:
+    """Spark partition function for pre-bucketed records: the key is the partition."""
+    return k
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every task of one search needs; small and picklable (the model is rebuilt from it)."""
+
+    token: str                          # identifies the search (worker-side cache key)
+    build: Callable[[], Any]            # -> Model, e.g. partial(registry.bind, config)
+    partitions: int
+    properties: tuple[str, ...] | None  # None: all the model has
+    deadlock: bool | None               # None: the model's default
+    run_dir: str                        # parent pointers go to run_dir/levels
+
+
+@dataclass(frozen=True)
+class Event:
+    """The first violation or model error a partition met, placed in BFS order by ``at``.
+
+    The path runs through ``base`` = (level, fingerprint) of a state in the level files, then
+    ``last`` (a newly found state's fingerprint), then ``step`` = (action, state); no path when
+    all three are None (an exception while computing the initial states)."""
+
+    at: bytes
+    kind: str                    # always, transition, deadlock, model_error
+    property: str
+    claim: str = ""
+    base: tuple[int, int] | None = None
+    last: int | None = None
+    step: tuple | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What ``expand`` did in one partition."""
+
+    generated: int = 0
+    fired: dict = field(default_factory=dict)   # action name -> transitions
+    event: Event | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What one partition did in one level (``("S", Summary)``, the first record)."""
+
+    new: int                                     # states found (owned by this partition)
+    expansion: Expansion                         # of the level before, by the same partition
+    found: dict                                  # action name -> new states it discovered first
+    witnessed: dict                              # sometimes-property -> ``at`` of its first witness
+    witness_errors: dict                         # sometimes-property -> Event (valid only if
+                                                 # raised before any witness of it, in BFS order)
+    event: Event | None = None
+
+
+class Checker:
+    """The model and its checks, built once per Python worker process and search."""
+
+    def __init__(self, job: Job):
+        model = job.build()
+        props = select_properties(model, job.properties)
+        self.model = model
+        self.always = [(p, p.holds) for p in props if p.expectation is Expectation.ALWAYS]
+        self.transition = [(p, p.holds) for p in props if p.expectation is Expectation.TRANSITION]
+        self.sometimes = {p.name: (p, p.holds) for p in props
+                          if p.expectation is Expectation.SOMETIMES}
+        self.deadlock = getattr(model, "check_deadlock", True) if job.deadlock is None else job.deadlock
+        self.successors, self.key = successors_of(model), key_function(model)
+        self.packed = getattr(model, "packed", False)
+        self.within = model.within_bounds
+        self.bounded = getattr(self.within, "__func__", None) is not ModelBase.within_bounds
+
+
+_CHECKERS: dict[str, Checker] = {}
+
+
+def checker(job: Job) -> Checker:
+    c = _CHECKERS.get(job.token)
+    if c is None:
+        _CHECKERS.clear()  # a reused worker keeps only the current search's model
+        c = _CHECKERS[job.token] = Checker(job)
+    return c
+
+
+def _at(key: bytes, pos: int, phase: int) -> bytes:
+    """Where an event at transition ``pos`` of the state with ``key`` falls in BFS order."""
+    return key + pos.to_bytes(STEP_KEY_BYTES, "big") + bytes((phase,))
+
+
+def _cut(out: list, rest: bytes, cov: dict) -> list:
+    """The transitions of the state where the level's first event is (``rest``: the event's
+    place after the state's key) that the BFS would have handed on before stopping."""
+    at, phase = int.from_bytes(rest[:-1], "big"), rest[-1]
+    if not phase:  # stopped at this transition: it is counted, its target is not looked at
+        a = out[at][0]
+        cov[a] = cov.get(a, 0) + 1
+    return out[:at + phase]
+
+
+def _check_transition(transition: list, s, a, t, at: bytes, base) -> Event | None:
+    for p, holds in transition:
+        if not holds(s, a, t):
+            return Event(at, "transition", p.name, p.claim, base, step=(a, t))
+    return None
+
+
+def _trace(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc)).rstrip()
+
+
+def _model_error(at: bytes, exc: BaseException, base=None) -> Event:
+    return Event(at, "model_error", "model_error", "the model raised an exception", base=base,
+                 detail=_trace(exc))
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level's tasks. ``depth``: depth of the frontier being expanded (the new level is
+    ``depth + 1``; for the initial level, ``depth`` is -1)."""
+
+    job: Job
+    depth: int
+    pending: tuple[str, ...]        # sometimes-properties not yet witnessed
+    stop_at: bytes | None = None    # count only what happens before this event (inclusive)
+
+    # --- map side -----------------------------------------------------------------------------
+
+    def expand(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
+        c, P, stop, depth = checker(self.job), self.job.partitions, self.stop_at, self.depth
+        visited, frontier = read_level(records)
+        own = set(visited)  # successors this partition owns and has seen go no further
+        del visited
+        buckets: list[dict] = [{} for _ in range(P)]
+        cov: dict = {}
+        cov_get = cov.get
+        generated, event = 0, None
+        successors, key, packed, within, bounded = c.successors, c.key, c.packed, c.within, c.bounded
+        transition = c.transition if stop is None else ()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            for k, fp, s in frontier:
+                if stop is not None and k >= stop:
+                    break
+                try:
+                    if bounded and not within(s):
+                        continue
+                    out = successors(s)
+                    if len(out) >= MAX_SUCCESSORS:
+                        raise ValueError(f"a state has {len(out)} successors; the Spark explorer "
+                                         f"supports at most {MAX_SUCCESSORS - 1}")
+                except Exception as exc:
+                    event = _model_error(k, exc, (depth, fp))
+                    break
+                if not out:
+                    if c.deadlock:
+                        event = Event(k, "deadlock", "deadlock",
+                                      "some action is enabled in every reachable state", (depth, fp))
+                        break
+                    continue
+                generated += len(out)
+                if stop is not None and stop.startswith(k):  # the level stops in this state
+                    out = _cut(out, stop[len(k):], cov)
+                pos = 0
+                try:
+                    for pos, (a, t) in enumerate(out):
+                        cov[a] = cov_get(a, 0) + 1
+                        ft = t if packed else key(t)
+                        if transition:
+                            event = _check_transition(transition, s, a, t, _at(k, pos, 0), (depth, fp))
+                            if event is not None:
+                                break
+                        j = (ft * _MIX >> 64) % P
+                        if j == index and ft in own:
+                            continue
+                        b = buckets[j]
+                        if ft not in b:  # the frontier is in key order: the first candidate wins
+                            b[ft] = (ft, k, pos, fp, a[0], t)
+                except Exception as exc:
+                    event = _model_error(_at(k, pos, 0), exc, (depth, fp))
+                if event is not None:
+                    break
+            fired: Counter = Counter()
+            for a, n in cov.items():
+                fired[a[0]] += n
+            summary = Expansion(generated, dict(fired), event)
+            for j, b in enumerate(buckets):
+                if b or j == index:
+                    yield j, pickle.dumps((list(b.values()), summary if j == index else None), PICKLE)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    # --- reduce side ----------------------------------------------------------------------------
+
+    def merge(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
+        visited, blobs = array("q"), []
+        for tag, data in records:  # read everything: a worker that stops early is not reused
+            if tag == "V":
+                visited.frombytes(data)
+            elif isinstance(tag, int):
+                blobs.append(data)
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            seen = set(visited)
+            best: dict = {}
+            expansion = Expansion()
+            for blob in blobs:
+                cands, summary = pickle.loads(blob)
+                if summary is not None:
+                    expansion = summary
+                for cand in cands:
+                    ft = cand[0]
+                    if ft in seen:
+                        continue
+                    cur = best.get(ft)
+                    if cur is None or (cand[1], cand[2]) < (cur[1], cur[2]):
+                        best[ft] = cand
+            new = sorted(best.values(), key=lambda cand: (cand[1], cand[2]))
+            yield from self._admit(index, visited, new, expansion, STEP_KEY_BYTES)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def initial(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
+        """Level 0: the initial states this partition owns, in the model's order."""
+        for _ in records:
+            pass
+        c, P = checker(self.job), self.job.partitions
+        new, seen, event = [], set(), None
+        try:
+            states = list(c.model.init_states())
+        except Exception as exc:
+            states, event = [], _model_error(b"", exc)
+        for i, s in enumerate(states):
+            at = i.to_bytes(INIT_KEY_BYTES, "big")
+            if self.stop_at is not None and at + b"\1" > self.stop_at:
+                break
+            try:
+                fp = c.key(s)
+            except Exception as exc:
+                event = _model_error(at + b"\0", exc)
+                break
+            if fp not in seen:
+                seen.add(fp)
+                if owner(fp, P) == index:
+                    new.append((fp, b"", i, 0, None, s))
+        yield from self._admit(index, array("q"), new, Expansion(event=event), INIT_KEY_BYTES)
+
+    def _check(self, c: Checker, t, ft: int, at: bytes, base, open_witnesses: list,
+               witnessed: dict, witness_errors: dict) -> Event | None:
+        """Invariants, then the witnesses still open, on a newly found state (as the BFS does)."""
+        try:
+            for p, holds in c.always:
+                if not holds(t):
+                    return Event(at, "always", p.name, p.claim, base, last=ft)
+        except Exception as exc:
+            return _model_error(at, exc, base)
+        for entry in open_witnesses[:]:
+            p, holds = entry
+            try:
+                if holds(t):
+                    witnessed[p.name] = at
+                    open_witnesses.remove(entry)
+            except Exception as exc:
+                witness_errors[p.name] = _model_error(at, exc, base)
+                open_witnesses.remove(entry)
+        return None
+
+    def _admit(self, index, visited: array, new: list, expansion: Expansion, width: int):
+        """Record the new states (in key order), check them, and yield the level's records."""
+        c, level, stop = checker(self.job), self.depth + 1, self.stop_at
+        checking = stop is None
+        open_witnesses = [c.sometimes[n] for n in self.pending if n in c.sometimes] if checking else []
+        fps, parents, positions = array("q"), array("q"), array("i")
+        frontier, found = [], Counter()
+        witnessed, witness_errors, event = {}, {}, None
+        for ft, pk, pos, pfp, name, t in new:
+            k = pk + pos.to_bytes(width, "big")
+            if event is None and checking:
+                event = self._check(c, t, ft, k + b"\1", (self.depth, pfp) if level else None,
+                                    open_witnesses, witnessed, witness_errors)
+            fps.append(ft)
+            parents.append(pfp)
+            positions.append(pos)
+            frontier.append((k, ft, t))
+            if name is not None:
+                found[name] += 1
+        if checking:
+            spark_store.write_parents(self.job.run_dir, level, index, fps, parents, positions)
+        visited.extend(fps)
+        yield from level_records(Summary(len(fps), expansion, dict(found), witnessed,
+                                         witness_errors, event), visited, frontier)
+
+
+def level_records(summary: Summary, visited: array, frontier: list) -> Iterator[tuple[str, Any]]:
+    yield "S", summary
+    data = visited.tobytes()
+    step = VISITED_CHUNK * visited.itemsize
+    for i in range(0, max(len(data), 1), step):
+        yield "V", data[i:i + step]
+    for i in range(0, len(frontier), CHUNK):
+        yield "F", pickle.dumps(frontier[i:i + CHUNK], PICKLE)
+
+
+def read_level(records: Iterable) -> tuple[array, list]:
+    """The visited set and frontier of a level partition."""
+    visited, frontier = array("q"), []
+    for tag, data in records:
+        if tag == "V":
+            visited.frombytes(data)
+        elif tag == "F":
+            frontier.extend(pickle.loads(data))
+    return visited, frontier
+
+
+def save_checkpoint(job: Job, level: int, index: int, records: Iterable) -> Iterator[tuple[int, int]]:
+    c = checker(job)
+    visited, frontier = read_level(records)
+    yield spark_store.write_checkpoint_part(job.run_dir, level, index, visited, frontier,
+                                            c.model, c.packed)
+
+
+def load_checkpoint(job: Job, meta: dict, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
+    for _ in records:
+        pass
+    c = checker(job)
+    visited, frontier = spark_store.read_checkpoint_part(job.run_dir, meta, index, c.model,
+                                                         c.packed, c.key)
+    yield from level_records(Summary(len(frontier), Expansion(), {}, {}, {}), visited, frontier)
+
+
+def first_record(records: Iterable) -> Iterator:
+    """The summary of a level partition (the rest is read and dropped, so the worker is reused)."""
+    it = iter(records)
+    head = next(it)
+    for _ in it:
+        pass
+    yield head[1]

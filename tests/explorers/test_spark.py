@@ -1,0 +1,227 @@
+"""The Spark explorer on a real local[2] session (one for the module): exact agreement with the
+single-process BFS -- counts, depth, verdict, per-action coverage, the counterexample itself --
+on TwoPhase and on every property kind of the grid model; checkpoints and recovery; the CLI."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.grid import grid, grid_spec
+from model import registry
+from model.config import resolve_config_path
+from model.core import Expectation as E
+from model.protocol import Rule
+from explorers import bfs
+from explorers import spark as spark_explorer
+from explorers.spark import SparkOptions
+
+EXE = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or shutil.which("kafka-mc")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    # the workers import tests.grid, so they need the repository root on their path
+    options = SparkOptions(workers=2, conf=(("spark.executorEnv.PYTHONPATH", str(ROOT)),))
+    with spark_explorer.session(options) as session:
+        yield session
+
+
+def summary(out):
+    """Everything an explorer's result says, except timings and memory."""
+    s = out.stats
+    return {"counts": (s.distinct, s.generated, s.depth), "exit": out.exit_code,
+            "complete": out.complete, "coverage": out.coverage, "never": out.never_enabled,
+            "checked": (out.checked, out.unchecked),
+            "violations": [(v.property, v.kind, v.path, v.detail.splitlines()[-1:])
+                           for v in out.violations]}
+
+
+def agree(spark, build, options=bfs.BfsOptions()):
+    """Run both explorers; they must say exactly the same. Returns the Spark outcome."""
+    expected = bfs.explore(build(), options)
+    got = spark_explorer.explore(build, options, spark=spark)
+    assert summary(got) == summary(expected)
+    assert got.explorer == "spark"
+    return got
+
+
+def twophase(name, n):
+    return registry.load(model=name, overrides={"model.resource_managers": n})
+
+
+@pytest.mark.parametrize("n, partitions", [(3, None), (5, 3), (7, None)])
+def test_twophase_agrees_with_bfs(spark, tmp_path, n, partitions):
+    cfg = twophase("twophase", n)
+    expected = bfs.explore(registry.bind(cfg))
+    got = spark_explorer.explore(cfg, spark_options=SparkOptions(
+        partitions=partitions, run_dir=str(tmp_path / "run")), spark=spark)
+    assert summary(got) == summary(expected)
+    assert got.stats.distinct == {3: 288, 5: 8_832, 7: 296_448}[n]
+    assert got.extra["partitions"] == (partitions or 2)
+    assert not any((tmp_path / "run").iterdir())  # parent pointers are dropped without checkpoints
+
+
+@pytest.mark.parametrize("name", ["tiny"])
+def test_shipped_kafka_config_agrees_with_bfs(spark, name):
+    path = resolve_config_path(name)
+    if not path.exists():
+        pytest.skip(f"no configs/{name}.toml")
+    cfg = registry.load(path)
+    expected = bfs.explore(registry.bind(cfg))
+    assert summary(spark_explorer.explore(cfg, spark=spark)) == summary(expected)
+
+
+def test_broken_twophase_gives_the_bfs_counterexample(spark):
+    got = agree(spark, partial(registry.bind, twophase("twophase-broken", 3)),
+                bfs.BfsOptions(properties=["TCConsistent"]))
+    (v,) = got.violations
+    assert len(v.path) == 5 and not got.complete  # counts stop where the BFS stopped
+
+
+ALWAYS, TRANSITION, SOMETIMES, EVENTUALLY = E.ALWAYS, E.TRANSITION, E.SOMETIMES, E.EVENTUALLY
+
+
+def _boom(p, s):
+    if s == (1, 1):
+        raise RuntimeError("bad state")
+    return [()]
+
+
+def _raise_after(limit):
+    """A witness that holds at (1, 0) and raises on states of sum >= limit."""
+    def holds(p, s):
+        if sum(s) >= limit:
+            raise ValueError("witness broke")
+        return s == (1, 0)
+    return holds
+
+
+GRID_CASES = {
+    # name: (model builder, BfsOptions)
+    "always violated": (partial(grid, max=2, Sum=(ALWAYS, lambda p, s: s[0] + s[1] < 3)), {}),
+    "violated in the initial state": (partial(grid, max=2, Moved=(ALWAYS, lambda p, s: sum(s) > 0)),
+                                      {}),
+    "transition violated": (partial(grid, max=2, NoReset=(TRANSITION,
+                                                         lambda p, s, a, t: a != ("Reset",))), {}),
+    "kinds that hold, and a missing witness": (partial(
+        grid, max=2, Bounded=(ALWAYS, lambda p, s: max(s) <= 2),
+        Monotone=(TRANSITION, lambda p, s, a, t: a == ("Reset",) or t >= s),
+        Corner=(SOMETIMES, lambda p, s: s == (2, 2)), Far=(SOMETIMES, lambda p, s: s[0] > 2),
+        Ends=(EVENTUALLY, lambda p, s: s == (2, 2))), {}),
+    "deadlock": (partial(grid, max=2, reset=False), {}),
+    "deadlock ignored, depth bound": (partial(grid, max=3, reset=False),
+                                      {"check_deadlock": False, "max_depth": 3}),
+    "state constraint": (lambda: grid_spec().derive("grid-bounded", within_bounds=lambda p, s: s[0] < 1)
+                         .bind({"max": 2, "reset": True}), {}),
+    "model error": (lambda: grid_spec().derive("grid-broken", add=[Rule("Boom", (), _boom, lambda p, s: s)])
+                    .bind({"max": 2, "reset": True}), {}),
+    "unstable view": (lambda: grid_spec().derive("grid-str", view=lambda p, s: ("n", s))
+                      .bind({"max": 2, "reset": True}), {}),
+    "witness raises after it was seen": (partial(grid, max=2, W=(SOMETIMES, _raise_after(2))), {}),
+    "witness raises before it is seen": (partial(grid, max=2, W=(SOMETIMES, _raise_after(1))), {}),
+    "properties selected by name": (partial(grid, max=2, A=(ALWAYS, lambda p, s: True),
+                                            B=(ALWAYS, lambda p, s: s[0] < 1)),
+                                    {"properties": ["A"]}),
+}
+
+
+@pytest.mark.parametrize("case", GRID_CASES)
+def test_grid_property_kinds_agree_with_bfs(spark, case):
+    build, options = GRID_CASES[case]
+    got = agree(spark, build, bfs.BfsOptions(**options))
+    if case == "model error":
+        assert got.exit_code == 75 and got.violations[0].path.states[-1] == (1, 1)
+    if case == "witness raises before it is seen":
+        assert got.exit_code == 75
+
+
+def test_per_action_coverage_follows_bfs_discovery_order_and_progress_is_per_level(spark):
+    seen = []
+    got = agree(spark, partial(grid, max=3), bfs.BfsOptions(progress=seen.append))
+    cov = {c.name: (c.fired, c.distinct) for c in got.coverage}
+    assert cov == {"IncX": (12, 3), "IncY": (12, 12), "Reset": (1, 0)}  # as in test_bfs
+    assert got.never_enabled == ("Never",)
+    spark_levels = seen[len(seen) - 8:]  # the BFS reported first (at most a line per 2 s)
+    assert [p.depth for p in spark_levels] == [0, 1, 2, 3, 4, 5, 6, 6]  # the last level is empty
+    assert [p.queue for p in spark_levels] == [1, 2, 3, 4, 3, 2, 1, 0]
+    assert spark_levels[-1].distinct == 16
+
+
+def test_interrupted_search_resumes_from_its_checkpoint(spark, tmp_path):
+    cfg = twophase("twophase", 5)
+
+    def stop_at_level_6(p):
+        if p.depth == 6:
+            raise KeyboardInterrupt
+
+    run_dir = str(tmp_path / "run")
+    first = spark_explorer.explore(cfg, bfs.BfsOptions(progress=stop_at_level_6),
+                                   SparkOptions(run_dir=run_dir, checkpoint_minutes=0), spark=spark)
+    assert first.interrupted and first.exit_code == 130
+    assert json.loads((tmp_path / "run" / "checkpoint.json").read_text())["level"] == 5
+    with pytest.raises(spark_explorer.CheckpointError, match="model.resource_managers = 5"):
+        spark_explorer.explore(twophase("twophase", 4), spark_options=SparkOptions(
+            run_dir=run_dir, recover=True), spark=spark)
+    resumed = spark_explorer.explore(cfg, spark_options=SparkOptions(run_dir=run_dir, recover=True),
+                                     spark=spark)
+    assert summary(resumed) == summary(bfs.explore(registry.bind(cfg)))
+
+
+# --- the command line (each run starts its own Spark) ------------------------------------------
+
+def run(*args, cwd, env=None, timeout=300):
+    return subprocess.run([EXE, *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=timeout)
+
+
+def test_cli_violation_trace_and_checkpoint(tmp_path):
+    r = run("check", "twophase-broken", "--explorer", "spark", "--workers", "2",
+            "--checkpoint", "0", "--out", "o", cwd=tmp_path)
+    assert r.returncode == 12, r.stderr
+    assert "shortest counterexample: 5 steps" in r.stdout and "explorer spark" in r.stdout
+    assert r.stdout.splitlines()[1].startswith("  167 distinct states, 468 generated, depth 5,")
+    progress = [ln for ln in r.stderr.splitlines() if ln.startswith("progress:")]
+    assert progress[0].startswith("progress: depth 0,") and len(progress) == 5  # one per level
+    noise = [ln for ln in r.stderr.splitlines()
+             if not ln.startswith("progress:") and "incubator modules" not in ln]
+    assert noise == []  # Spark's own logging stays quiet
+    trace = tmp_path / "o" / "TCConsistent.itf.json"
+    assert json.loads(trace.read_text())["#meta"]["explorer"] == "spark"
+    replay = run("replay", str(trace), cwd=tmp_path)
+    assert replay.returncode == 12, replay.stdout + replay.stderr
+    checkpoint = json.loads((tmp_path / "o" / "spark" / "checkpoint.json").read_text())
+    assert checkpoint["level"] == 4 and checkpoint["distinct"] == 141  # the last complete level
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--explorer", "bfs", "--partitions", "2"], "--partitions does not apply to --explorer bfs"),
+    (["--explorer", "spark", "--spark-conf", "oops"], "expected KEY=VALUE"),
+    (["--explorer", "spark", "--checkpoint", "-1"], "must be >= 0"),
+    (["--explorer", "spark", "--recover", "nowhere"], "nowhere: no such directory"),
+])
+def test_cli_bad_spark_flags_are_one_line_errors(tmp_path, args, message):
+    r = run("check", *args, cwd=tmp_path)
+    assert r.returncode == 2 and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cli_without_java_is_one_line_error(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(Path(sys.executable).parent)  # the venv's bin: no java there
+    r = run("check", "--explorer", "spark", cwd=tmp_path, env=env)
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "kafka-mc: error: the spark explorer needs Java 17 or newer: install it, or set JAVA_HOME")
+
+
+def test_cli_without_pyspark_is_one_line_error(tmp_path):
+    code = ("import sys; sys.modules['pyspark'] = None; from explorers.cli import main; "
+            "sys.exit(main(['check', '--explorer', 'spark']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "kafka-mc: error: the spark explorer needs pyspark (pip install pyspark)"
