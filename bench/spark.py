@@ -4,9 +4,9 @@ the single-process BFS, on the same configuration.
     .venv/bin/python bench/spark.py [CONFIG ...] [--repeat K] [--partitions P]
 
 CONFIG is ``twophase:N`` (TwoPhase with N resource managers; default ``twophase:8``, 1,745,408
-states) or a TOML configuration (a path, or the name of one in ``configs/``). The Kafka
-configuration with at least a million states goes here once the Kafka model ships one, e.g.
-``bench/spark.py twophase:8 configs/<kafka-config>.toml``.
+states) or a TOML configuration (a path, or the name of one in ``configs/``): the Kafka model's
+``small``, or a million-state Kafka run as ``configs/medium.toml`` with ``[check] max_depth = 27``
+(the unbounded ``medium`` has several million states; see bench/RESULTS.md).
 
 Every run is a fresh Python process (and, for Spark, a fresh JVM), so each memory figure is its
 own. ``search s`` is the search alone; ``start s`` is the Spark session start-up before it.

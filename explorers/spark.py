@@ -39,6 +39,7 @@ from functools import partial
 from pathlib import Path as FsPath
 from typing import Any, Callable, Iterator, Sequence
 
+from model import registry
 from model.config import Config
 from model.core import Expectation, check_view, collision_probability
 from explorers import spark_store
@@ -47,7 +48,7 @@ from explorers.paths import rebuild, successors_of
 from explorers.result import ActionCoverage, Outcome, Path, Stats, Violation
 from explorers.spark_store import CheckpointError
 from explorers.spark_tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, bucket, \
-    first_record, owner
+    first_record, load_checkpoint, owner, save_checkpoint
 
 LOG4J2 = """\
 rootLogger.level = error
@@ -146,7 +147,7 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
     """Search the model of ``source`` (a ``Config``, or a picklable zero-argument function that
     builds the model on each worker) on ``spark`` (a SparkSession; None: start one from
     ``spark_options`` and stop it at the end)."""
-    build = partial(_bind, source) if isinstance(source, Config) else source
+    build = partial(registry.bind, source) if isinstance(source, Config) else source
     model = build()
     props = select_properties(model, options.properties)
     identity = {"config": source.to_dict() if isinstance(source, Config) else
@@ -184,11 +185,6 @@ def _flat(d: dict, prefix: str = "") -> dict:
         else:
             out[prefix + k] = v
     return out
-
-
-def _bind(cfg: Config):
-    from model import registry
-    return registry.bind(cfg)
 
 
 class _Search:
@@ -253,11 +249,16 @@ class _Search:
 
     def _start(self) -> Violation | None:
         task = Level(self.job, -1, tuple(self.pending))
-        seed = self.sc.parallelize([(i, None) for i in range(self.P)], self.P).partitionBy(self.P, bucket)
+        seed = self._seed()
 
         def level0(stop_at=None):
             return seed.mapPartitionsWithIndex(replace(task, stop_at=stop_at).initial, True)
         return self._advance(level0, 0, initial=True)
+
+    def _seed(self):
+        """One empty record in each partition, partitioned as the levels are."""
+        return self.sc.parallelize([(i, None) for i in range(self.P)], self.P) \
+            .partitionBy(self.P, bucket)
 
     def _step(self) -> None:
         prev, depth = self.level, self.depth
@@ -371,9 +372,9 @@ class _Search:
         minutes = self.spark_options.checkpoint_minutes
         if minutes is None or time.monotonic() - self.last_checkpoint < 60 * minutes:
             return
-        from explorers.spark_tasks import save_checkpoint
         self.sc.setJobDescription(f"kafka-mc: checkpoint of level {self.depth}")
-        sizes = self.level.mapPartitionsWithIndex(partial(save_checkpoint, self.job, self.depth)).collect()
+        save = partial(save_checkpoint, self.job, self.depth)
+        sizes = self.level.mapPartitionsWithIndex(save).collect()
         spark_store.write_meta(self.run_dir, {
             **self.identity, "level": self.depth, "partitions": self.P,
             "key_bytes": INIT_KEY_BYTES + STEP_KEY_BYTES * self.depth,
@@ -384,11 +385,10 @@ class _Search:
 
     def _recover(self, meta: dict) -> None:
         from pyspark import StorageLevel
-        from explorers.spark_tasks import load_checkpoint
 
-        seed = self.sc.parallelize([(i, None) for i in range(self.P)], self.P).partitionBy(self.P, bucket)
-        self.level = seed.mapPartitionsWithIndex(partial(load_checkpoint, self.job, meta), True) \
-            .persist(StorageLevel.MEMORY_AND_DISK)
+        load = partial(load_checkpoint, self.job, meta)
+        self.level = self._seed().mapPartitionsWithIndex(load, True).persist(
+            StorageLevel.MEMORY_AND_DISK)
         self.level.mapPartitions(first_record).collect()
         self.generated, self.distinct, self.depth = meta["generated"], meta["distinct"], meta["depth"]
         self.fired, self.found = Counter(meta["fired"]), Counter(meta["found"])

@@ -102,6 +102,7 @@ def _raise_after(limit):
     return holds
 
 
+SMALL = {"max": 2, "reset": True}
 GRID_CASES = {
     # name: (model builder, BfsOptions)
     "always violated": (partial(grid, max=2, Sum=(ALWAYS, lambda p, s: s[0] + s[1] < 3)), {}),
@@ -117,12 +118,12 @@ GRID_CASES = {
     "deadlock": (partial(grid, max=2, reset=False), {}),
     "deadlock ignored, depth bound": (partial(grid, max=3, reset=False),
                                       {"check_deadlock": False, "max_depth": 3}),
-    "state constraint": (lambda: grid_spec().derive("grid-bounded", within_bounds=lambda p, s: s[0] < 1)
-                         .bind({"max": 2, "reset": True}), {}),
-    "model error": (lambda: grid_spec().derive("grid-broken", add=[Rule("Boom", (), _boom, lambda p, s: s)])
-                    .bind({"max": 2, "reset": True}), {}),
-    "unstable view": (lambda: grid_spec().derive("grid-str", view=lambda p, s: ("n", s))
-                      .bind({"max": 2, "reset": True}), {}),
+    "state constraint": (lambda: grid_spec().derive(
+        "grid-bounded", within_bounds=lambda p, s: s[0] < 1).bind(SMALL), {}),
+    "model error": (lambda: grid_spec().derive(
+        "grid-broken", add=[Rule("Boom", (), _boom, lambda p, s: s)]).bind(SMALL), {}),
+    "unstable view": (lambda: grid_spec().derive(
+        "grid-str", view=lambda p, s: ("n", s)).bind(SMALL), {}),
     "witness raises after it was seen": (partial(grid, max=2, W=(SOMETIMES, _raise_after(2))), {}),
     "witness raises before it is seen": (partial(grid, max=2, W=(SOMETIMES, _raise_after(1))), {}),
     "properties selected by name": (partial(grid, max=2, A=(ALWAYS, lambda p, s: True),
@@ -224,4 +225,5 @@ def test_cli_without_pyspark_is_one_line_error(tmp_path):
             "sys.exit(main(['check', '--explorer', 'spark']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip() == "kafka-mc: error: the spark explorer needs pyspark (pip install pyspark)"
+    assert r.stderr.strip() == ("kafka-mc: error: the spark explorer needs pyspark "
+                                "(pip install pyspark)")

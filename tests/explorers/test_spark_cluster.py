@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -122,8 +121,8 @@ def test_search_survives_a_killed_worker(cluster, tmp_path):
     levels_after_kill = [ln for ln in stderr[killed_at:] if ln.startswith("progress:")]
     assert len(levels_after_kill) >= 10  # the search went on, on the one worker left
     doc = json.loads(stdout)
-    want = summary(expected)
-    assert (doc["stats"]["distinct"], doc["stats"]["generated"], doc["stats"]["depth"]) == want["counts"]
+    stats = doc["stats"]
+    assert (stats["distinct"], stats["generated"], stats["depth"]) == summary(expected)["counts"]
     assert doc["verdict"] == "ok" and doc["complete"] and doc["explorer"] == "spark"
     assert doc["coverage"] == {c.name: {"fired": c.fired, "distinct": c.distinct}
                                for c in expected.coverage}
