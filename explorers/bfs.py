@@ -20,16 +20,16 @@ or at ``max_depth`` is counted and checked but not expanded, and is never a dead
 from __future__ import annotations
 
 import gc
-import resource
 import time
 import traceback
 from array import array
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from model.core import Expectation, Model, ModelBase, check_view, collision_probability
-from explorers.paths import key_function, rebuild, successors_of
-from explorers.result import ActionCoverage, Outcome, Stats, Violation
+from model.core import Expectation, Model, ModelBase
+from explorers.paths import check_fingerprint_contract, key_function, rebuild, successors_of
+from explorers.result import (Outcome, Violation, action_coverage, by_name, peak_rss_mb,
+                              search_stats)
 
 PROGRESS_EVERY = 2048  # expansions between clock reads
 
@@ -98,7 +98,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     frontier: list = []
     next_fps: list[int] = []
     next_parents = array("l")
-    rss0 = _rss_mb()
+    rss0 = peak_rss_mb()
     t0 = time.perf_counter()
     last_report = t0
 
@@ -124,11 +124,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     try:
         try:
             fps0 = next_fps
-            if not packed:  # the fingerprint contract, checked where it is cheap: the first states
-                for s in model.init_states():
-                    check_view(model.view(s), "view of an initial state")
-                    for a, t in successors(s)[:64]:
-                        check_view(model.view(t), f"view after {a[0]}")
+            check_fingerprint_contract(model)
             for s in model.init_states():
                 fp = key(s)
                 if fp not in seen:
@@ -207,27 +203,14 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             gc.enable()
 
     seconds = time.perf_counter() - t0
-    peak = _rss_mb()
     depth += bool(next_fps)  # a level cut short by a violation
-    by_name: dict[str, list[int]] = {}
-    for a, n in cov.items():
-        by_name.setdefault(a[0], [0, 0])[0] += n
-    for a, n in dcov.items():
-        by_name[a[0]][1] += n
+    fired = by_name(cov)
     kinds = list(getattr(model, "action_kinds", lambda: ())())
-    order = kinds + sorted(set(by_name) - set(kinds))
-    coverage = tuple(ActionCoverage(k, *by_name[k]) for k in order if k in by_name)
-    stats = Stats(generated=generated, distinct=len(seen), depth=depth, seconds=seconds,
-                  peak_memory_mb=peak,
-                  bytes_per_state=(peak - rss0) * 2**20 / max(len(seen), 1),
-                  collision_probability=0.0 if packed else collision_probability(len(seen)))
+    stats = search_stats(generated, len(seen), depth, seconds, rss0, packed)
     return Outcome(
-        model=model.name, explorer="bfs", stats=stats, coverage=coverage,
-        never_enabled=tuple(k for k in kinds if k not in by_name),
+        model=model.name, explorer="bfs", stats=stats,
+        coverage=action_coverage(fired, by_name(dcov), kinds),
+        never_enabled=tuple(k for k in kinds if k not in fired),
         checked=tuple(p.name for p in props if p.expectation is not Expectation.EVENTUALLY),
         unchecked=tuple(p.name for p in by_kind[Expectation.EVENTUALLY]),
         violations=tuple(violations), interrupted=interrupted, complete=complete)
-
-
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

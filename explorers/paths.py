@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from model.core import Model, fingerprint
+from model.core import Model, check_view, fingerprint
 from explorers.result import Path
 
 
@@ -38,3 +38,15 @@ def rebuild(model: Model, fps: Sequence[int]) -> Path:
         states.append(state)
         actions.append(action)
     return Path(tuple(states), tuple(actions))
+
+
+def check_fingerprint_contract(model: Model) -> None:
+    """Raise ``ViewError`` if a view of the first states would not fingerprint stably (checked
+    where it is cheap: the initial states and their first successors)."""
+    if getattr(model, "packed", False):
+        return
+    succ = successors_of(model)
+    for s in model.init_states():
+        check_view(model.view(s), "view of an initial state")
+        for a, t in succ(s)[:64]:
+            check_view(model.view(t), f"view after {a[0]}")

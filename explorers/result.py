@@ -1,8 +1,11 @@
 """What an explorer returns: verdict, violations with their paths, statistics, coverage."""
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
+
+from model.core import collision_probability
 
 # Exit codes (DESIGN.md section 6).
 EXIT_OK, EXIT_USAGE, EXIT_DEADLOCK, EXIT_SAFETY, EXIT_LIVENESS = 0, 2, 11, 12, 13
@@ -86,3 +89,34 @@ class Outcome:
         return {EXIT_OK: "ok", EXIT_DEADLOCK: "deadlock", EXIT_SAFETY: "violation",
                 EXIT_LIVENESS: "liveness violation", EXIT_MODEL_ERROR: "model error",
                 EXIT_INTERRUPTED: "interrupted"}[self.exit_code]
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def search_stats(generated: int, distinct: int, depth: int, seconds: float, rss0: float,
+                 packed: bool) -> Stats:
+    """Stats of a search that started when the peak RSS was ``rss0``."""
+    peak = peak_rss_mb()
+    return Stats(generated=generated, distinct=distinct, depth=depth, seconds=seconds,
+                 peak_memory_mb=peak, bytes_per_state=(peak - rss0) * 2**20 / max(distinct, 1),
+                 collision_probability=0.0 if packed else collision_probability(distinct))
+
+
+def action_coverage(fired: Mapping[str, int], found: Mapping[str, int], kinds: Sequence[str],
+                    enabled: Sequence[str] = ()) -> tuple[ActionCoverage, ...]:
+    """Coverage per action name, in the model's ``action_kinds`` order, then any other name;
+    ``enabled`` adds names seen enabled but never taken (0 fired)."""
+    names = set(fired) | set(enabled)
+    order = list(kinds) + sorted(names - set(kinds))
+    return tuple(ActionCoverage(k, fired.get(k, 0), found.get(k, 0)) for k in order if k in names)
+
+
+def by_name(counts: Mapping[tuple, int]) -> dict[str, int]:
+    """Counts per action instance -> counts per action name."""
+    out: dict[str, int] = {}
+    for a, n in counts.items():
+        out[a[0]] = out.get(a[0], 0) + n
+    return out

@@ -23,10 +23,11 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from model.core import Expectation, Model, ModelBase, collision_probability
-from explorers.bfs import Progress, _rss_mb, select_properties
+from model.core import Expectation, Model, ModelBase
+from explorers.bfs import Progress, select_properties
 from explorers.paths import key_function, successors_of
-from explorers.result import ActionCoverage, Outcome, Path, Stats, Violation
+from explorers.result import (Outcome, Path, Violation, action_coverage, by_name, peak_rss_mb,
+                              search_stats)
 from traces.minimize import shrink
 
 DEFAULT_RUNS = 10_000
@@ -77,7 +78,7 @@ class Walks:
         self.discovered: dict = {}  # action -> new states it found first
         self.steps = self.walks = self.depth = self.length = 0
         self.progress, self.progress_interval = progress, progress_interval
-        self.rss0, self.t0 = _rss_mb(), time.perf_counter()
+        self.rss0, self.t0 = peak_rss_mb(), time.perf_counter()
         self.last_report = self.t0
         self.seconds_to_violation: float | None = None  # when a check first failed
 
@@ -147,23 +148,14 @@ class Walks:
                        "unlike an exhaustive search, this does not show that no reachable state "
                        "satisfies it")
                 for p in self.pending]
-        by_name = {k: [0, 0] for k in self.kinds if k not in self.unseen_kinds}
-        for a, n in self.taken.items():
-            by_name.setdefault(a[0], [0, 0])[0] += n
-        for a, n in self.discovered.items():
-            by_name[a[0]][1] += n
-        order = list(self.kinds) + sorted(set(by_name) - set(self.kinds))
-        peak, distinct = _rss_mb(), len(self.seen)
-        stats = Stats(generated=self.steps, distinct=distinct, depth=self.depth, seconds=seconds,
-                      peak_memory_mb=peak,
-                      bytes_per_state=(peak - self.rss0) * 2**20 / max(distinct, 1),
-                      collision_probability=0.0 if self.packed else collision_probability(distinct))
+        stats = search_stats(self.steps, len(self.seen), self.depth, seconds, self.rss0, self.packed)
         extra |= {"walks": self.walks, "seconds_to_violation": self.seconds_to_violation,
                   "found_steps": len(found.path) if found and found.path else None,
                   "steps_per_second": self.steps / seconds if seconds > 0 else float(self.steps)}
         return Outcome(
             model=self.model.name, explorer=explorer, stats=stats,
-            coverage=tuple(ActionCoverage(k, *by_name[k]) for k in order if k in by_name),
+            coverage=action_coverage(by_name(self.taken), by_name(self.discovered), self.kinds,
+                                     enabled=[k for k in self.kinds if k not in self.unseen_kinds]),
             never_enabled=tuple(k for k in self.kinds if k in self.unseen_kinds),
             checked=tuple(p.name for p in self.props if p.expectation is not EVENTUALLY),
             unchecked=tuple(p.name for p in self.props if p.expectation is EVENTUALLY),

@@ -25,7 +25,6 @@ throughput and the designs compared: ``bench/RESULTS.md`` (Spark section).
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import sys
 import tempfile
@@ -41,11 +40,12 @@ from typing import Any, Callable, Iterator, Sequence
 
 from model import registry
 from model.config import Config
-from model.core import Expectation, check_view, collision_probability
+from model.core import Expectation
 from explorers import spark_store
 from explorers.bfs import BfsOptions, Progress, select_properties
-from explorers.paths import rebuild, successors_of
-from explorers.result import ActionCoverage, Outcome, Path, Stats, Violation
+from explorers.paths import check_fingerprint_contract, rebuild
+from explorers.result import (Outcome, Path, Violation, action_coverage, peak_rss_mb,
+                              search_stats)
 from explorers.spark_store import CheckpointError
 from explorers.spark_tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, bucket, \
     first_record, load_checkpoint, owner, save_checkpoint
@@ -218,7 +218,7 @@ class _Search:
         from pyspark.errors import PySparkException
         from py4j.protocol import Py4JError
 
-        rss0, t0 = _rss_mb(), time.perf_counter()
+        rss0, t0 = peak_rss_mb(), time.perf_counter()
         interrupted = complete = False
         try:
             if self.resume:
@@ -329,14 +329,8 @@ class _Search:
 
     def _contract_violation(self) -> Violation | None:
         """The fingerprint contract, checked where it is cheap (as the BFS does): the first states."""
-        if getattr(self.model, "packed", False):
-            return None
         try:
-            succ = successors_of(self.model)
-            for s in self.model.init_states():
-                check_view(self.model.view(s), "view of an initial state")
-                for a, t in succ(s)[:64]:
-                    check_view(self.model.view(t), f"view after {a[0]}")
+            check_fingerprint_contract(self.model)
         except Exception as exc:
             return Violation("model_error", "model_error", "the model raised an exception", None,
                              "".join(traceback.format_exception(exc)).rstrip())
@@ -349,18 +343,12 @@ class _Search:
             claims = {p.name: p.claim for p in props}
             violations += [Violation(n, "sometimes", claims[n]) for n in self.pending]
         kinds = list(getattr(model, "action_kinds", lambda: ())())
-        by_name = {name: (n, self.found.get(name, 0)) for name, n in self.fired.items()}
-        order = kinds + sorted(set(by_name) - set(kinds))
-        peak = _rss_mb()
-        packed = getattr(model, "packed", False)
-        stats = Stats(generated=self.generated, distinct=self.distinct, depth=self.depth,
-                      seconds=seconds, peak_memory_mb=peak,
-                      bytes_per_state=(peak - rss0) * 2**20 / max(self.distinct, 1),
-                      collision_probability=0.0 if packed else collision_probability(self.distinct))
+        stats = search_stats(self.generated, self.distinct, self.depth, seconds, rss0,
+                             getattr(model, "packed", False))
         return Outcome(
             model=model.name, explorer="spark", stats=stats,
-            coverage=tuple(ActionCoverage(k, *by_name[k]) for k in order if k in by_name),
-            never_enabled=tuple(k for k in kinds if k not in by_name),
+            coverage=action_coverage(self.fired, self.found, kinds),
+            never_enabled=tuple(k for k in kinds if k not in self.fired),
             checked=tuple(p.name for p in props if p.expectation is not Expectation.EVENTUALLY),
             unchecked=tuple(p.name for p in props if p.expectation is Expectation.EVENTUALLY),
             violations=tuple(violations), interrupted=interrupted, complete=complete,
@@ -423,6 +411,3 @@ def _spark_reason(e: BaseException) -> str:
             return line
     return _one_line(e)
 
-
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
