@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=argparse.SUPPRESS)
 
     ls = sub.add_parser("list", help="list models, protocols, invariants or configs")
-    ls.add_argument("what", choices=["models", "protocols", "invariants", "configs"])
+    ls.add_argument("what", choices=["models", "protocols", "invariants", "mutants", "configs"])
     ls.add_argument("--model", help="the model whose invariants to list (default: the default)")
 
     r = sub.add_parser("replay", help="re-execute a trace and re-check its property")
@@ -284,6 +284,10 @@ def cmd_list(args) -> int:
             print(f"{p:<14} ({name})")
         if not presets:
             print("no registered model has protocol presets yet")
+    elif args.what == "mutants":
+        for name, e in sorted(models.items()):
+            for mutant, invariant, doc in e.mutants:
+                print(f"{mutant:<38} {invariant:<26} {doc} ({name})")
     elif args.what == "invariants":
         cfg = registry.load(None, model=args.model)
         for p in registry.bind(cfg).properties():

@@ -117,4 +117,11 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
                         "trace": traces.get(v.property), "detail": v.detail or None}
                        for v in outcome.violations],
     }
+    x = outcome.extra
+    if "walks" in x:  # a random explorer: the run's size, speed and seed, to repeat it
+        doc["random"] = {"walks": x["walks"], "seed": x.get("seed", 0),
+                         "steps_per_second": round(x["steps_per_second"]),
+                         "seconds_to_violation": None if x["seconds_to_violation"] is None
+                         else round(x["seconds_to_violation"], 3),
+                         "found_steps": x["found_steps"]}
     return json.dumps(doc, indent=2, sort_keys=True)

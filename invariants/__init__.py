@@ -5,7 +5,8 @@ Names are stable (CLI flags, trace metadata, tests): see DESIGN.md section 4. Ea
 """
 from __future__ import annotations
 
-MODULES = ("atomicity", "isolation", "fencing", "duplicates", "transitions", "hanging")
+MODULES = ("atomicity", "isolation", "fencing", "duplicates", "transitions", "hanging",
+           "offsets")
 
 
 def all_properties():

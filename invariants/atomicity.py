@@ -7,11 +7,11 @@ from model.world import Control, Outcome
 
 
 def txn_atomicity(K, w) -> bool:
-    return not any(Control.COMMIT in f and Control.ABORT in f for f in txn_fates(w).values())
+    return not any(Control.COMMIT in f and Control.ABORT in f for f in txn_fates(K, w).values())
 
 
 def committed_writes_visible(K, w) -> bool:
-    fates = txn_fates(w)
+    fates = txn_fates(K, w)
     for p in w.producers:
         for txn, outcome in enumerate(p.outcomes):
             if outcome == Outcome.COMMITTED and Control.ABORT in fates.get((p.tid, p.instance, txn), ()):

@@ -39,29 +39,47 @@ def open_transactions(part: Partition) -> dict[int, int]:
     return first
 
 
-_last: list = [None, None, None]  # (partitions, record fates, txn fates) of the last world seen
+_last: list = [None, None, None, None, None]  # partitions, then the four maps below
 
 
-def _memo(w: World):
+def _memo(K, w: World):
     """Several invariants ask about the same state in a row: compute once per partitions tuple
-    (held here, so its identity cannot be reused)."""
+    (held here, so its identity cannot be reused). The data partitions come first; with
+    consume-transform-produce the last partition is ``__consumer_offsets``, whose batches are
+    offset commits, kept apart."""
     if _last[0] is not w.partitions:
         records: dict = {}
-        for part in w.partitions:
+        for part in w.partitions[:K.partitions]:
             for _, rid, fate in fates(part):
                 records.setdefault(rid, set()).add(fate)
-        txns: dict = {}
+        outputs: dict = {}
         for rid, fs in records.items():
-            txns.setdefault(rid[:3], set()).update(fs)
-        _last[:] = [w.partitions, records, txns]
+            outputs.setdefault(rid[:3], set()).update(fs)
+        commits: dict = {}
+        for part in w.partitions[K.partitions:]:
+            for _, rid, fate in fates(part):
+                commits.setdefault(rid[:3], set()).add(fate)
+        txns = {key: outputs.get(key, set()) | commits.get(key, set())
+                for key in outputs.keys() | commits.keys()} if commits else outputs
+        _last[:] = [w.partitions, records, outputs, commits, txns]
     return _last
 
 
-def record_fates(w: World) -> dict:
-    """record id -> set of fates over all partitions."""
-    return _memo(w)[1]
+def record_fates(K, w: World) -> dict:
+    """record id -> set of fates over the data partitions."""
+    return _memo(K, w)[1]
 
 
-def txn_fates(w: World) -> dict:
-    """(tid, instance, txn) -> set of fates of its records."""
-    return _memo(w)[2]
+def output_fates(K, w: World) -> dict:
+    """(tid, instance, txn) -> set of fates of its data records."""
+    return _memo(K, w)[2]
+
+
+def offset_commit_fates(K, w: World) -> dict:
+    """(tid, instance, txn) -> set of fates of its offset commits (consume-transform-produce)."""
+    return _memo(K, w)[3]
+
+
+def txn_fates(K, w: World) -> dict:
+    """(tid, instance, txn) -> set of fates of everything it wrote, offset commits included."""
+    return _memo(K, w)[4]

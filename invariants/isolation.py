@@ -10,7 +10,7 @@ from model.world import Control
 def read_committed_isolation(K, w) -> bool:
     if not any(c.returned for c in w.consumers):
         return True
-    fates = record_fates(w)
+    fates = record_fates(K, w)
     return all(fates.get(r) == {Control.COMMIT} for c in w.consumers for r in c.returned)
 
 
@@ -19,7 +19,7 @@ def lso_safety(K, w) -> bool:
         lso = last_stable_offset(part)
         if any(lso > first for first in open_transactions(part).values()):
             return False
-        if any(c.positions[k] > lso for c in w.consumers):
+        if k < K.partitions and any(c.positions[k] > lso for c in w.consumers):
             return False
     return True
 

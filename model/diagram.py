@@ -1,7 +1,8 @@
 """The Kafka model's sequence diagram (``kafka-mc render``, ``explain``).
 
 Lifelines: one per producer instance (``p0``, ``p1``: transactional.id t, instance i), the
-``coordinator``, one per partition leader (``leader-0``) and one per consumer. A request or
+``coordinator``, one per partition leader (``leader-0``), the ``group-coordinator`` (leader of
+``__consumer_offsets``) with consume-transform-produce, and one per consumer. A request or
 response is drawn as an arrow when it is sent; handling it is a note on the receiver when it
 changes something a reader needs (an append, a marker, a log entry); faults are highlighted.
 """
@@ -13,36 +14,43 @@ from model.core import Event, show
 from model.world import Errors, Rpc
 
 COORDINATOR = "coordinator"
+GROUP_COORDINATOR = "group-coordinator"
 TO_COORDINATOR = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn)
-SENDER = ("InitTransactions", "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn")
+SENDER = ("InitTransactions", "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn",
+          "SendTxnOffsetCommit")
 FAULTS = ("CrashProducer", "ElectCoordinator", "ExpireTransaction", "DelayRequest",
-          "DuplicateRequest")
+          "DuplicateRequest", "Rebalance")
 
 
 def lifelines(K) -> tuple[str, ...]:
     return (*(f"p{i}" for i in range(K.producers)), COORDINATOR,
             *(f"leader-{k}" for k in range(K.partitions)),
+            *((GROUP_COORDINATOR,) if K.ctp else ()),
             *(f"consumer-{c}" for c in range(K.consumers)))
 
 
-def endpoints(m) -> tuple[str, str, str]:
+def leader(K, k: int) -> str:
+    return GROUP_COORDINATOR if k == K.partitions else f"leader-{k}"
+
+
+def endpoints(K, m) -> tuple[str, str, str]:
     """(kind, source, target) of a message."""
     r = m.rpc
     if r in TO_COORDINATOR:
         return "request", f"p{m.producer}", COORDINATOR
     if r in (Rpc.InitProducerIdResponse, Rpc.AddPartitionsToTxnResponse, Rpc.EndTxnResponse):
         return "response", COORDINATOR, f"p{m.producer}"
-    if r == Rpc.Produce:
-        return "request", f"p{m.producer}", f"leader-{m.partition}"
-    if r == Rpc.ProduceResponse:
-        return "response", f"leader-{m.partition}", f"p{m.producer}"
+    if r in (Rpc.Produce, Rpc.TxnOffsetCommit):
+        return "request", f"p{m.producer}", leader(K, m.partition)
+    if r in (Rpc.ProduceResponse, Rpc.TxnOffsetCommitResponse):
+        return "response", leader(K, m.partition), f"p{m.producer}"
     if r == Rpc.WriteTxnMarkers:
-        return "request", COORDINATOR, f"leader-{m.partition}"
+        return "request", COORDINATOR, leader(K, m.partition)
     if r == Rpc.WriteTxnMarkersResponse:
-        return "response", f"leader-{m.partition}", COORDINATOR
+        return "response", leader(K, m.partition), COORDINATOR
     if r == Rpc.VerifyAddPartition:
-        return "request", f"leader-{m.partition}", COORDINATOR
-    return "response", COORDINATOR, f"leader-{m.partition}"
+        return "request", leader(K, m.partition), COORDINATOR
+    return "response", COORDINATOR, leader(K, m.partition)
 
 
 def label(m) -> str:
@@ -58,6 +66,9 @@ def label(m) -> str:
         return f"EndTxn({'COMMIT' if m.committed else 'ABORT'}, epoch={m.producer_epoch})"
     if r == Rpc.VerifyAddPartition:
         return f"AddPartitionsToTxn({'verifyOnly' if m.verify_only else 'add'}, epoch={m.producer_epoch})"
+    if r == Rpc.TxnOffsetCommit:
+        return (f"TxnOffsetCommit(offset={m.offset}, generation={m.generation}, "
+                f"epoch={m.producer_epoch})")
     if r == Rpc.InitProducerIdResponse and m.error == Errors.NONE:
         return f"NONE (pid={m.producer_id}, epoch={m.producer_epoch})"
     if hasattr(m, "error"):
@@ -69,34 +80,38 @@ def describe(K, s, a, t) -> tuple[Event, ...]:
     events = []
     name = a[0]
     if name in FAULTS:
-        events.append(Event("fault", _actor(a), label=_fault(a)))
+        events.append(Event("fault", _actor(K, a), label=_fault(a)))
     elif not (name in SENDER or name.startswith("Handle") or name.startswith("Receive")):
-        events.append(Event("note", _actor(a), label=_note(s, a, t)))
+        events.append(Event("note", _actor(K, a), label=_note(s, a, t)))
     elif name.startswith("Handle") and (note := _handled(s, a, t)):
-        events.append(Event("note", endpoints(a[1])[2], label=note))
+        events.append(Event("note", endpoints(K, a[1])[2], label=note))
     sent = Counter(t.network) - Counter(s.network)
     for m in t.network:
         if sent[m]:
             sent[m] -= 1
-            kind, source, target = endpoints(m)
+            kind, source, target = endpoints(K, m)
             events.append(Event(kind, source, target, label(m)))
-    return tuple(events) or (Event("note", _actor(a), label=name),)
+    return tuple(events) or (Event("note", _actor(K, a), label=name),)
 
 
-def _actor(a) -> str:
+def _actor(K, a) -> str:
     """The lifeline an action happens on."""
     name, args = a[0], a[1:]
     if name in ("ElectCoordinator", "ExpireTransaction", "CommitTxnLogAppend"):
         return COORDINATOR
+    if name == "Rebalance":
+        return GROUP_COORDINATOR
     if name == "Fetch":
         return f"consumer-{args[0]}"
     if args and hasattr(args[0], "rpc"):  # a fault on, or the delivery of, a message
-        return endpoints(args[0])[2]
+        return endpoints(K, args[0])[2]
     return f"p{args[0]}"
 
 
 def _fault(a) -> str:
     name = a[0]
+    if name == "Rebalance":
+        return "rebalance: the input partition moves to the next application, generation + 1"
     if name == "CrashProducer":
         return "crashes; a new instance starts (this one may live on as a zombie)"
     if name == "ElectCoordinator":
@@ -117,13 +132,17 @@ def _note(s, a, t) -> str:
     return {"BeginTransaction": "beginTransaction()", "Send": f"send() to partition {a[2]}"
             if len(a) > 2 else "send()", "CommitTransaction": "commitTransaction()",
             "AbortTransaction": "abortTransaction()",
-            "CompleteTransaction": "no partition added: completes without EndTxn"}.get(name, name)
+            "CompleteTransaction": "no partition added: completes without EndTxn",
+            "SendOffsetsToTransaction": "sendOffsetsToTransaction()",
+            "OffsetFetch": f"OffsetFetch: position {t.producers[a[1]].position}"
+            if name == "OffsetFetch" else ""}.get(name, name)
 
 
 def _handled(s, a, t) -> str:
     """What handling a message changed, when a reader needs it."""
     m = a[1]
-    if a[0] in ("HandleProduce", "HandleWriteTxnMarkers", "HandleVerifyAddPartitionResponse"):
+    if a[0] in ("HandleProduce", "HandleWriteTxnMarkers", "HandleVerifyAddPartitionResponse",
+                "HandleTxnOffsetCommit"):
         k = m.partition
         added = t.partitions[k].log[len(s.partitions[k].log):]
         if added:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import typing
 from functools import partial
 
-from model import consumer, coordinator, diagram, network, partition, producer
+from model import (consumer, coordinator, diagram, group_coordinator, mutants, network, partition,
+                   producer)
 from model.codec import from_itf, to_itf
-from model.config import Config
+from model.config import Config, Param
 from model.network import REQUESTS, Rpc
 from model.params import PARAMS, KafkaParams, kafka_params
 from model.protocol import ProtocolSpec, Rule, RuleModel
@@ -31,7 +32,7 @@ def initial_world(K: KafkaParams) -> World:
     return World(
         producers=producers,
         coordinator=Coordinator(0, empty, empty, ((),) * K.tids, (frozenset(),) * K.tids),
-        partitions=(Partition(),) * K.partitions,
+        partitions=(Partition(),) * (K.partitions + K.ctp),   # + __consumer_offsets
         consumers=(Consumer((0,) * K.partitions),) * K.consumers,
         network=(), delayed=(), budgets=Budgets(*K.budgets))
 
@@ -115,11 +116,16 @@ CLIENT_RULES = (
     Rule("Send", ("producer", "partition"), producer.send_enabled, producer.send_record),
     Rule("CommitTransaction", P, producer.commit_transaction_enabled, producer.commit_transaction),
     Rule("AbortTransaction", P, producer.abort_transaction_enabled, producer.abort_transaction),
+    Rule("OffsetFetch", P, group_coordinator.offset_fetch_enabled, group_coordinator.offset_fetch),
+    Rule("SendOffsetsToTransaction", P, producer.send_offsets_enabled,
+         producer.send_offsets_to_transaction),
     # the client's Sender
     Rule("SendAddPartitionsToTxn", P, producer.send_add_partitions_enabled,
          producer.send_add_partitions),
     Rule("SendProduce", ("producer", "partition", "record"), producer.send_produce_enabled,
          producer.send_produce),
+    Rule("SendTxnOffsetCommit", P, producer.send_txn_offset_commit_enabled,
+         producer.send_txn_offset_commit),
     Rule("SendEndTxn", P, producer.send_end_txn_enabled, producer.send_end_txn),
     Rule("CompleteTransaction", P, producer.complete_transaction_enabled,
          producer.complete_transaction),
@@ -145,6 +151,9 @@ RULES = CLIENT_RULES + (
     _deliver_rule("HandleWriteTxnMarkers", Rpc.WriteTxnMarkers, partition.handle_write_txn_markers),
     _deliver_rule("HandleVerifyAddPartitionResponse", Rpc.VerifyAddPartitionResponse,
                   partition.handle_verify_response),
+    # the group coordinator
+    _deliver_rule("HandleTxnOffsetCommit", Rpc.TxnOffsetCommit,
+                  group_coordinator.handle_txn_offset_commit),
     # the client receiving responses
     _deliver_rule("ReceiveInitProducerIdResponse", Rpc.InitProducerIdResponse,
                   producer.receive_init_producer_id_response, to_producer=True),
@@ -154,12 +163,15 @@ RULES = CLIENT_RULES + (
                   to_producer=True),
     _deliver_rule("ReceiveProduceResponse", Rpc.ProduceResponse, producer.receive_produce_response,
                   to_producer=True),
+    _deliver_rule("ReceiveTxnOffsetCommitResponse", Rpc.TxnOffsetCommitResponse,
+                  producer.receive_txn_offset_commit_response, to_producer=True),
     # consumers
     Rule("Fetch", ("consumer", "partition"), consumer.fetch_enabled, consumer.fetch),
     # faults
     Rule("CrashProducer", P, producer.crash_producer_enabled, producer.crash_producer),
     Rule("DelayRequest", ("message",), _delay_enabled, _delay),
     Rule("DuplicateRequest", ("message",), _duplicate_enabled, _duplicate),
+    Rule("Rebalance", (), group_coordinator.rebalance_enabled, group_coordinator.rebalance),
 )
 
 
@@ -186,7 +198,8 @@ MESSAGES = {cls.__name__: cls for cls in (
     network.InitProducerId, network.InitProducerIdResponse, network.AddPartitionsToTxn,
     network.AddPartitionsToTxnResponse, network.EndTxn, network.EndTxnResponse, network.Produce,
     network.ProduceResponse, network.WriteTxnMarkers, network.WriteTxnMarkersResponse,
-    network.VerifyAddPartition, network.VerifyAddPartitionResponse)}
+    network.VerifyAddPartition, network.VerifyAddPartitionResponse, network.TxnOffsetCommit,
+    network.TxnOffsetCommitResponse)}
 
 
 class _Codec:
@@ -230,16 +243,19 @@ SPEC = build_spec()
 TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
                     "ReceiveAddPartitionsToTxnResponse")
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
+CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
+             "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
 
 
 def spec_for(K: KafkaParams) -> ProtocolSpec:
-    """The rules that exist in the configured version: TV2 clients never send
-    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on."""
-    if K.tv2:
-        return SPEC.derive("kafka", remove=TV1_CLIENT_RULES, fast_successors=_fused)
-    if not K.features.partition_verification:
-        return SPEC.derive("kafka", remove=VERIFICATION_RULES, fast_successors=_fused)
-    return SPEC
+    """The rules that exist in the configured version and workload: TV2 clients never send
+    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on; the group
+    coordinator's rules only with consume-transform-produce (TV1 still needs AddPartitionsToTxn
+    for its AddOffsetsToTxn)."""
+    remove = ((TV1_CLIENT_RULES if K.tv2 else ())
+              + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
+              + (() if K.ctp else CTP_RULES))
+    return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 
 
 class KafkaModel(RuleModel):
@@ -253,7 +269,10 @@ class KafkaModel(RuleModel):
 
 
 def _build(cfg: Config):
-    return KafkaModel(spec_for(kafka_params(cfg)), cfg)
+    return KafkaModel(mutants.mutate(spec_for(kafka_params(cfg)), cfg["model.mutant"]), cfg)
 
 
-MODELS = (ModelEntry("kafka", SPEC.doc, PARAMS, _build, presets=tuple(PRESETS)),)
+MUTANT = Param("model.mutant", str, mutants.NONE, "a deliberately broken variant (model/mutants.py)",
+               choices=mutants.NAMES)
+MODELS = (ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT,), _build, presets=tuple(PRESETS),
+                     mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS)),)

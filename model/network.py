@@ -113,7 +113,7 @@ class VerifyAddPartition(NamedTuple):
     producer_epoch: int
     verify_only: bool
     guard: int                  # the VerificationGuard the leader stored for the producer id
-    produce: Produce            # the parked request
+    produce: object             # the parked request: a Produce, or a TxnOffsetCommit
 
 
 class VerifyAddPartitionResponse(NamedTuple):
@@ -121,11 +121,31 @@ class VerifyAddPartitionResponse(NamedTuple):
     partition: int
     error: Errors
     guard: int
-    produce: Produce
+    produce: object
+
+
+class TxnOffsetCommit(NamedTuple):
+    """The consumed offset of a consume-transform-produce transaction, to the group coordinator
+    (KIP-447, v3+: with the member's generation)."""
+    rpc: Rpc
+    producer: int
+    partition: int              # the __consumer_offsets partition
+    producer_id: int
+    producer_epoch: int
+    generation: int
+    offset: int
+    txn: int                    # ghost
+
+
+class TxnOffsetCommitResponse(NamedTuple):
+    rpc: Rpc
+    producer: int
+    partition: int
+    error: Errors
 
 
 REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.Produce, Rpc.WriteTxnMarkers,
-            Rpc.VerifyAddPartition)
+            Rpc.VerifyAddPartition, Rpc.TxnOffsetCommit)
 
 
 def connection(m) -> tuple:
@@ -137,7 +157,9 @@ def connection(m) -> tuple:
         return (2 + (r & 1), m.producer, m.partition)   # client <-> leader
     if r <= Rpc.WriteTxnMarkersResponse:
         return (4 + (r & 1), -1, m.partition)     # coordinator -> leader (markers)
-    return (6 + (r & 1), -1, m.partition)         # leader -> coordinator (verification)
+    if r <= Rpc.VerifyAddPartitionResponse:
+        return (6 + (r & 1), -1, m.partition)     # leader -> coordinator (verification)
+    return (8 + (r & 1), m.producer, -1)          # client <-> group coordinator
 
 
 def deliverable(network: tuple, delayed: tuple):

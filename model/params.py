@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from model.config import Param
+from model.world import Budgets
 from model.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
 
 PARAMS = (
@@ -19,6 +20,10 @@ PARAMS = (
     Param("workload.transactions_per_producer", int, 1, "transactions each instance runs", min=1, max=4),
     Param("workload.records_per_transaction", int, 1, "records per transaction", min=1, max=3),
     Param("workload.abort_transactions", bool, True, "the application may choose to abort"),
+    Param("workload.consume_transform_produce", bool, False,
+          "each transaction consumes an input record and commits its offset (a consumer group)"),
+    Param("workload.input_records", int, 2, "input records (consume-transform-produce)",
+          min=1, max=4),
     Param("faults.producer_crashes", int, 1, "producer crash/restart (old instance may be a zombie)",
           min=0, max=4),
     Param("faults.coordinator_failovers", int, 0, "transaction coordinator failovers", min=0, max=3),
@@ -26,6 +31,8 @@ PARAMS = (
     Param("faults.request_delays", int, 0, "requests held back and delivered out of order",
           min=0, max=3),
     Param("faults.request_duplicates", int, 0, "requests delivered twice", min=0, max=3),
+    Param("faults.rebalances", int, 0, "consumer group rebalances (consume-transform-produce)",
+          min=0, max=3),
 )
 
 
@@ -39,6 +46,8 @@ class KafkaParams(NamedTuple):
     transactions: int
     records: int
     abort_allowed: bool
+    ctp: bool                   # consume-transform-produce
+    inputs: int                 # input records (ctp)
     budgets: tuple[int, ...]
 
     @property
@@ -60,6 +69,5 @@ def kafka_params(cfg) -> KafkaParams:
         transactions=cfg["workload.transactions_per_producer"],
         records=cfg["workload.records_per_transaction"],
         abort_allowed=cfg["workload.abort_transactions"],
-        budgets=tuple(cfg[f"faults.{f}"] for f in ("producer_crashes", "coordinator_failovers",
-                                                   "transaction_timeouts", "request_delays",
-                                                   "request_duplicates")))
+        ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
+        budgets=tuple(cfg[f"faults.{f}"] for f in Budgets._fields))

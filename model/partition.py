@@ -14,12 +14,16 @@ partition (part 2, TV2); the append happens on a successful answer only if the g
 there. A marker clears the producer's guard (KAFKA-14884). Without ``verification_guard`` the
 answer is trusted whatever happened meanwhile.
 
+The ``__consumer_offsets`` partition of consume-transform-produce goes through the same code:
+a TxnOffsetCommit is appended with origin COORDINATOR (``AppendOrigin.COORDINATOR``: the epoch is
+checked, sequences and duplicates are not) and answered with a TxnOffsetCommitResponse.
+
 Abstraction: the high watermark is the log end (see ``Partition``).
 """
 from __future__ import annotations
 
-from model.network import (ProduceResponse, Rpc, VerifyAddPartition, WriteTxnMarkersResponse,
-                           send)
+from model.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
+                           WriteTxnMarkersResponse, send)
 from model.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition,
                          ProducerStateEntry, RecordId, World, replace_at)
 
@@ -44,7 +48,8 @@ def last_stable_offset(part: Partition) -> int:
 
 
 def handle_produce(K, w: World, m) -> World:
-    """A transactional produce request at the partition leader (origin CLIENT)."""
+    """A transactional produce request at the partition leader (origin CLIENT), or the group
+    coordinator's append of a TxnOffsetCommit (origin COORDINATOR)."""
     part = w.partitions[m.partition]
     e = entry_of(part, m.producer_id)
     if _needs_verification(K, e, m):
@@ -53,10 +58,26 @@ def handle_produce(K, w: World, m) -> World:
 
 
 def _append_and_respond(K, w, part, e, m) -> World:
-    error, part = validate_and_append(K, part, e, m, w.producers[m.producer])
+    error = _generation_check(K, w, m)
+    if error == Errors.NONE:
+        error, part = validate_and_append(K, part, e, m, w.producers[m.producer])
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
-    return w._replace(network=send(w.network, ProduceResponse(
-        Rpc.ProduceResponse, m.producer, m.partition, error, m.base_sequence)))
+    return w._replace(network=send(w.network, _response(m, error)))
+
+
+def _generation_check(K, w, m) -> Errors:
+    """GroupCoordinator.doTxnCommitOffsets (KIP-447): a TxnOffsetCommit's generation is checked
+    under the group lock in the same step that stores the offsets as pending, after verification."""
+    if (m.rpc == Rpc.TxnOffsetCommit and K.features.stable_offset_fetch
+            and m.generation != w.group.generation):
+        return Errors.ILLEGAL_GENERATION
+    return Errors.NONE
+
+
+def _response(m, error):
+    if m.rpc == Rpc.TxnOffsetCommit:
+        return TxnOffsetCommitResponse(Rpc.TxnOffsetCommitResponse, m.producer, m.partition, error)
+    return ProduceResponse(Rpc.ProduceResponse, m.producer, m.partition, error, m.base_sequence)
 
 
 def _needs_verification(K, e, m) -> bool:
@@ -100,12 +121,13 @@ def handle_verify_response(K, w: World, r) -> World:
         return _append_and_respond(K, w, part, entry_of(part, m.producer_id), m)
     error = (Errors.INVALID_PRODUCER_EPOCH if r.error == Errors.PRODUCER_FENCED
              else Errors.INVALID_TXN_STATE)
-    return w._replace(network=send(w.network, ProduceResponse(
-        Rpc.ProduceResponse, m.producer, m.partition, error, m.base_sequence)))
+    return w._replace(network=send(w.network, _response(m, error)))
 
 
 def validate_and_append(K, part: Partition, e, m, producer):
     """(error, partition) after the checks of ProducerAppendInfo, in code order."""
+    if m.rpc == Rpc.TxnOffsetCommit:
+        return _append_offset_commit(part, e, m, producer)
     if e is not None and e.producer_epoch == m.producer_epoch and e.last_sequence == m.base_sequence:
         return Errors.DUPLICATE_SEQUENCE_NUMBER, part          # a retry of the last batch
     if e is not None and m.producer_epoch < e.producer_epoch:
@@ -115,14 +137,29 @@ def validate_and_append(K, part: Partition, e, m, producer):
             return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
     elif m.base_sequence != e.last_sequence + 1:
         return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
+    record = RecordId(producer.tid, producer.instance, m.txn, m.n)
+    return Errors.NONE, _append_data(part, e, m, m.base_sequence, m.base_sequence, record)
+
+
+def _append_offset_commit(part: Partition, e, m, producer):
+    """Origin COORDINATOR (EpochOnly validation): the epoch check alone."""
+    if e is not None and m.producer_epoch < e.producer_epoch:
+        return Errors.INVALID_PRODUCER_EPOCH, part
+    record = RecordId(producer.tid, producer.instance, m.txn, m.offset)
+    return Errors.NONE, _append_data(part, e, m, -1, e.last_sequence if e is not None else -1,
+                                      record)
+
+
+def _append_data(part: Partition, e, m, sequence: int, last_sequence: int,
+                 record: RecordId) -> Partition:
+    """Append a transactional data batch, opening the producer's transaction if none is open."""
     offset = len(part.log)
     first = e.current_txn_first_offset if e is not None and e.current_txn_first_offset >= 0 else offset
-    record = RecordId(producer.tid, producer.instance, m.txn, m.n)
-    batch = Batch(m.producer_id, m.producer_epoch, m.base_sequence, Control.DATA, -1, record)
+    batch = Batch(m.producer_id, m.producer_epoch, sequence, Control.DATA, -1, record)
     coordinator_epoch = e.coordinator_epoch if e is not None else -1
-    entry = ProducerStateEntry(m.producer_id, m.producer_epoch, m.base_sequence, offset,
+    entry = ProducerStateEntry(m.producer_id, m.producer_epoch, last_sequence, offset,
                                coordinator_epoch, first)
-    return Errors.NONE, _with_entry(part._replace(log=part.log + (batch,)), entry)
+    return _with_entry(part._replace(log=part.log + (batch,)), entry)
 
 
 def handle_write_txn_markers(K, w: World, m) -> World:

@@ -9,11 +9,21 @@ the client found; a NOT_COORDINATOR reply makes it find the new one and resend);
 batch and at most one batch in flight per partition; the coordinator-request priority queue is
 reduced to "one coordinator request at a time, AddPartitionsToTxn before EndTxn", which is the
 order the queue's priorities produce. KIP-360 client epoch bumps are not modelled yet.
+
+Consume-transform-produce (``workload.consume_transform_produce``): the application owns the
+input partition in its consumer group (``model.group_coordinator``), fetches the committed
+offset, consumes one input record per transaction and calls ``sendOffsetsToTransaction`` with the
+next offset: TV1 sends AddOffsetsToTxn (here the AddPartitionsToTxn of the ``__consumer_offsets``
+partition, which is what the coordinator does with it) and then TxnOffsetCommit to the group
+coordinator; TV2 sends TxnOffsetCommit alone. After a commit the application goes on from the
+next input offset; after an abort it fetches the committed offset again.
 """
 from __future__ import annotations
 
-from model.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc, send)
-from model.world import ClientState as C, Errors, Outcome, World, replace_at
+from model.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
+                           TxnOffsetCommit, send)
+from model.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT,
+                         ClientState as C, Errors, Outcome, World, replace_at)
 
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)
 IN_TXN = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION, C.ABORTABLE_ERROR)
@@ -55,13 +65,16 @@ def init_transactions(K, w, i):
 
 
 def begin_transaction_enabled(K, w):
-    return [(i,) for i, p in _running(K, w) if p.state == C.READY and p.txn + 1 < K.transactions]
+    return [(i,) for i, p in _running(K, w) if p.state == C.READY and p.txn + 1 < K.transactions
+            and (not K.ctp or 0 <= p.position < K.inputs and p.generation == w.group.generation)]
 
 
 def begin_transaction(K, w, i):
-    """TransactionManager.beginTransaction: READY -> IN_TRANSACTION."""
+    """TransactionManager.beginTransaction: READY -> IN_TRANSACTION (with consume-transform-
+    produce, the application has polled the input record at its position)."""
     p = w.producers[i]
-    return _with(w, i, state=C.IN_TRANSACTION, txn=p.txn + 1, records=0)
+    inputs = p.inputs + (p.position,) if K.ctp else p.inputs
+    return _with(w, i, state=C.IN_TRANSACTION, txn=p.txn + 1, records=0, inputs=inputs)
 
 
 def send_enabled(K, w):
@@ -82,7 +95,8 @@ def send_record(K, w, i, k):
 
 def commit_transaction_enabled(K, w):
     return [(i,) for i, p in _running(K, w)
-            if p.state == C.IN_TRANSACTION and p.records == K.records]
+            if p.state == C.IN_TRANSACTION and p.records == K.records
+            and (not K.ctp or p.offsets != OFFSETS_NONE)]
 
 
 def commit_transaction(K, w, i):
@@ -96,8 +110,29 @@ def abort_transaction_enabled(K, w):
 
 
 def abort_transaction(K, w, i):
-    """TransactionManager.beginAbort: undrained batches and unsent partitions are dropped."""
-    return _with(w, i, state=C.ABORTING_TRANSACTION, queued=frozenset(), new_partitions=frozenset())
+    """TransactionManager.beginAbort: undrained batches, unsent partitions and an unsent offset
+    commit are dropped."""
+    p = w.producers[i]
+    offsets = OFFSETS_NONE if p.offsets == OFFSETS_QUEUED else p.offsets
+    return _with(w, i, state=C.ABORTING_TRANSACTION, queued=frozenset(), new_partitions=frozenset(),
+                 offsets=offsets)
+
+
+def send_offsets_enabled(K, w):
+    if not K.ctp:
+        return []
+    return [(i,) for i, p in _running(K, w)
+            if p.state == C.IN_TRANSACTION and p.offsets == OFFSETS_NONE]
+
+
+def send_offsets_to_transaction(K, w, i):
+    """KafkaProducer.sendOffsetsToTransaction(next input offset, group metadata): TV1 first adds
+    the __consumer_offsets partition (AddOffsetsToTxnHandler), then TxnOffsetCommitHandler."""
+    p = w.producers[i]
+    g, new = K.partitions, p.new_partitions
+    if not K.tv2 and g not in p.partitions | p.pending_partitions:
+        new = new | {g}
+    return _with(w, i, offsets=OFFSETS_QUEUED, new_partitions=new)
 
 
 # --- the Sender -------------------------------------------------------------------------------------
@@ -136,10 +171,30 @@ def send_produce(K, w, i, k, n):
         Rpc.Produce, i, k, p.producer_id, p.producer_epoch, seq, p.txn, n)))
 
 
+def send_txn_offset_commit_enabled(K, w):
+    if not K.ctp:
+        return []
+    return [(i,) for i, p in _running(K, w)
+            if p.offsets == OFFSETS_QUEUED and p.in_flight_request == -1
+            and p.state in (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)
+            and (K.tv2 or K.partitions in p.partitions)]
+
+
+def send_txn_offset_commit(K, w, i):
+    """TxnOffsetCommitHandler: the offset, the member's generation (v3+), the producer's epoch."""
+    p = w.producers[i]
+    g = K.partitions
+    w = _with(w, i, offsets=OFFSETS_SENT, in_flight_request=Rpc.TxnOffsetCommit,
+              partitions=p.partitions | {g} if K.tv2 else p.partitions)
+    return w._replace(network=send(w.network, TxnOffsetCommit(
+        Rpc.TxnOffsetCommit, i, g, p.producer_id, p.producer_epoch, p.generation, p.position + 1,
+        p.txn)))
+
+
 def _end_ready(p):
     return (p.state in (C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION)
             and p.in_flight_request == -1 and not p.in_flight and not p.queued
-            and not p.new_partitions and not p.pending_partitions)
+            and not p.new_partitions and not p.pending_partitions and p.offsets != OFFSETS_QUEUED)
 
 
 def send_end_txn_enabled(K, w):
@@ -162,8 +217,16 @@ def complete_transaction_enabled(K, w):
 def complete_transaction(K, w, i):
     """No partition was added (transactionStarted is false): no EndTxn is sent at all."""
     p = w.producers[i]
-    outcome = Outcome.COMMITTED if p.state == C.COMMITTING_TRANSACTION else Outcome.ABORTED
-    return _with(w, i, state=C.READY, outcomes=p.outcomes + (outcome,))
+    return _with(w, i, **_completed(K, p))
+
+
+def _completed(K, p) -> dict:
+    """The transaction ended as the client asked: READY, and with consume-transform-produce the
+    next input offset after a commit, a fresh OffsetFetch after an abort."""
+    committed = p.state == C.COMMITTING_TRANSACTION
+    ctp = dict(position=p.position + 1 if committed else -1, offsets=OFFSETS_NONE) if K.ctp else {}
+    return dict(state=C.READY, outcomes=p.outcomes + (Outcome.COMMITTED if committed
+                                                      else Outcome.ABORTED,), **ctp)
 
 
 # --- responses ------------------------------------------------------------------------------------
@@ -207,14 +270,28 @@ def receive_end_txn_response(K, w, i, m):
     if p.in_flight_request != Rpc.EndTxn:
         return w
     if m.error == Errors.NONE:
-        outcome = Outcome.COMMITTED if p.state == C.COMMITTING_TRANSACTION else Outcome.ABORTED
         epoch = dict(producer_id=m.producer_id, producer_epoch=m.producer_epoch,
                      next_sequence=(0,) * K.partitions) if K.tv2 else {}
-        return _with(w, i, state=C.READY, in_flight_request=-1, partitions=frozenset(),
-                     outcomes=p.outcomes + (outcome,), **epoch)
+        return _with(w, i, in_flight_request=-1, partitions=frozenset(), **_completed(K, p),
+                     **epoch)
     if m.error in RETRIABLE:
         return _resend(w, i, EndTxn(Rpc.EndTxn, i, p.tid, 0, p.producer_id, p.producer_epoch,
                                     p.state == C.COMMITTING_TRANSACTION))
+    return _with(w, i, **fatal(p)._asdict())
+
+
+def receive_txn_offset_commit_response(K, w, i, m):
+    """TxnOffsetCommitHandler.handleResponse: a stale generation makes the transaction abortable
+    (CommitFailedException); a fenced epoch or another error is fatal. (The retriable errors
+    cannot occur: the group coordinator does not move and retries its own verification.)"""
+    p = w.producers[i]
+    if p.in_flight_request != Rpc.TxnOffsetCommit:
+        return w
+    if m.error == Errors.NONE:
+        return _with(w, i, offsets=OFFSETS_DONE, in_flight_request=-1)
+    if m.error == Errors.ILLEGAL_GENERATION:
+        state = p.state if p.state == C.ABORTING_TRANSACTION else C.ABORTABLE_ERROR
+        return _with(w, i, offsets=OFFSETS_NONE, in_flight_request=-1, state=state)
     return _with(w, i, **fatal(p)._asdict())
 
 

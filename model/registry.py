@@ -25,6 +25,7 @@ class ModelEntry:
     params: tuple[Param, ...]
     build: Callable[[Config], Any]          # Config -> Model
     presets: tuple[str, ...] = ()           # protocol presets (protocol.version), if any
+    mutants: tuple[tuple[str, str, str], ...] = ()  # (model.mutant, invariant catching it, what)
 
 
 def models() -> dict[str, ModelEntry]:

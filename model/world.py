@@ -56,6 +56,7 @@ class Errors(IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 8
     DUPLICATE_SEQUENCE_NUMBER = 9
     UNKNOWN_PRODUCER_ID = 10
+    ILLEGAL_GENERATION = 11
 
 
 class Rpc(IntEnum):
@@ -72,6 +73,8 @@ class Rpc(IntEnum):
     WriteTxnMarkersResponse = 9
     VerifyAddPartition = 10          # AddPartitionsToTxn v4+, leader -> coordinator (KIP-890)
     VerifyAddPartitionResponse = 11
+    TxnOffsetCommit = 12             # client -> group coordinator
+    TxnOffsetCommitResponse = 13
 
 
 class Outcome(IntEnum):
@@ -89,7 +92,8 @@ class Control(IntEnum):
 
 
 class RecordId(NamedTuple):
-    """Ghost identity of a record: which client transaction wrote it."""
+    """Ghost identity of a record: which client transaction wrote it. In ``__consumer_offsets``
+    a batch is an offset commit and ``n`` is the offset it commits (real data, not ghost)."""
     tid: int
     instance: int
     txn: int
@@ -202,12 +206,29 @@ class Producer(NamedTuple):
     txn: int = -1               # number of the current / last transaction (ghost identity)
     records: int = 0            # records sent by the application in the current transaction
     outcomes: tuple[Outcome, ...] = ()   # ghost: per finished transaction, what the app was told
+    # consume-transform-produce (the application's consumer, in the same group member)
+    generation: int = -1        # the group generation of this member's assignment
+    position: int = -1          # the input offset to process next; -1: to fetch (OffsetFetch)
+    offsets: int = 0            # sendOffsetsToTransaction: OFFSETS_* below
+    inputs: tuple[int, ...] = ()  # ghost: the input offset each transaction consumed
+
+
+OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, OFFSETS_DONE = range(4)
 
 
 class Consumer(NamedTuple):
     """A read_committed consumer: fetch positions and what it returned to the application."""
     positions: tuple[int, ...]
     returned: tuple[RecordId, ...] = ()
+
+
+class Group(NamedTuple):
+    """The consumer group of consume-transform-produce, at its group coordinator: the generation
+    and which transactional.id's application owns the one input partition. The committed and
+    pending offsets are not kept here: they are the ``__consumer_offsets`` partition's log (see
+    ``model.group_coordinator``)."""
+    generation: int = 0
+    owner: int = 0
 
 
 class Budgets(NamedTuple):
@@ -217,6 +238,7 @@ class Budgets(NamedTuple):
     transaction_timeouts: int
     request_delays: int
     request_duplicates: int
+    rebalances: int
 
 
 class World(NamedTuple):
@@ -227,6 +249,7 @@ class World(NamedTuple):
     network: tuple          # messages in flight, FIFO per connection (model.network)
     delayed: tuple          # messages held back: deliverable in any order, sorted
     budgets: Budgets
+    group: Group = Group()
 
 
 def replace_at(items: tuple, i: int, value) -> tuple:
@@ -241,6 +264,6 @@ def _replace(self, **changes):
     return new
 
 
-for _cls in (ProducerStateEntry, Partition, TxnMetadata, Coordinator, Producer, Consumer, Budgets,
-             World):
+for _cls in (ProducerStateEntry, Partition, TxnMetadata, Coordinator, Producer, Consumer, Group,
+             Budgets, World):
     _cls._replace = _replace

@@ -14,7 +14,7 @@ from traces.replay import replay
 from traces.trace import read
 
 
-# HOOK(kafka): once the Kafka mutants exist, add (config, property) pairs here.
+# The Kafka mutants: tests/explorers/test_random_kafka.py.
 @pytest.mark.parametrize("name", ["twophase-broken"])
 def test_broken_toy_is_found_minimized_and_replays(tmp_path, name):
     cfg, model = twophase(name)

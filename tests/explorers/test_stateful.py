@@ -37,7 +37,7 @@ GRID_BROKEN = grid_spec(Bounded=BOUNDED).derive("grid-broken", replace=[
     Rule("IncX", (), lambda p, s: [()] if s[0] < p["max"] else [], _overshoot)])
 
 
-# HOOK(kafka): once the Kafka mutants exist, add (config, property) pairs here.
+# The Kafka mutants: tests/explorers/test_random_kafka.py.
 @pytest.mark.parametrize("name", ["twophase-broken"])
 def test_broken_toy_shrinks_to_the_minimum_and_replays(tmp_path, name):
     cfg, model = twophase(name)

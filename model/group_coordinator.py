@@ -1,0 +1,93 @@
+"""The group coordinator of consume-transform-produce: transactional offset commits, OffsetFetch
+and rebalances.
+
+Follows ``GroupCoordinator.handleTxnCommitOffsets`` (the generation check of KIP-447, 2.5+, then
+``GroupMetadataManager.storeOffsets``: a transactional batch appended to ``__consumer_offsets``
+with origin COORDINATOR, epoch-only validation, verified with the transaction coordinator like a
+produce from 3.6 / TV2), ``prepareTxnOffsetCommit`` / ``completePendingTxnOffsetCommit`` and
+``handleFetchOffsets`` (``requireStable``, KIP-447).
+
+The ``__consumer_offsets`` partition is ``w.partitions[K.partitions]`` (after the data partitions);
+the group coordinator leads it, TxnOffsetCommit appends to it through the partition leader's
+checks (``model.partition``) and the transaction coordinator's markers reach it like any other
+partition. What the group coordinator holds follows from that log: a batch whose transaction has
+no marker yet is a *pending* transactional offset commit, a committed one is materialised (the
+latest by append offset wins, as ``completePendingTxnOffsetCommit`` compares them), an aborted one
+is dropped. So the model keeps no second copy that could disagree with the log.
+
+Abstractions: one group and one input partition, whose records are all committed and never
+change (the application's consumer reads offset ``position`` and transforms it); JoinGroup /
+SyncGroup are folded into ``OffsetFetch`` (a member whose group moved to a new generation rejoins
+before it fetches); OffsetFetch is atomic (request and answer in one step, like ``Fetch``) and,
+with ``requireStable``, a fetch answered UNSTABLE_OFFSET_COMMIT is retried until it is not (so it
+is enabled only when no offset commit is pending); a rebalance (a fault, budgeted) moves the input
+partition to the next transactional.id's application and bumps the generation; the group
+coordinator does not fail over.
+"""
+from __future__ import annotations
+
+from model import partition
+from model.producer import _running, _with
+from model.world import ClientState as C, Control, Partition, World
+
+
+def offsets_partition(K) -> int:
+    return K.partitions
+
+
+def committed_offset(part: Partition) -> int:
+    """The materialised offset: the committed offset commit with the greatest append offset
+    (0 when none: the application starts at the beginning of the input)."""
+    pending: dict[int, list] = {}
+    best = (-1, 0)
+    for offset, b in enumerate(part.log):
+        if b.control == Control.DATA:
+            pending.setdefault(b.producer_id, []).append((offset, b.record.n))
+        elif b.control == Control.COMMIT:
+            best = max([best, *pending.pop(b.producer_id, ())])
+        else:
+            pending.pop(b.producer_id, None)
+    return best[1]
+
+
+def has_pending(part: Partition) -> bool:
+    """A transactional offset commit awaits its marker (pendingTransactionalOffsetCommits)."""
+    return any(e.current_txn_first_offset >= 0 for e in part.producers)
+
+
+def offset_fetch_enabled(K, w: World):
+    """A member that owns the input partition and has no position (or whose group moved on)
+    fetches the committed offset; with requireStable only once nothing is pending."""
+    if not K.ctp or K.features.stable_offset_fetch and has_pending(w.partitions[K.partitions]):
+        return []
+    g = w.group
+    return [(i,) for i, p in _running(K, w)
+            if p.tid == g.owner and p.state == C.READY
+            and (p.position == -1 or p.generation != g.generation)]
+
+
+def offset_fetch(K, w: World, i: int) -> World:
+    """KafkaConsumer.committed / the position after a rebalance: OffsetFetch
+    (GroupCoordinator.handleFetchOffsets)."""
+    return _with(w, i, generation=w.group.generation,
+                 position=committed_offset(w.partitions[K.partitions]))
+
+
+def handle_txn_offset_commit(K, w: World, m) -> World:
+    """GroupCoordinator.handleTxnCommitOffsets: verification with the transaction coordinator
+    first (3.6+ / TV2), then, in one step, the member's generation (KIP-447) and the append that
+    makes the offsets pending -- the leader's code path (``partition.handle_produce``)."""
+    return partition.handle_produce(K, w, m)
+
+
+def rebalance_enabled(K, w: World):
+    return [()] if K.ctp and w.budgets.rebalances else []
+
+
+def rebalance(K, w: World) -> World:
+    """A rebalance (a member left or timed out): the input partition moves to the next
+    transactional.id's application and the generation is bumped. Members learn of it when they
+    next poll (``OffsetFetch``) or when the group coordinator rejects their generation."""
+    g = w.group
+    return w._replace(group=g._replace(generation=g.generation + 1, owner=(g.owner + 1) % K.tids),
+                      budgets=w.budgets._replace(rebalances=w.budgets.rebalances - 1))

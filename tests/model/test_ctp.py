@@ -1,0 +1,66 @@
+"""Consume-transform-produce: the group coordinator, transactional offset commits, OffsetFetch
+and rebalances. Two applications (one transactional.id each) in one group, one input record, a
+rebalance that moves the input partition mid-flight. KIP-447 (2.5) fences the old owner's
+TxnOffsetCommit by generation and makes OffsetFetch wait for pending offsets; before it, two
+applications with different transactional.ids process the same input (exactly_once_offsets),
+found here from the generic rebalance budget, not a script. (Before 2.5 exactly-once needed one
+transactional.id per input partition, as Kafka Streams did.)"""
+import pytest
+
+from explorers.bfs import BfsOptions, explore
+from explorers.cli import write_traces
+from model import registry
+from model.config import resolve_config_path
+from traces.replay import replay
+from traces.trace import read
+
+TWO_APPS = {"workload.abort_transactions": False, "cluster.consumers": 0}
+# No consumer and no producer restart here: those witnesses are exercised by the other configs.
+CHECKED = ["txn_atomicity", "committed_writes_visible", "a_commit_happens", "lso_safety",
+           "no_duplicates", "coordinator_transitions", "client_transitions",
+           "no_hanging_transactions", "quiescent_completion", "exactly_once_offsets",
+           "an_offset_commit_is_committed"]
+CTP_RULES = {"OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
+             "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance"}
+
+
+def ctp(version: str, **settings):
+    cfg = registry.load(resolve_config_path("ctp"),
+                        overrides=TWO_APPS | {"protocol.version": version} | settings)
+    return cfg, registry.bind(cfg)
+
+
+@pytest.mark.parametrize("version, distinct", [("kafka-2.5", 164_642), ("latest", 422_467)])
+def test_exactly_once_with_kip_447(version, distinct):
+    _, model = ctp(version)
+    out = explore(model, BfsOptions(properties=CHECKED))
+    assert out.violations == () and out.complete
+    assert out.stats.distinct == distinct
+    fired = {c.name for c in out.coverage if c.fired}
+    assert CTP_RULES <= fired
+    assert ("SendAddPartitionsToTxn" in fired) == (version == "kafka-2.5")  # TV1 AddOffsetsToTxn
+    assert ("HandleVerifyAddPartition" in fired) == (version == "latest")   # the GC verifies (TV2)
+
+
+def test_before_kip_447_an_input_is_processed_twice(tmp_path):
+    cfg, model = ctp("kafka-1.0")
+    out = explore(model, BfsOptions(properties=["exactly_once_offsets"]))
+    (v,) = out.violations
+    assert v.property == "exactly_once_offsets" and len(v.path) == 47
+    names = [a[0] for a in v.path.actions]
+    # without generation fencing the old owner's offset commit (generation 0) is accepted after
+    # the rebalance, and the new owner had fetched the old offset
+    stale = [i for i, a in enumerate(v.path.actions)
+             if a[0] == "HandleTxnOffsetCommit" and a[1].generation == 0]
+    assert stale and stale[0] > names.index("Rebalance") > 0
+    trace = read(write_traces(out, cfg, model, tmp_path)["exactly_once_offsets"])
+    assert replay(trace).reproduced
+
+
+def test_offset_commit_goes_with_the_outputs():
+    """A committed transaction materialises its offset; an aborted one drops it and the
+    application fetches the old offset again (one application, aborts allowed)."""
+    _, model = ctp("kafka-2.6", **{"cluster.transactional_ids": 1, "faults.rebalances": 0,
+                                   "workload.abort_transactions": True})
+    out = explore(model, BfsOptions(properties=CHECKED + ["an_abort_happens"]))
+    assert out.violations == () and out.stats.distinct == 455
