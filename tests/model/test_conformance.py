@@ -18,7 +18,9 @@ from explorers.bfs import BfsOptions, explore
 SINGLE = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0, "cluster.consumers": 0}
 CONFIGS = [{},                                                         # tiny: restart, fence
            SINGLE | {"workload.transactions_per_producer": 2},        # Complete* -> Ongoing
-           SINGLE | {"cluster.partitions": 2, "workload.records_per_transaction": 2}]  # Ongoing -> Ongoing
+           SINGLE | {"cluster.partitions": 2, "workload.records_per_transaction": 2},  # Ongoing -> Ongoing
+           SINGLE | {"workload.consume_transform_produce": True, "workload.input_records": 1,
+                     "faults.rebalances": 1}]     # a stale generation: -> ABORTABLE_ERROR (2.5+)
 
 DEAD = {("Empty", "Dead"), ("CompleteCommit", "Dead"), ("CompleteAbort", "Dead")}
 TV2_EMPTY_ABORT = {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort"),
@@ -27,8 +29,9 @@ TV2_EMPTY_ABORT = {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort")
 # client never sends an EndTxn(abort) for a transaction it did not start (the "empty abort").
 UNEXERCISED_COORDINATOR = {p: DEAD | (TV2_EMPTY_ABORT if p in ("kafka-4.0", "kafka-4.2", "latest")
                                       else set()) for p in PRESETS}
-# Client: before 3.6 ABORTABLE_ERROR needs a sequence error, unreachable without producer-state
-# loss or batch expiry (not modelled yet); a second abortable error while in ABORTABLE_ERROR
+# Client: before 2.5 ABORTABLE_ERROR needs a sequence error, unreachable without producer-state
+# loss or batch expiry (not modelled yet); from 2.5 a TxnOffsetCommit with a stale generation
+# (ILLEGAL_GENERATION) reaches it; a second abortable error while in ABORTABLE_ERROR
 # likewise; KIP-360's epoch bump (ABORTING -> INITIALIZING, COMMITTING -> INITIALIZING in 4.x),
 # idempotent-only READY -> UNINITIALIZED and InitProducerId's abortable errors are not modelled.
 # From 3.6 on a failed verification (INVALID_TXN_STATE) does reach ABORTABLE_ERROR.
@@ -39,7 +42,7 @@ KIP_360 = {("ABORTING_TRANSACTION", "INITIALIZING"), ("READY", "UNINITIALIZED")}
 KIP_890 = {("ABORTABLE_ERROR", "UNINITIALIZED"), ("INITIALIZING", "ABORTABLE_ERROR")}
 UNEXERCISED_CLIENT = {
     "kafka-0.11": STUCK | ABORTABLE, "kafka-1.0": STUCK | ABORTABLE,
-    "kafka-2.5": STUCK | ABORTABLE | KIP_360, "kafka-2.6": STUCK | ABORTABLE | KIP_360,
+    "kafka-2.5": STUCK | KIP_360, "kafka-2.6": STUCK | KIP_360,
     "kafka-3.6": STUCK | KIP_360 | KIP_890,
     **{p: STUCK | KIP_360 | KIP_890 | {("COMMITTING_TRANSACTION", "INITIALIZING")}
        for p in ("kafka-4.0", "kafka-4.2", "latest")},
