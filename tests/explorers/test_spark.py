@@ -67,14 +67,15 @@ def test_twophase_agrees_with_bfs(spark, tmp_path, n, partitions):
     assert not any((tmp_path / "run").iterdir())  # parent pointers are dropped without checkpoints
 
 
-@pytest.mark.parametrize("name", ["tiny"])
-def test_shipped_kafka_config_agrees_with_bfs(spark, name):
-    path = resolve_config_path(name)
-    if not path.exists():
-        pytest.skip(f"no configs/{name}.toml")
-    cfg = registry.load(path)
+@pytest.mark.parametrize("name, settings", [
+    ("tiny", {}), ("small", {}),
+    # a mutant: the executors rebuild it from the configuration, scoped helper swap included
+    ("tiny", {"model.mutant": "lso-ignores-open-transactions"})])
+def test_shipped_kafka_config_agrees_with_bfs(spark, name, settings):
+    cfg = registry.load(resolve_config_path(name), overrides=settings)
     expected = bfs.explore(registry.bind(cfg))
     assert summary(spark_explorer.explore(cfg, spark=spark)) == summary(expected)
+    assert bool(expected.violations) == bool(settings) and expected.stats.distinct > 40
 
 
 def test_broken_twophase_gives_the_bfs_counterexample(spark):
