@@ -13,6 +13,10 @@ transaction log: the new coordinator reloads the log (the in-flight append is re
 lost, both are possible), the old one answers its pending callbacks NOT_COORDINATOR, and markers
 of transactions in PrepareCommit/PrepareAbort are sent again.
 
+``ExpireTransactionalId`` (removeExpiredTransactionalIds) moves an idle transactional.id (Empty,
+CompleteCommit, CompleteAbort) to Dead with a tombstone; once replicated its metadata is gone and
+the next InitProducerId starts over with a new producer id.
+
 Abstractions: one ``__transaction_state`` partition, so one coordinator for every
 transactional.id; time is not modelled (a transaction may time out whenever it is Ongoing,
 within the budget); producer ids are never exhausted (no epoch overflow or id rotation).
@@ -221,7 +225,7 @@ def commit_append(K, w: World, tid: int) -> World:
     (TransactionMarkerChannelManager.addTxnMarkersToSend)."""
     c = w.coordinator
     a = c.appends[tid]
-    target = a.target
+    target = _logged(a.target)
     c = c._replace(log=replace_at(c.log, tid, target), txns=replace_at(c.txns, tid, target),
                    appends=replace_at(c.appends, tid, ()))
     w = w._replace(coordinator=c)
@@ -238,6 +242,12 @@ def commit_append(K, w: World, tid: int) -> World:
     if target.state in PREPARE:
         w = send_markers(w, tid, target)
     return w
+
+
+def _logged(target: TxnMetadata) -> TxnMetadata:
+    """What a replicated entry leaves in the log and the cache: a Dead entry is a tombstone, so
+    the transactional.id has no metadata any more (removeFromCacheCallback; a reload skips it)."""
+    return TxnMetadata() if target.state == T.Dead else target
 
 
 def send_markers(w: World, tid: int, txn: TxnMetadata) -> World:
@@ -302,6 +312,23 @@ def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
         transaction_timeouts=w.budgets.transaction_timeouts - 1))
 
 
+def expire_transactional_id_enabled(K, w):
+    if not w.budgets.transactional_id_expirations:
+        return []
+    return [(tid,) for tid, t in enumerate(w.coordinator.txns)
+            if t.producer_id != -1 and t.state in COMPLETE and t.pending_state == -1]
+
+
+def expire_transactional_id(K, w: World, tid: int) -> World:
+    """TransactionStateManager.removeExpiredTransactionalIds: transactional.id.expiration.ms
+    passed with no transaction (Empty / CompleteCommit / CompleteAbort, nothing pending):
+    prepareDead and append a tombstone."""
+    txn = w.coordinator.txns[tid]
+    w = _prepare(w, tid, txn, txn._replace(state=T.Dead, pending_state=-1), NO_REPLY)
+    return w._replace(budgets=w.budgets._replace(
+        transactional_id_expirations=w.budgets.transactional_id_expirations - 1))
+
+
 def elect_coordinator_enabled(K, w):
     if not w.budgets.coordinator_failovers:
         return []
@@ -314,7 +341,7 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     in-flight appends are replicated (``replicated``) or lost, the old leader's callbacks answer
     NOT_COORDINATOR, and markers of Prepare* transactions are sent again."""
     old = w.coordinator
-    log = tuple(a.target if replicated and a else t for t, a in zip(old.log, old.appends))
+    log = tuple(_logged(a.target) if replicated and a else t for t, a in zip(old.log, old.appends))
     c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
                      appends=((),) * len(log), markers=(frozenset(),) * len(log))
     w = w._replace(coordinator=c, budgets=w.budgets._replace(

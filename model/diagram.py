@@ -18,8 +18,8 @@ GROUP_COORDINATOR = "group-coordinator"
 TO_COORDINATOR = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn)
 SENDER = ("InitTransactions", "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn",
           "SendTxnOffsetCommit")
-FAULTS = ("CrashProducer", "ElectCoordinator", "ExpireTransaction", "DelayRequest",
-          "DuplicateRequest", "Rebalance")
+FAULTS = ("CrashProducer", "ElectCoordinator", "ExpireTransaction", "ExpireTransactionalId",
+          "DelayRequest", "DuplicateRequest", "Rebalance")
 
 
 def lifelines(K) -> tuple[str, ...]:
@@ -97,7 +97,8 @@ def describe(K, s, a, t) -> tuple[Event, ...]:
 def _actor(K, a) -> str:
     """The lifeline an action happens on."""
     name, args = a[0], a[1:]
-    if name in ("ElectCoordinator", "ExpireTransaction", "CommitTxnLogAppend"):
+    if name in ("ElectCoordinator", "ExpireTransaction", "ExpireTransactionalId",
+                "CommitTxnLogAppend"):
         return COORDINATOR
     if name == "Rebalance":
         return GROUP_COORDINATOR
@@ -118,6 +119,8 @@ def _fault(a) -> str:
         return f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"
     if name == "ExpireTransaction":
         return "transaction timeout: abort"
+    if name == "ExpireTransactionalId":
+        return "transactional.id expired: Dead (tombstone)"
     return f"{label(a[1])} {'held back' if name == 'DelayRequest' else 'delivered twice'}"
 
 

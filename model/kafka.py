@@ -4,7 +4,7 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 ``BeginTransaction``, ``Send``, ``CommitTransaction``, ``AbortTransaction``), the client's
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
-``ExpireTransaction``, ``ElectCoordinator``, ``Fetch``) and faults (``CrashProducer``,
+``ExpireTransaction``, ``ExpireTransactionalId``, ``ElectCoordinator``, ``Fetch``) and faults (``CrashProducer``,
 ``DelayRequest``, ``DuplicateRequest``). A delivery action's arguments are the message and
 whether it was held back.
 """
@@ -146,6 +146,8 @@ RULES = CLIENT_RULES + (
          coordinator.expire_transaction),
     Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,
          coordinator.elect_coordinator),
+    Rule("ExpireTransactionalId", ("transactional_id",), coordinator.expire_transactional_id_enabled,
+         coordinator.expire_transactional_id),
     # partition leaders
     _deliver_rule("HandleProduce", Rpc.Produce, partition.handle_produce),
     _deliver_rule("HandleWriteTxnMarkers", Rpc.WriteTxnMarkers, partition.handle_write_txn_markers),

@@ -33,6 +33,9 @@ PARAMS = (
     Param("faults.request_duplicates", int, 0, "requests delivered twice", min=0, max=3),
     Param("faults.rebalances", int, 0, "consumer group rebalances (consume-transform-produce)",
           min=0, max=3),
+    Param("faults.transactional_id_expirations", int, 0,
+          "transactional.id.expiration.ms passes for an idle transactional.id (-> Dead)",
+          min=0, max=3),
 )
 
 

@@ -239,6 +239,7 @@ class Budgets(NamedTuple):
     request_delays: int
     request_duplicates: int
     rebalances: int
+    transactional_id_expirations: int
 
 
 class World(NamedTuple):

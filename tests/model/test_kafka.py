@@ -50,7 +50,8 @@ def test_small_counts_and_verdicts(preset, distinct, generated, depth):
     assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (distinct, generated, depth)
     expected = ["no_hanging_transactions"] if preset == "kafka-0.11" else []
     assert [v.property for v in out.violations] == expected
-    assert set(out.never_enabled) == {"ElectCoordinator", "DuplicateRequest"}  # zero budgets
+    assert set(out.never_enabled) == {"ElectCoordinator", "DuplicateRequest",  # zero budgets
+                                      "ExpireTransactionalId"}
 
 
 @pytest.mark.parametrize("preset, distinct, generated, depth", TINY)
@@ -111,3 +112,17 @@ def test_fast_path_agrees_with_actions_and_step(preset):
         fast = sorted(model.successors(s), key=repr)
         ref = sorted(((a, model.step(s, a)) for a in model.actions(s)), key=repr)
         assert fast == ref
+
+
+def test_expired_transactional_id_starts_over_with_a_new_producer_id():
+    """transactional.id.expiration: Empty / CompleteCommit / CompleteAbort -> Dead, the metadata
+    removed once the tombstone is replicated; the next InitProducerId gets a new producer id, and
+    every invariant still holds (small, latest)."""
+    from model.core import Expectation, Property
+
+    model = registry.bind(load("small", **{"faults.transactional_id_expirations": 1}))
+    model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
+                                   lambda w: any(p.producer_id == 1 for p in w.producers)),)
+    out = explore(model)
+    assert out.violations == () and out.stats.distinct == 425_030
+    assert "ExpireTransactionalId" not in out.never_enabled
