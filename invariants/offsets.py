@@ -19,19 +19,18 @@ def exactly_once_offsets(K, w) -> bool:
         if COMMIT in fates and ABORT in out or ABORT in fates and COMMIT in out:
             return False
     processed: set[int] = set()              # each input offset: one transaction's outputs
+    alive: set[int] = set()                  # inputs with outputs not (only) aborted
     for p in w.producers:
         for txn, offset in enumerate(p.inputs):
-            if COMMIT in outputs.get((p.tid, p.instance, txn), ()):
+            out = outputs.get((p.tid, p.instance, txn), {ABORT})
+            if COMMIT in out:
                 if offset in processed:
                     return False
                 processed.add(offset)
-    for p in w.producers:                    # the position a member fetched skips nothing
-        for offset in range(max(p.position, 0)):
-            if offset not in processed and not any(
-                    ABORT not in outputs.get((q.tid, q.instance, txn), {ABORT})
-                    for q in w.producers for txn, o in enumerate(q.inputs) if o == offset):
-                return False
-    return True
+            if ABORT not in out:
+                alive.add(offset)
+    # the position a member fetched skips nothing
+    return all(o in processed or o in alive for p in w.producers for o in range(max(p.position, 0)))
 
 
 PROPERTIES = (

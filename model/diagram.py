@@ -132,13 +132,13 @@ def _note(s, a, t) -> str:
     if name == "Fetch":
         got = t.consumers[a[1]].returned[len(s.consumers[a[1]].returned):]
         return f"read_committed from leader-{a[2]}: {len(got)} record(s)"
+    if name == "OffsetFetch":
+        return f"OffsetFetch: position {t.producers[a[1]].position}"
     return {"BeginTransaction": "beginTransaction()", "Send": f"send() to partition {a[2]}"
             if len(a) > 2 else "send()", "CommitTransaction": "commitTransaction()",
             "AbortTransaction": "abortTransaction()",
             "CompleteTransaction": "no partition added: completes without EndTxn",
-            "SendOffsetsToTransaction": "sendOffsetsToTransaction()",
-            "OffsetFetch": f"OffsetFetch: position {t.producers[a[1]].position}"
-            if name == "OffsetFetch" else ""}.get(name, name)
+            "SendOffsetsToTransaction": "sendOffsetsToTransaction()"}.get(name, name)
 
 
 def _handled(s, a, t) -> str:
