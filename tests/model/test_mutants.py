@@ -50,3 +50,12 @@ def test_at_least_twelve_mutants_each_pinned():
 def test_unknown_mutant_is_a_config_error():
     with pytest.raises(ConfigError, match="model.mutant = 'no-such' is not one of none"):
         registry.load(resolve_config_path("tiny"), overrides={"model.mutant": "no-such"})
+
+
+def test_cli_lists_every_mutant_with_its_invariant():
+    from tests.explorers.test_stateful import kafka_mc
+
+    r = kafka_mc("list", "mutants")
+    assert r.returncode == 0
+    rows = [line.split()[:2] for line in r.stdout.splitlines()]
+    assert rows == [[m.name, m.invariant] for m in mutants.MUTANTS]
