@@ -78,7 +78,7 @@ class ProduceResponse(NamedTuple):
     producer: int
     partition: int
     error: Errors
-    base_sequence: int
+    request: Produce            # the batch answered (NetworkClient matches by correlation id)
 
 
 class WriteTxnMarkers(NamedTuple):

@@ -77,7 +77,7 @@ def _generation_check(K, w, m) -> Errors:
 def _response(m, error):
     if m.rpc == Rpc.TxnOffsetCommit:
         return TxnOffsetCommitResponse(Rpc.TxnOffsetCommitResponse, m.producer, m.partition, error)
-    return ProduceResponse(Rpc.ProduceResponse, m.producer, m.partition, error, m.base_sequence)
+    return ProduceResponse(Rpc.ProduceResponse, m.producer, m.partition, error, m)
 
 
 def _needs_verification(K, e, m) -> bool:

@@ -157,18 +157,18 @@ def send_produce_enabled(K, w):
     return [(i, k, n) for i, p in _running(K, w)
             if p.state in (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)
             for k, n in sorted(p.queued)
-            if k not in p.in_flight and (K.tv2 or k in p.partitions)]
+            if not any(r.partition == k for r in p.in_flight) and (K.tv2 or k in p.partitions)]
 
 
 def send_produce(K, w, i, k, n):
     """Sender.sendProducerData: drain the partition's batch with the next sequence number."""
     p = w.producers[i]
     seq = p.next_sequence[k]
-    w = _with(w, i, queued=p.queued - {(k, n)}, in_flight=p.in_flight | {k},
+    request = Produce(Rpc.Produce, i, k, p.producer_id, p.producer_epoch, seq, p.txn, n)
+    w = _with(w, i, queued=p.queued - {(k, n)}, in_flight=tuple(sorted(p.in_flight + (request,))),
               next_sequence=replace_at(p.next_sequence, k, seq + 1),
               partitions=p.partitions | {k} if K.tv2 else p.partitions)
-    return w._replace(network=send(w.network, Produce(
-        Rpc.Produce, i, k, p.producer_id, p.producer_epoch, seq, p.txn, n)))
+    return w._replace(network=send(w.network, request))
 
 
 def send_txn_offset_commit_enabled(K, w):
@@ -298,9 +298,9 @@ def receive_txn_offset_commit_response(K, w, i, m):
 def receive_produce_response(K, w, i, m):
     """Sender.handleProduceResponse / TransactionManager error handling for a batch."""
     p = w.producers[i]
-    if m.partition not in p.in_flight:
+    if m.request not in p.in_flight:
         return w
-    in_flight = p.in_flight - {m.partition}
+    in_flight = tuple(r for r in p.in_flight if r != m.request)
     if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
         return _with(w, i, in_flight=in_flight)
     if m.error in (Errors.INVALID_PRODUCER_EPOCH, Errors.PRODUCER_FENCED):

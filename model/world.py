@@ -201,7 +201,7 @@ class Producer(NamedTuple):
     new_partitions: frozenset = frozenset()      # newPartitionsInTransaction (not yet sent)
     pending_partitions: frozenset = frozenset()  # pendingPartitionsInTransaction (sent)
     queued: frozenset = frozenset()              # partitions with an undrained record batch
-    in_flight: frozenset = frozenset()           # partitions with a produce request in flight
+    in_flight: tuple = ()        # the Produce requests in flight, by partition (inflightBatches)
     next_sequence: tuple[int, ...] = ()
     txn: int = -1               # number of the current / last transaction (ghost identity)
     records: int = 0            # records sent by the application in the current transaction
