@@ -80,26 +80,37 @@ def _prepare(w, tid, txn: TxnMetadata, target: TxnMetadata, reply: Reply) -> Wor
 # --- InitProducerId ---------------------------------------------------------------------------------
 
 def handle_init_producer_id(K, w: World, m) -> World:
-    """TransactionCoordinator.handleInitProducerId (+ prepareInitProducerIdTransit)."""
+    """TransactionCoordinator.handleInitProducerId + prepareInitProducerIdTransit. A KIP-360
+    request carries the client's producer id and epoch: a different id is fenced unless the
+    metadata is new (isValidProducerId); the epoch is checked by prepareIncrementProducerEpoch."""
     c = w.coordinator
-    reply = lambda e: _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
+    reply = lambda w, e: _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
     if m.coordinator_epoch != c.coordinator_epoch:
-        return reply(Errors.NOT_COORDINATOR)
+        return reply(w, Errors.NOT_COORDINATOR)
     txn = c.txns[m.tid]
     if txn.producer_id == -1:  # no metadata: a new producer id, epoch -1, Empty (not yet logged)
         txn = TxnMetadata(producer_id=c.next_producer_id)
         w = w._replace(coordinator=c._replace(next_producer_id=c.next_producer_id + 1))
         w = _put(w, m.tid, txn)
-    if txn.pending_state != -1 or txn.state in PREPARE:
-        return _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer,
-                                        Errors.CONCURRENT_TRANSACTIONS))
+    bump = m.producer_id != -1
+    if txn.pending_state != -1:
+        return reply(w, Errors.CONCURRENT_TRANSACTIONS)
+    if bump and txn.producer_epoch != -1 and m.producer_id != txn.producer_id:
+        return reply(w, _fenced(K))
+    if txn.state in PREPARE:
+        return reply(w, Errors.CONCURRENT_TRANSACTIONS)
     if txn.state == T.Ongoing:  # fence the old producer and abort its transaction
-        w = _fence_and_abort(K, w, m.tid, txn)
-        return _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer,
-                                        Errors.CONCURRENT_TRANSACTIONS))
+        return reply(_fence_and_abort(K, w, m.tid, txn), Errors.CONCURRENT_TRANSACTIONS)
     # Empty / CompleteCommit / CompleteAbort: prepareIncrementProducerEpoch
-    epoch = 0 if txn.producer_epoch == -1 else txn.producer_epoch + 1
-    target = txn._replace(producer_epoch=epoch, last_producer_epoch=-1, state=T.Empty,
+    if not bump:                                    # a new producer instance
+        epoch, last = txn.producer_epoch + 1, -1
+    elif m.producer_epoch == txn.producer_epoch or txn.producer_epoch == -1:
+        epoch, last = txn.producer_epoch + 1, txn.producer_epoch   # the client recovering
+    elif m.producer_epoch == txn.last_producer_epoch:
+        epoch, last = txn.producer_epoch, txn.last_producer_epoch  # a retry of a done bump
+    else:
+        return reply(w, _fenced(K))
+    target = txn._replace(producer_epoch=epoch, last_producer_epoch=last, state=T.Empty,
                           partitions=frozenset(), pending_state=-1)
     return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.InitProducerIdResponse))
 

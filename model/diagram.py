@@ -19,7 +19,8 @@ TO_COORDINATOR = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn)
 SENDER = ("InitTransactions", "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn",
           "SendTxnOffsetCommit")
 FAULTS = ("CrashProducer", "ElectCoordinator", "ExpireTransaction", "ExpireTransactionalId",
-          "DelayRequest", "DuplicateRequest", "Rebalance")
+          "DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse", "ExpireBatch",
+          "LoseProducerState", "Rebalance")
 
 
 def lifelines(K) -> tuple[str, ...]:
@@ -69,6 +70,8 @@ def label(m) -> str:
     if r == Rpc.TxnOffsetCommit:
         return (f"TxnOffsetCommit(offset={m.offset}, generation={m.generation}, "
                 f"epoch={m.producer_epoch})")
+    if r == Rpc.InitProducerId and m.producer_id != -1:
+        return f"InitProducerId(pid={m.producer_id}, epoch={m.producer_epoch})"
     if r == Rpc.InitProducerIdResponse and m.error == Errors.NONE:
         return f"NONE (pid={m.producer_id}, epoch={m.producer_epoch})"
     if hasattr(m, "error"):
@@ -104,6 +107,10 @@ def _actor(K, a) -> str:
         return GROUP_COORDINATOR
     if name == "Fetch":
         return f"consumer-{args[0]}"
+    if name == "LoseProducerState":
+        return leader(K, args[0])
+    if name in ("LoseRequest", "LoseResponse"):
+        return f"p{args[0].producer}"   # the client that times out
     if args and hasattr(args[0], "rpc"):  # a fault on, or the delivery of, a message
         return endpoints(K, args[0])[2]
     return f"p{args[0]}"
@@ -121,6 +128,12 @@ def _fault(a) -> str:
         return "transaction timeout: abort"
     if name == "ExpireTransactionalId":
         return "transactional.id expired: Dead (tombstone)"
+    if name == "ExpireBatch":
+        return f"batch to partition {a[2]} expired (delivery.timeout.ms) while in flight"
+    if name == "LoseProducerState":
+        return f"producer id {a[2]} expired: its state is forgotten"
+    if name in ("LoseRequest", "LoseResponse"):
+        return f"{label(a[1])} lost: request.timeout.ms, the request is sent again"
     return f"{label(a[1])} {'held back' if name == 'DelayRequest' else 'delivered twice'}"
 
 

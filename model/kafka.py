@@ -5,7 +5,8 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
 ``ExpireTransaction``, ``ExpireTransactionalId``, ``ElectCoordinator``, ``Fetch``) and faults (``CrashProducer``,
-``DelayRequest``, ``DuplicateRequest``). A delivery action's arguments are the message and
+``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``, ``LoseResponse``, ``ExpireBatch``,
+``LoseProducerState``). A delivery action's arguments are the message and
 whether it was held back.
 """
 from __future__ import annotations
@@ -173,6 +174,12 @@ RULES = CLIENT_RULES + (
     Rule("CrashProducer", P, producer.crash_producer_enabled, producer.crash_producer),
     Rule("DelayRequest", ("message",), _delay_enabled, _delay),
     Rule("DuplicateRequest", ("message",), _duplicate_enabled, _duplicate),
+    Rule("LoseRequest", ("message",), producer.lose_request_enabled, producer.lose_request),
+    Rule("LoseResponse", ("message",), producer.lose_response_enabled, producer.lose_response),
+    Rule("ExpireBatch", ("producer", "partition"), producer.expire_batch_enabled,
+         producer.expire_batch),
+    Rule("LoseProducerState", ("partition", "producer_id"), partition.lose_producer_state_enabled,
+         partition.lose_producer_state),
     Rule("Rebalance", (), group_coordinator.rebalance_enabled, group_coordinator.rebalance),
 )
 

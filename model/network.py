@@ -4,7 +4,9 @@ A message is a NamedTuple whose first field is its ``Rpc``. Messages travel on c
 (direction, producer, partition); with no fault budget the network is reliable and FIFO per
 connection: only the oldest message of a connection can be delivered. ``DelayRequest`` holds a
 message back (it leaves the FIFO and can be delivered at any later time, out of order);
-``DuplicateRequest`` delivers a copy later (a retry over a new connection).
+``DuplicateRequest`` delivers a copy later (a retry over a new connection). ``LoseRequest`` and
+``LoseResponse`` (``model.producer``) drop a client's request or its answer; the client times out
+and resends.
 """
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ class InitProducerId(NamedTuple):
     producer: int
     tid: int
     coordinator_epoch: int      # the coordinator the client found (FindCoordinator)
+    producer_id: int            # v3+ (KIP-360): the client's id and epoch for an epoch bump,
+    producer_epoch: int         # -1 for initTransactions
 
 
 class InitProducerIdResponse(NamedTuple):

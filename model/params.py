@@ -36,6 +36,16 @@ PARAMS = (
     Param("faults.transactional_id_expirations", int, 0,
           "transactional.id.expiration.ms passes for an idle transactional.id (-> Dead)",
           min=0, max=3),
+    Param("faults.request_losses", int, 0,
+          "a client request is lost: request.timeout.ms, the client resends it", min=0, max=3),
+    Param("faults.response_losses", int, 0,
+          "a response to a client is lost: request.timeout.ms, the client resends its request",
+          min=0, max=3),
+    Param("faults.batch_expiries", int, 0,
+          "delivery.timeout.ms expires a batch while its Produce request is in flight",
+          min=0, max=3),
+    Param("faults.producer_state_losses", int, 0,
+          "a leader drops an idle producer id's state (producer.id.expiration.ms)", min=0, max=3),
 )
 
 

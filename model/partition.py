@@ -133,8 +133,9 @@ def validate_and_append(K, part: Partition, e, m, producer):
     if e is not None and m.producer_epoch < e.producer_epoch:
         return Errors.INVALID_PRODUCER_EPOCH, part             # checkProducerEpoch
     if e is None or m.producer_epoch != e.producer_epoch or e.last_sequence == -1:
-        if m.base_sequence != 0:                               # checkSequence: a new epoch
-            return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
+        if m.base_sequence != 0:                               # checkSequence: a new epoch,
+            return (Errors.UNKNOWN_PRODUCER_ID if e is None    # or no state for the id at all
+                    else Errors.OUT_OF_ORDER_SEQUENCE_NUMBER), part
     elif m.base_sequence != e.last_sequence + 1:
         return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
     record = RecordId(producer.tid, producer.instance, m.txn, m.n)
@@ -198,3 +199,21 @@ def append_marker(K, part: Partition, m):
     guards = tuple(x for x in part.guards if x[0] != m.producer_id)
     part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards)
     return Errors.NONE, _with_entry(part, entry)
+
+
+def lose_producer_state_enabled(K, w):
+    if not w.budgets.producer_state_losses:
+        return []
+    return [(k, e.producer_id) for k, part in enumerate(w.partitions[:K.partitions])
+            for e in part.producers if e.current_txn_first_offset < 0]
+
+
+def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
+    """ProducerStateManager.removeExpiredProducers: producer.id.expiration.ms passed since the
+    id's last write and it has no open transaction, so the leader forgets it (its sequence,
+    epoch and coordinator epoch); the id's next batch is checked as an unknown producer's."""
+    part = w.partitions[k]
+    part = part._replace(producers=tuple(e for e in part.producers if e.producer_id != producer_id))
+    w = w._replace(partitions=replace_at(w.partitions, k, part))
+    return w._replace(budgets=w.budgets._replace(
+        producer_state_losses=w.budgets.producer_state_losses - 1))

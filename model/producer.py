@@ -21,7 +21,7 @@ next input offset; after an abort it fetches the committed offset again.
 from __future__ import annotations
 
 from model.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
-                           TxnOffsetCommit, send)
+                           TxnOffsetCommit, deliverable, remove, send)
 from model.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT,
                          ClientState as C, Errors, Outcome, World, replace_at)
 
@@ -45,8 +45,9 @@ def _running(K, w: World):
 
 
 def fatal(p, **changes):
-    """TransactionManager.transitionToFatalError: the open transaction's outcome is unknown."""
-    outcomes = p.outcomes + (Outcome.FAILED,) if p.state in IN_TXN else p.outcomes
+    """TransactionManager.transitionToFatalError: the open transaction's outcome is unknown (a
+    failed epoch bump fails the abortTransaction() that was waiting for it)."""
+    outcomes = p.outcomes + (Outcome.FAILED,) if p.state in IN_TXN or _bumping(p) else p.outcomes
     return p._replace(state=C.FATAL_ERROR, outcomes=outcomes, in_flight_request=-1, **changes)
 
 
@@ -58,10 +59,7 @@ def init_transactions_enabled(K, w):
 
 def init_transactions(K, w, i):
     """KafkaProducer.initTransactions -> TransactionManager.initializeTransactions."""
-    p = w.producers[i]
-    w = _with(w, i, state=C.INITIALIZING, in_flight_request=Rpc.InitProducerId)
-    return w._replace(network=send(w.network, InitProducerId(
-        Rpc.InitProducerId, i, p.tid, w.coordinator.coordinator_epoch)))
+    return _send(K, _with(w, i, state=C.INITIALIZING, in_flight_request=Rpc.InitProducerId), i)
 
 
 def begin_transaction_enabled(K, w):
@@ -146,11 +144,8 @@ def send_add_partitions_enabled(K, w):
 def send_add_partitions(K, w, i):
     """TransactionManager.addPartitionsToTransactionHandler."""
     p = w.producers[i]
-    w = _with(w, i, pending_partitions=p.new_partitions, new_partitions=frozenset(),
-              in_flight_request=Rpc.AddPartitionsToTxn)
-    return w._replace(network=send(w.network, AddPartitionsToTxn(
-        Rpc.AddPartitionsToTxn, i, p.tid, w.coordinator.coordinator_epoch, p.producer_id,
-        p.producer_epoch, p.new_partitions)))
+    return _send(K, _with(w, i, pending_partitions=p.new_partitions, new_partitions=frozenset(),
+                          in_flight_request=Rpc.AddPartitionsToTxn), i)
 
 
 def send_produce_enabled(K, w):
@@ -183,12 +178,8 @@ def send_txn_offset_commit_enabled(K, w):
 def send_txn_offset_commit(K, w, i):
     """TxnOffsetCommitHandler: the offset, the member's generation (v3+), the producer's epoch."""
     p = w.producers[i]
-    g = K.partitions
-    w = _with(w, i, offsets=OFFSETS_SENT, in_flight_request=Rpc.TxnOffsetCommit,
-              partitions=p.partitions | {g} if K.tv2 else p.partitions)
-    return w._replace(network=send(w.network, TxnOffsetCommit(
-        Rpc.TxnOffsetCommit, i, g, p.producer_id, p.producer_epoch, p.generation, p.position + 1,
-        p.txn)))
+    return _send(K, _with(w, i, offsets=OFFSETS_SENT, in_flight_request=Rpc.TxnOffsetCommit,
+                          partitions=p.partitions | {K.partitions} if K.tv2 else p.partitions), i)
 
 
 def _end_ready(p):
@@ -203,11 +194,30 @@ def send_end_txn_enabled(K, w):
 
 def send_end_txn(K, w, i):
     """TransactionManager.beginCompletingTransaction: EndTxn once no batch is incomplete."""
+    return _send(K, _with(w, i, in_flight_request=Rpc.EndTxn), i)
+
+
+def coordinator_request(K, w: World, i: int):
+    """The request producer ``i`` has in flight to a coordinator, as the client built it from its
+    state when it enqueued the handler; a retry resends it to the coordinator it finds now
+    (TxnRequestHandler.reenqueue after lookupCoordinator). InitProducerId carries the current
+    producer id and epoch for a KIP-360 epoch bump, none (-1) for initTransactions."""
     p = w.producers[i]
-    w = _with(w, i, in_flight_request=Rpc.EndTxn)
-    return w._replace(network=send(w.network, EndTxn(
-        Rpc.EndTxn, i, p.tid, w.coordinator.coordinator_epoch, p.producer_id, p.producer_epoch,
-        p.state == C.COMMITTING_TRANSACTION)))
+    r, epoch = p.in_flight_request, w.coordinator.coordinator_epoch
+    if r == Rpc.InitProducerId:
+        return InitProducerId(r, i, p.tid, epoch, p.producer_id, p.producer_epoch)
+    if r == Rpc.AddPartitionsToTxn:
+        return AddPartitionsToTxn(r, i, p.tid, epoch, p.producer_id, p.producer_epoch,
+                                  p.pending_partitions)
+    if r == Rpc.EndTxn:
+        return EndTxn(r, i, p.tid, epoch, p.producer_id, p.producer_epoch,
+                      p.state == C.COMMITTING_TRANSACTION)
+    return TxnOffsetCommit(r, i, K.partitions, p.producer_id, p.producer_epoch, p.generation,
+                           p.position + 1, p.txn)
+
+
+def _send(K, w: World, i: int) -> World:
+    return w._replace(network=send(w.network, coordinator_request(K, w, i)))
 
 
 def complete_transaction_enabled(K, w):
@@ -216,8 +226,19 @@ def complete_transaction_enabled(K, w):
 
 def complete_transaction(K, w, i):
     """No partition was added (transactionStarted is false): no EndTxn is sent at all."""
+    return _transaction_done(K, w, i)
+
+
+def _transaction_done(K, w, i, **changes):
+    """TransactionManager.completeTransaction. With an epoch bump required (KIP-360) the client
+    goes to INITIALIZING and abortTransaction() returns only when the InitProducerId(pid, epoch)
+    it enqueued (priority EPOCH_BUMP, after END_TXN) succeeds."""
     p = w.producers[i]
-    return _with(w, i, **_completed(K, p))
+    if p.epoch_bump_required:
+        w = _with(w, i, state=C.INITIALIZING, epoch_bump_required=False,
+                  in_flight_request=Rpc.InitProducerId, **changes)
+        return _send(K, w, i)
+    return _with(w, i, in_flight_request=-1, **_completed(K, p), **changes)
 
 
 def _completed(K, p) -> dict:
@@ -229,24 +250,25 @@ def _completed(K, p) -> dict:
                                                       else Outcome.ABORTED,), **ctp)
 
 
+def _bumping(p) -> bool:
+    """INITIALIZING for a KIP-360 epoch bump (it has a producer id), not initTransactions."""
+    return p.state == C.INITIALIZING and p.producer_id != -1
+
+
 # --- responses ------------------------------------------------------------------------------------
 
-def _resend(w, i, request):
-    """Retry after CONCURRENT_TRANSACTIONS / NOT_COORDINATOR, to the coordinator found now."""
-    return w._replace(network=send(w.network, request._replace(
-        coordinator_epoch=w.coordinator.coordinator_epoch)))
-
-
 def receive_init_producer_id_response(K, w, i, m):
-    """InitProducerIdHandler.handleResponse."""
+    """InitProducerIdHandler.handleResponse: an epoch bump resets the sequence numbers and
+    completes the abort; a fenced bump is fatal."""
     p = w.producers[i]
     if p.in_flight_request != Rpc.InitProducerId:
         return w
     if m.error == Errors.NONE:
-        return _with(w, i, state=C.READY, producer_id=m.producer_id, producer_epoch=m.producer_epoch,
-                     in_flight_request=-1, next_sequence=(0,) * K.partitions)
+        done = _completed(K, p) if _bumping(p) else dict(state=C.READY)
+        return _with(w, i, producer_id=m.producer_id, producer_epoch=m.producer_epoch,
+                     in_flight_request=-1, next_sequence=(0,) * K.partitions, **done)
     if m.error in RETRIABLE:
-        return _resend(w, i, InitProducerId(Rpc.InitProducerId, i, p.tid, 0))
+        return _send(K, w, i)
     return _with(w, i, **fatal(p)._asdict())
 
 
@@ -272,11 +294,9 @@ def receive_end_txn_response(K, w, i, m):
     if m.error == Errors.NONE:
         epoch = dict(producer_id=m.producer_id, producer_epoch=m.producer_epoch,
                      next_sequence=(0,) * K.partitions) if K.tv2 else {}
-        return _with(w, i, in_flight_request=-1, partitions=frozenset(), **_completed(K, p),
-                     **epoch)
+        return _transaction_done(K, w, i, partitions=frozenset(), **epoch)
     if m.error in RETRIABLE:
-        return _resend(w, i, EndTxn(Rpc.EndTxn, i, p.tid, 0, p.producer_id, p.producer_epoch,
-                                    p.state == C.COMMITTING_TRANSACTION))
+        return _send(K, w, i)
     return _with(w, i, **fatal(p)._asdict())
 
 
@@ -296,18 +316,28 @@ def receive_txn_offset_commit_response(K, w, i, m):
 
 
 def receive_produce_response(K, w, i, m):
-    """Sender.handleProduceResponse / TransactionManager error handling for a batch."""
+    """Sender.completeBatch: success (a duplicate is one), a fenced epoch is fatal, any other
+    error fails the batch (Sender.failBatch -> TransactionManager.handleFailedBatch)."""
     p = w.producers[i]
     if m.request not in p.in_flight:
-        return w
+        return w    # the batch already failed (expired): its callback has run
     in_flight = tuple(r for r in p.in_flight if r != m.request)
     if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
         return _with(w, i, in_flight=in_flight)
     if m.error in (Errors.INVALID_PRODUCER_EPOCH, Errors.PRODUCER_FENCED):
         return _with(w, i, **fatal(p, in_flight=in_flight)._asdict())
-    if p.state in (C.FATAL_ERROR, C.ABORTING_TRANSACTION):  # transitionToAbortableError skips
-        return _with(w, i, in_flight=in_flight)               # a transaction already aborting
-    return _with(w, i, in_flight=in_flight, state=C.ABORTABLE_ERROR)
+    return _with(w, i, **_batch_failed(K, p)._replace(in_flight=in_flight)._asdict())
+
+
+def _batch_failed(K, p):
+    """TransactionManager.maybeTransitionToErrorState for a failed batch: transitionToAbortableError
+    (skipped while aborting or fatal); with KIP-360 on TV1 (needToTriggerEpochBumpFromClient) the
+    abort must bump the epoch, unless the transaction was already completing (isCompleting)."""
+    if p.state in (C.FATAL_ERROR, C.ABORTING_TRANSACTION):
+        return p
+    bump = (K.features.producer_epoch_bump and not K.tv2
+            and p.state != C.COMMITTING_TRANSACTION) or p.epoch_bump_required
+    return p._replace(state=C.ABORTABLE_ERROR, epoch_bump_required=bump)
 
 
 # --- faults -----------------------------------------------------------------------------------------
@@ -325,3 +355,76 @@ def crash_producer(K, w, i):
     w = _with(w, i, replaced=True)
     w = _with(w, i + 1, started=True)
     return w._replace(budgets=w.budgets._replace(producer_crashes=w.budgets.producer_crashes - 1))
+
+
+def expire_batch_enabled(K, w):
+    if not w.budgets.batch_expiries:
+        return []
+    return [(i, r.partition) for i, p in _running(K, w) for r in p.in_flight]
+
+
+def expire_batch(K, w, i, k):
+    """delivery.timeout.ms passes while the batch's Produce request is in flight
+    (Sender.sendProducerData -> failBatch with a TimeoutException, sequences not adjusted): the
+    batch fails as any failed batch does; the request itself is still on its way and may land."""
+    p = w.producers[i]
+    p = _batch_failed(K, p)._replace(in_flight=tuple(r for r in p.in_flight if r.partition != k))
+    w = w._replace(producers=replace_at(w.producers, i, p))
+    return w._replace(budgets=w.budgets._replace(batch_expiries=w.budgets.batch_expiries - 1))
+
+
+def _awaited(w: World, m):
+    """The producer waiting for the answer to client request ``m``, or to the request response
+    ``m`` answers; -1 if none (it was answered, failed, or it is a stale copy)."""
+    r = m.rpc
+    if r in (Rpc.Produce, Rpc.ProduceResponse):
+        return m.producer if (m if r == Rpc.Produce else m.request) in \
+            w.producers[m.producer].in_flight else -1
+    if r & ~1 in COORDINATOR_REQUESTS and w.producers[m.producer].in_flight_request == r & ~1:
+        return m.producer
+    return -1
+
+
+COORDINATOR_REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.TxnOffsetCommit)
+
+
+def lose_request_enabled(K, w):
+    return _lost(w, w.budgets.request_losses, responses=False)
+
+
+def lose_response_enabled(K, w):
+    return _lost(w, w.budgets.response_losses, responses=True)
+
+
+def _lost(w, budget, responses):
+    if not budget:
+        return []
+    return [(m,) for _, _, m in deliverable(w.network, w.delayed)
+            if bool(m.rpc & 1) == responses and _awaited(w, m) != -1]
+
+
+def lose_request(K, w, m):
+    """A client request is lost: request.timeout.ms passes, NetworkClient disconnects and the
+    client resends the request (TxnRequestHandler.reenqueue after lookupCoordinator, to the
+    coordinator it finds now; the Sender retries a batch with the same sequence number)."""
+    w = w._replace(budgets=w.budgets._replace(request_losses=w.budgets.request_losses - 1))
+    return _retry(K, _without(w, m), m)
+
+
+def lose_response(K, w, m):
+    """The response to a client request is lost: the client times out and resends the request
+    as for a lost request (the request has taken effect; the retry must be answered as one)."""
+    w = w._replace(budgets=w.budgets._replace(response_losses=w.budgets.response_losses - 1))
+    return _retry(K, _without(w, m), m.request if m.rpc == Rpc.ProduceResponse else m)
+
+
+def _without(w, m):
+    if m in w.network:
+        return w._replace(network=remove(w.network, w.network.index(m)))
+    return w._replace(delayed=remove(w.delayed, w.delayed.index(m)))
+
+
+def _retry(K, w, m):
+    if m.rpc == Rpc.Produce:
+        return w._replace(network=send(w.network, m))
+    return _send(K, w, m.producer)

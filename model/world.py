@@ -197,6 +197,7 @@ class Producer(NamedTuple):
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_EPOCH
     in_flight_request: Rpc | int = -1   # the one coordinator request in flight, else -1
+    epoch_bump_required: bool = False   # KIP-360: the abort must end with InitProducerId(pid, epoch)
     partitions: frozenset = frozenset()          # partitionsInTransaction
     new_partitions: frozenset = frozenset()      # newPartitionsInTransaction (not yet sent)
     pending_partitions: frozenset = frozenset()  # pendingPartitionsInTransaction (sent)
@@ -240,6 +241,10 @@ class Budgets(NamedTuple):
     request_duplicates: int
     rebalances: int
     transactional_id_expirations: int
+    request_losses: int
+    response_losses: int
+    batch_expiries: int
+    producer_state_losses: int
 
 
 class World(NamedTuple):

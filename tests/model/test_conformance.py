@@ -21,31 +21,26 @@ CONFIGS = [{},                                                         # tiny: r
            SINGLE | {"cluster.partitions": 2, "workload.records_per_transaction": 2},  # Ongoing -> Ongoing
            SINGLE | {"workload.consume_transform_produce": True, "workload.input_records": 1,
                      "faults.rebalances": 1},     # a stale generation: -> ABORTABLE_ERROR (2.5+)
-           SINGLE | {"faults.transactional_id_expirations": 1}]  # Empty / Complete* -> Dead
+           SINGLE | {"faults.transactional_id_expirations": 1},  # Empty / Complete* -> Dead
+           SINGLE | {"faults.batch_expiries": 1,     # -> ABORTABLE_ERROR; KIP-360 epoch
+                     "workload.transactions_per_producer": 2}]  # bump; TV2's empty abort
 
-TV2_EMPTY_ABORT = {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort"),
-                   ("CompleteAbort", "PrepareAbort")}
-# Why they are not exercised: the TV2 client never sends an EndTxn(abort) for a transaction it
-# did not start (the "empty abort").
-UNEXERCISED_COORDINATOR = {p: TV2_EMPTY_ABORT if p in ("kafka-4.0", "kafka-4.2", "latest")
-                           else set() for p in PRESETS}
-# Client: before 2.5 ABORTABLE_ERROR needs a sequence error, unreachable without producer-state
-# loss or batch expiry (not modelled yet); from 2.5 a TxnOffsetCommit with a stale generation
-# (ILLEGAL_GENERATION) reaches it; a second abortable error while in ABORTABLE_ERROR
-# likewise; KIP-360's epoch bump (ABORTING -> INITIALIZING, COMMITTING -> INITIALIZING in 4.x),
-# idempotent-only READY -> UNINITIALIZED and InitProducerId's abortable errors are not modelled.
-# From 3.6 on a failed verification (INVALID_TXN_STATE) does reach ABORTABLE_ERROR.
-ABORTABLE = {("IN_TRANSACTION", "ABORTABLE_ERROR"), ("COMMITTING_TRANSACTION", "ABORTABLE_ERROR"),
-             ("ABORTABLE_ERROR", "ABORTING_TRANSACTION")}
+# Every coordinator edge is exercised (TV2's "empty abort", EndTxn(abort) for a transaction the
+# coordinator never saw, needs a batch that expired before it was added).
+UNEXERCISED_COORDINATOR = {p: set() for p in PRESETS}
+# Client: a second failure while ABORTABLE_ERROR (STUCK) is taken, but a self-transition leaves
+# no trace in the state; READY -> UNINITIALIZED is the idempotent (non-transactional) producer's
+# epoch bump; KIP-890's InitProducerId abortable errors (-> ABORTABLE_ERROR from INITIALIZING,
+# ABORTABLE_ERROR -> UNINITIALIZED) are not modelled; a TV2 client never bumps the epoch itself
+# (needToTriggerEpochBumpFromClient is false), so -> INITIALIZING is TV1's only.
 STUCK = {("ABORTABLE_ERROR", "ABORTABLE_ERROR")}
-KIP_360 = {("ABORTING_TRANSACTION", "INITIALIZING"), ("READY", "UNINITIALIZED")}
+IDEMPOTENT = {("READY", "UNINITIALIZED")}
 KIP_890 = {("ABORTABLE_ERROR", "UNINITIALIZED"), ("INITIALIZING", "ABORTABLE_ERROR")}
+TV2_BUMP = {("ABORTING_TRANSACTION", "INITIALIZING"), ("COMMITTING_TRANSACTION", "INITIALIZING")}
 UNEXERCISED_CLIENT = {
-    "kafka-0.11": STUCK | ABORTABLE, "kafka-1.0": STUCK | ABORTABLE,
-    "kafka-2.5": STUCK | KIP_360, "kafka-2.6": STUCK | KIP_360,
-    "kafka-3.6": STUCK | KIP_360 | KIP_890,
-    **{p: STUCK | KIP_360 | KIP_890 | {("COMMITTING_TRANSACTION", "INITIALIZING")}
-       for p in ("kafka-4.0", "kafka-4.2", "latest")},
+    "kafka-0.11": STUCK, "kafka-1.0": STUCK, "kafka-2.5": STUCK | IDEMPOTENT,
+    "kafka-2.6": STUCK | IDEMPOTENT, "kafka-3.6": STUCK | IDEMPOTENT | KIP_890,
+    **{p: STUCK | IDEMPOTENT | KIP_890 | TV2_BUMP for p in ("kafka-4.0", "kafka-4.2", "latest")},
 }
 
 
