@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from model.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
                            Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, send)
-from model.world import Append, Errors, Reply, TxnMetadata, TxnState as T, World, replace_at
+from model.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
+                         replace_at, spend)
 
 PREPARE = (T.PrepareCommit, T.PrepareAbort)
 COMPLETE = (T.Empty, T.CompleteCommit, T.CompleteAbort)
@@ -308,7 +309,7 @@ def handle_write_txn_markers_response(K, w: World, m) -> World:
 def expire_transaction_enabled(K, w, idle: bool = False):
     """A transaction may time out while the producer is still active (within the budget), and
     always once nothing else can happen (time passes until transaction.timeout.ms expires)."""
-    if not (w.budgets.transaction_timeouts or idle):
+    if not (budget(w, "transaction_timeouts") or idle):
         return []
     return [(tid,) for tid, t in enumerate(w.coordinator.txns)
             if t.state == T.Ongoing and t.pending_state == -1]
@@ -319,12 +320,11 @@ def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
     w = _fence_and_abort(K, w, tid, w.coordinator.txns[tid])
     if idle:
         return w
-    return w._replace(budgets=w.budgets._replace(
-        transaction_timeouts=w.budgets.transaction_timeouts - 1))
+    return spend(w, "transaction_timeouts")
 
 
 def expire_transactional_id_enabled(K, w):
-    if not w.budgets.transactional_id_expirations:
+    if not budget(w, "transactional_id_expirations"):
         return []
     return [(tid,) for tid, t in enumerate(w.coordinator.txns)
             if t.producer_id != -1 and t.state in COMPLETE and t.pending_state == -1]
@@ -336,12 +336,11 @@ def expire_transactional_id(K, w: World, tid: int) -> World:
     prepareDead and append a tombstone."""
     txn = w.coordinator.txns[tid]
     w = _prepare(w, tid, txn, txn._replace(state=T.Dead, pending_state=-1), NO_REPLY)
-    return w._replace(budgets=w.budgets._replace(
-        transactional_id_expirations=w.budgets.transactional_id_expirations - 1))
+    return spend(w, "transactional_id_expirations")
 
 
 def elect_coordinator_enabled(K, w):
-    if not w.budgets.coordinator_failovers:
+    if not budget(w, "coordinator_failovers"):
         return []
     return [(False,), (True,)] if any(w.coordinator.appends) else [(False,)]
 
@@ -355,8 +354,7 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     log = tuple(_logged(a.target) if replicated and a else t for t, a in zip(old.log, old.appends))
     c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
                      appends=((),) * len(log), markers=(frozenset(),) * len(log))
-    w = w._replace(coordinator=c, budgets=w.budgets._replace(
-        coordinator_failovers=w.budgets.coordinator_failovers - 1))
+    w = spend(w._replace(coordinator=c), "coordinator_failovers")
     for a in old.appends:
         if a and a.reply.rpc != -1:
             w = _respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NOT_COORDINATOR,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from model import partition
 from model.producer import _running, _with
-from model.world import ClientState as C, Control, Partition, World
+from model.world import ClientState as C, Control, Partition, World, budget, spend
 
 
 def offsets_partition(K) -> int:
@@ -81,7 +81,7 @@ def handle_txn_offset_commit(K, w: World, m) -> World:
 
 
 def rebalance_enabled(K, w: World):
-    return [()] if K.ctp and w.budgets.rebalances else []
+    return [()] if K.ctp and budget(w, "rebalances") else []
 
 
 def rebalance(K, w: World) -> World:
@@ -89,5 +89,5 @@ def rebalance(K, w: World) -> World:
     transactional.id's application and the generation is bumped. Members learn of it when they
     next poll (``OffsetFetch``) or when the group coordinator rejects their generation."""
     g = w.group
-    return w._replace(group=g._replace(generation=g.generation + 1, owner=(g.owner + 1) % K.tids),
-                      budgets=w.budgets._replace(rebalances=w.budgets.rebalances - 1))
+    return spend(w._replace(group=g._replace(generation=g.generation + 1,
+                                             owner=(g.owner + 1) % K.tids)), "rebalances")

@@ -23,7 +23,8 @@ from model.params import PARAMS, KafkaParams, kafka_params
 from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
 from model.versions import PRESETS
-from model.world import (Budgets, Consumer, Coordinator, Partition, Producer, TxnMetadata, World)
+from model.world import (Budgets, Consumer, Coordinator, Partition, Producer, TxnMetadata, World,
+                         budget, spend)
 
 
 def initial_world(K: KafkaParams) -> World:
@@ -73,26 +74,24 @@ DELIVERIES: dict = {}
 # --- network faults ---------------------------------------------------------------------------------------
 
 def _delay_enabled(K, w):
-    if not w.budgets.request_delays:
+    if not budget(w, "request_delays"):
         return []
     return [(m,) for _, i, m in network.deliverable(w.network, ()) if m.rpc in REQUESTS]
 
 
 def _delay(K, w, m):
     net, delayed = network.hold_back(w.network, w.delayed, w.network.index(m))
-    return w._replace(network=net, delayed=delayed,
-                      budgets=w.budgets._replace(request_delays=w.budgets.request_delays - 1))
+    return spend(w._replace(network=net, delayed=delayed), "request_delays")
 
 
 def _duplicate_enabled(K, w):
-    if not w.budgets.request_duplicates:
+    if not budget(w, "request_duplicates"):
         return []
     return [(m,) for m in dict.fromkeys(w.network + w.delayed) if m.rpc in REQUESTS]
 
 
 def _duplicate(K, w, m):
-    return w._replace(delayed=network.duplicate(w.delayed, m), budgets=w.budgets._replace(
-        request_duplicates=w.budgets.request_duplicates - 1))
+    return spend(w._replace(delayed=network.duplicate(w.delayed, m)), "request_duplicates")
 
 
 def _idle(K, w) -> bool:

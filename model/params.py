@@ -46,6 +46,9 @@ PARAMS = (
           min=0, max=3),
     Param("faults.producer_state_losses", int, 0,
           "a leader drops an idle producer id's state (producer.id.expiration.ms)", min=0, max=3),
+    Param("faults.total", int, None,
+          "at most this many faults of any kinds in one execution (default: the budgets' sum)",
+          min=0, max=40),
 )
 
 
@@ -83,4 +86,10 @@ def kafka_params(cfg) -> KafkaParams:
         records=cfg["workload.records_per_transaction"],
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
-        budgets=tuple(cfg[f"faults.{f}"] for f in Budgets._fields))
+        budgets=_budgets(cfg))
+
+
+def _budgets(cfg) -> tuple[int, ...]:
+    each = tuple(cfg[f"faults.{f}"] for f in Budgets._fields[:-1])
+    total = cfg.get("faults.total")
+    return (*each, sum(each) if total is None else total)

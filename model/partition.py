@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from model.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
                            WriteTxnMarkersResponse, send)
-from model.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition,
+from model.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
                          ProducerStateEntry, RecordId, World, replace_at)
 
 
@@ -202,7 +202,7 @@ def append_marker(K, part: Partition, m):
 
 
 def lose_producer_state_enabled(K, w):
-    if not w.budgets.producer_state_losses:
+    if not budget(w, "producer_state_losses"):
         return []
     return [(k, e.producer_id) for k, part in enumerate(w.partitions[:K.partitions])
             for e in part.producers if e.current_txn_first_offset < 0]
@@ -214,6 +214,4 @@ def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
     epoch and coordinator epoch); the id's next batch is checked as an unknown producer's."""
     part = w.partitions[k]
     part = part._replace(producers=tuple(e for e in part.producers if e.producer_id != producer_id))
-    w = w._replace(partitions=replace_at(w.partitions, k, part))
-    return w._replace(budgets=w.budgets._replace(
-        producer_state_losses=w.budgets.producer_state_losses - 1))
+    return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "producer_state_losses")

@@ -8,7 +8,17 @@ Abstractions: FindCoordinator is folded into sending (a request carries the coor
 the client found; a NOT_COORDINATOR reply makes it find the new one and resend); one record per
 batch and at most one batch in flight per partition; the coordinator-request priority queue is
 reduced to "one coordinator request at a time, AddPartitionsToTxn before EndTxn", which is the
-order the queue's priorities produce. KIP-360 client epoch bumps are not modelled yet.
+order the queue's priorities produce (an epoch bump's InitProducerId, priority EPOCH_BUMP, goes
+after the EndTxn).
+
+Failed batches (TransactionManager.handleFailedBatch): a fenced epoch is fatal; any other error,
+or delivery.timeout.ms expiring a batch in flight (``ExpireBatch``), makes the transaction
+abortable, and from 2.5 on a TV1 client must then bump its epoch (KIP-360): the abort's EndTxn is
+followed by InitProducerId(producer id, epoch), and abortTransaction() returns when it succeeds.
+Lost requests or responses (``LoseRequest``, ``LoseResponse``) time out and the client resends.
+Abstractions: a failed batch does not adjust later sequence numbers (at most one batch is in
+flight per partition); UNKNOWN_PRODUCER_ID is handled as any abortable error (the idempotent
+producer's log-start-offset based sequence reset is not modelled).
 
 Consume-transform-produce (``workload.consume_transform_produce``): the application owns the
 input partition in its consumer group (``model.group_coordinator``), fetches the committed
@@ -22,7 +32,7 @@ from __future__ import annotations
 
 from model.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
                            TxnOffsetCommit, deliverable, remove, send)
-from model.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT,
+from model.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
                          ClientState as C, Errors, Outcome, World, replace_at)
 
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)
@@ -343,7 +353,7 @@ def _batch_failed(K, p):
 # --- faults -----------------------------------------------------------------------------------------
 
 def crash_producer_enabled(K, w):
-    if not w.budgets.producer_crashes:
+    if not budget(w, "producer_crashes"):
         return []
     return [(i,) for i, p in _running(K, w)
             if not p.replaced and p.instance + 1 < K.producers_per_id]
@@ -354,11 +364,11 @@ def crash_producer(K, w, i):
     instance is not stopped: it may go on as a zombie (or never act again)."""
     w = _with(w, i, replaced=True)
     w = _with(w, i + 1, started=True)
-    return w._replace(budgets=w.budgets._replace(producer_crashes=w.budgets.producer_crashes - 1))
+    return spend(w, "producer_crashes")
 
 
 def expire_batch_enabled(K, w):
-    if not w.budgets.batch_expiries:
+    if not budget(w, "batch_expiries"):
         return []
     return [(i, r.partition) for i, p in _running(K, w) for r in p.in_flight]
 
@@ -370,7 +380,7 @@ def expire_batch(K, w, i, k):
     p = w.producers[i]
     p = _batch_failed(K, p)._replace(in_flight=tuple(r for r in p.in_flight if r.partition != k))
     w = w._replace(producers=replace_at(w.producers, i, p))
-    return w._replace(budgets=w.budgets._replace(batch_expiries=w.budgets.batch_expiries - 1))
+    return spend(w, "batch_expiries")
 
 
 def _awaited(w: World, m):
@@ -389,11 +399,11 @@ COORDINATOR_REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, 
 
 
 def lose_request_enabled(K, w):
-    return _lost(w, w.budgets.request_losses, responses=False)
+    return _lost(w, budget(w, "request_losses"), responses=False)
 
 
 def lose_response_enabled(K, w):
-    return _lost(w, w.budgets.response_losses, responses=True)
+    return _lost(w, budget(w, "response_losses"), responses=True)
 
 
 def _lost(w, budget, responses):
@@ -407,15 +417,14 @@ def lose_request(K, w, m):
     """A client request is lost: request.timeout.ms passes, NetworkClient disconnects and the
     client resends the request (TxnRequestHandler.reenqueue after lookupCoordinator, to the
     coordinator it finds now; the Sender retries a batch with the same sequence number)."""
-    w = w._replace(budgets=w.budgets._replace(request_losses=w.budgets.request_losses - 1))
-    return _retry(K, _without(w, m), m)
+    return _retry(K, _without(spend(w, "request_losses"), m), m)
 
 
 def lose_response(K, w, m):
     """The response to a client request is lost: the client times out and resends the request
     as for a lost request (the request has taken effect; the retry must be answered as one)."""
-    w = w._replace(budgets=w.budgets._replace(response_losses=w.budgets.response_losses - 1))
-    return _retry(K, _without(w, m), m.request if m.rpc == Rpc.ProduceResponse else m)
+    return _retry(K, _without(spend(w, "response_losses"), m),
+                  m.request if m.rpc == Rpc.ProduceResponse else m)
 
 
 def _without(w, m):

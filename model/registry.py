@@ -14,8 +14,11 @@ from model.config import Config, ConfigError, Param, build_config, read_toml
 MODULES = ("model.toys.twophase", "model.kafka")
 DEFAULT_MODEL = "kafka"
 DEFAULT_SETTINGS = {  # the built-in default = configs/small.toml (tests keep the two equal)
-    "cluster.partitions": 1, "faults.producer_crashes": 1, "faults.transaction_timeouts": 1,
-    "faults.request_delays": 1}
+    "cluster.partitions": 1, "faults.total": 2,
+    **{f"faults.{f}": 1 for f in ("producer_crashes", "coordinator_failovers", "transaction_timeouts",
+                                  "request_delays", "request_duplicates", "request_losses",
+                                  "response_losses", "batch_expiries", "producer_state_losses",
+                                  "transactional_id_expirations")}}
 
 
 @dataclass(frozen=True)

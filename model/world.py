@@ -233,7 +233,8 @@ class Group(NamedTuple):
 
 
 class Budgets(NamedTuple):
-    """Remaining fault budgets."""
+    """Remaining fault budgets, per kind and in total (``faults.total``: at most that many faults
+    of any kinds in one execution; by default the sum, i.e. no further limit)."""
     producer_crashes: int
     coordinator_failovers: int
     transaction_timeouts: int
@@ -245,6 +246,7 @@ class Budgets(NamedTuple):
     response_losses: int
     batch_expiries: int
     producer_state_losses: int
+    total: int
 
 
 class World(NamedTuple):
@@ -256,6 +258,17 @@ class World(NamedTuple):
     delayed: tuple          # messages held back: deliverable in any order, sorted
     budgets: Budgets
     group: Group = Group()
+
+
+def budget(w: World, fault: str) -> int:
+    """How many more faults of this kind may happen."""
+    return getattr(w.budgets, fault) if w.budgets.total else 0
+
+
+def spend(w: World, fault: str) -> World:
+    """A fault of this kind happened."""
+    b = w.budgets
+    return w._replace(budgets=b._replace(**{fault: getattr(b, fault) - 1}, total=b.total - 1))
 
 
 def replace_at(items: tuple, i: int, value) -> tuple:

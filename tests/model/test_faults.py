@@ -135,3 +135,20 @@ def test_a_lost_end_txn_response_is_retried_and_answered_as_a_retry(preset):
 def test_lost_requests_are_resent_and_every_invariant_holds(preset):
     out = explore(bind(preset, **{"faults.request_losses": 1}))
     assert out.violations == () and "LoseRequest" not in out.never_enabled
+
+
+def test_total_caps_the_faults_of_one_execution():
+    """faults.total: at most that many faults of any kinds per execution; by default the sum of
+    the budgets (no further limit)."""
+    two = {"faults.request_delays": 1, "faults.request_duplicates": 1, "faults.producer_crashes": 0}
+    model = bind("latest", **two, **{"faults.total": 1})
+    both = _recording(model, lambda s, a, t: t.budgets.request_delays == 0
+                      and t.budgets.request_duplicates == 0)
+    capped = explore(model)
+    assert both == [] and not {"DelayRequest", "DuplicateRequest"} & set(capped.never_enabled)
+    model = bind("latest", **two)
+    both = _recording(model, lambda s, a, t: t.budgets.request_delays == 0
+                      and t.budgets.request_duplicates == 0)
+    uncapped = explore(model)
+    assert both and uncapped.stats.distinct > capped.stats.distinct
+    assert model.init_states()[0].budgets.total == 2

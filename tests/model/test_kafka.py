@@ -1,5 +1,7 @@
 """The Kafka model: pinned state counts per preset, the known weaknesses of old versions found
 from generic fault budgets, and the fast path agreeing with the rules."""
+import multiprocessing
+
 import pytest
 
 from model import registry
@@ -27,32 +29,56 @@ TINY = [
 ]
 
 
-# (preset, distinct, generated, depth) of configs/small.toml (kafka-0.11 stops at its violation)
+# (preset, distinct, generated, depth) of configs/small.toml (a preset before KIP-890 stops at its
+# violation)
 SMALL = [
-    ("kafka-0.11", 4679, 11696, 17),
-    ("kafka-1.0", 189812, 754196, 48),
-    ("kafka-2.5", 189812, 754196, 48),
-    ("kafka-2.6", 189812, 754196, 48),
-    ("kafka-3.6", 559798, 2340315, 52),
-    ("kafka-4.0", 153231, 575416, 46),
-    ("kafka-4.2", 153231, 575416, 46),
-    ("latest", 153231, 575416, 46),
+    ("kafka-0.11", 33218, 78120, 17),
+    ("kafka-1.0", 49039, 120434, 18),
+    ("kafka-2.5", 49761, 121616, 18),
+    ("kafka-2.6", 49761, 121616, 18),
+    ("kafka-3.6", 4041969, 16303110, 59),
+    ("kafka-4.0", 1390331, 5227497, 49),
+    ("kafka-4.2", 226924, 726106, 24),
+    ("latest", 1328671, 5018800, 49),
 ]
+
+
+# What the default config finds on the presets with a known weakness relative to latest: before
+# KIP-890 a batch that expired in flight, or a zombie's batch at a leader that forgot its producer
+# id, opens a hanging transaction (tests/model/test_faults.py); 4.2's strict marker epoch rejects
+# a marker resent after a coordinator failover (KAFKA-19999, below).
+KNOWN_WEAKNESS = {**{p: ["no_hanging_transactions"]
+                     for p in ("kafka-0.11", "kafka-1.0", "kafka-2.5", "kafka-2.6")},
+                  "kafka-4.2": ["quiescent_completion"]}
 
 
 def test_every_preset_is_pinned():
     assert [p for p, *_ in TINY] == [p for p, *_ in SMALL] == list(PRESETS)
 
 
-@pytest.mark.parametrize("preset, distinct, generated, depth", SMALL)
-def test_small_counts_and_verdicts(preset, distinct, generated, depth):
+def _small(preset):
     out = explore(registry.bind(load("small", **{"protocol.version": preset})))
-    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (distinct, generated, depth)
-    expected = ["no_hanging_transactions"] if preset == "kafka-0.11" else []
-    assert [v.property for v in out.violations] == expected
-    assert set(out.never_enabled) == {"ElectCoordinator", "DuplicateRequest",  # zero budgets
-                                      "ExpireTransactionalId", "LoseRequest", "LoseResponse",
-                                      "ExpireBatch", "LoseProducerState"}
+    return (preset, (out.stats.distinct, out.stats.generated, out.stats.depth),
+            [v.property for v in out.violations], out.never_enabled)
+
+
+@pytest.fixture(scope="module")
+def small_runs():
+    """Every preset's exhaustive run of the default config, two at a time (3.6, the largest at
+    four million states, first)."""
+    order = sorted(PRESETS, key=lambda p: p != "kafka-3.6")
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        return {r[0]: r[1:] for r in pool.imap_unordered(_small, order)}
+
+
+@pytest.mark.parametrize("preset, distinct, generated, depth", SMALL)
+def test_small_counts_and_verdicts(small_runs, preset, distinct, generated, depth):
+    counts, violations, never_enabled = small_runs[preset]
+    assert counts == (distinct, generated, depth)
+    expected = KNOWN_WEAKNESS.get(preset, [])
+    assert violations == expected
+    if not expected:
+        assert never_enabled == ()      # every rule fires
 
 
 @pytest.mark.parametrize("preset, distinct, generated, depth", TINY)
@@ -80,6 +106,23 @@ def test_kafka_0_11_unfenced_abort_leaves_a_hanging_transaction():
     assert v.path.actions[marker][1].producer_epoch == v.path.actions[produce][1].producer_epoch
     assert v.path.actions[produce][1].producer == 0  # the replaced instance
     assert names[-1] == "CommitTxnLogAppend"  # CompleteAbort: the coordinator forgets it
+
+
+def test_kafka_4_2_strict_marker_epoch_rejects_a_resent_marker():
+    """KAFKA-19999, found by the default config: after a coordinator failover the new coordinator
+    resends the COMMIT marker the leader already wrote; KIP-1228's strict check (marker epoch must
+    exceed the stored one) rejects it, the coordinator stops sending markers and the transaction
+    stays in PrepareCommit. ``latest`` accepts the equal-epoch retry as a no-op."""
+    cfg = load("small", **{"protocol.version": "kafka-4.2"})
+    (v,) = explore(registry.bind(cfg), BfsOptions(properties=["quiescent_completion"])).violations
+    names = [a[0] for a in v.path.actions]
+    assert len(names) == 24 and "ElectCoordinator" in names
+    markers = [a[1] for a in v.path.actions if a[0] == "HandleWriteTxnMarkers"]
+    assert [m.coordinator_epoch for m in markers] == [0, 1] and markers[0].producer_epoch == \
+        markers[1].producer_epoch
+    assert v.path.actions[-1][1].error.name == "INVALID_PRODUCER_EPOCH"
+    w = v.path.states[-1]
+    assert w.coordinator.txns[0].state.name == "PrepareCommit"
 
 
 def test_timeout_fence_protects_from_1_0_on():
@@ -116,14 +159,14 @@ def test_fast_path_agrees_with_actions_and_step(preset):
 
 
 def test_expired_transactional_id_starts_over_with_a_new_producer_id():
-    """transactional.id.expiration: Empty / CompleteCommit / CompleteAbort -> Dead, the metadata
+    """transactional.id expiration: Empty / CompleteCommit / CompleteAbort -> Dead, the metadata
     removed once the tombstone is replicated; the next InitProducerId gets a new producer id, and
-    every invariant still holds (small, latest)."""
+    every invariant still holds (tiny, latest)."""
     from model.core import Expectation, Property
 
-    model = registry.bind(load("small", **{"faults.transactional_id_expirations": 1}))
+    model = registry.bind(load(**{"faults.transactional_id_expirations": 1}))
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
                                    lambda w: any(p.producer_id == 1 for p in w.producers)),)
     out = explore(model)
-    assert out.violations == () and out.stats.distinct == 425_030
+    assert out.violations == () and out.stats.distinct == 44_336
     assert "ExpireTransactionalId" not in out.never_enabled
