@@ -383,19 +383,16 @@ def expire_batch(K, w, i, k):
     return spend(w, "batch_expiries")
 
 
-def _awaited(w: World, m):
-    """The producer waiting for the answer to client request ``m``, or to the request response
-    ``m`` answers; -1 if none (it was answered, failed, or it is a stale copy)."""
+COORDINATOR_REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.TxnOffsetCommit)
+
+
+def _awaited(w: World, m) -> bool:
+    """Whether the client still waits for the answer to request ``m``, or to the request response
+    ``m`` answers (not if it was answered or failed, or ``m`` is a stale copy)."""
     r = m.rpc
     if r in (Rpc.Produce, Rpc.ProduceResponse):
-        return m.producer if (m if r == Rpc.Produce else m.request) in \
-            w.producers[m.producer].in_flight else -1
-    if r & ~1 in COORDINATOR_REQUESTS and w.producers[m.producer].in_flight_request == r & ~1:
-        return m.producer
-    return -1
-
-
-COORDINATOR_REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.TxnOffsetCommit)
+        return (m if r == Rpc.Produce else m.request) in w.producers[m.producer].in_flight
+    return (r & ~1) in COORDINATOR_REQUESTS and w.producers[m.producer].in_flight_request == r & ~1
 
 
 def lose_request_enabled(K, w):
@@ -410,7 +407,7 @@ def _lost(w, budget, responses):
     if not budget:
         return []
     return [(m,) for _, _, m in deliverable(w.network, w.delayed)
-            if bool(m.rpc & 1) == responses and _awaited(w, m) != -1]
+            if bool(m.rpc & 1) == responses and _awaited(w, m)]
 
 
 def lose_request(K, w, m):
