@@ -19,7 +19,6 @@ or at ``max_depth`` is counted and checked but not expanded, and is never a dead
 """
 from __future__ import annotations
 
-import gc
 import time
 import traceback
 from array import array
@@ -27,7 +26,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from model.core import Expectation, Model, ModelBase
-from explorers.paths import check_fingerprint_contract, key_function, rebuild, successors_of
+from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
+    successors_of
 from explorers.result import (Outcome, Violation, action_coverage, by_name, peak_rss_mb,
                               search_stats)
 
@@ -118,10 +118,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             if entry[1](t):
                 pending.remove(entry)
 
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
     expanding = None  # (depth, index) of the state being expanded, for model errors
-    try:
+    with gc_paused():
         try:
             fps0 = next_fps
             check_fingerprint_contract(model)
@@ -198,9 +196,6 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             path = path_to(*expanding) if expanding else None
             violations.append(Violation("model_error", "model_error", "the model raised an exception",
                                         path, "".join(traceback.format_exception(exc)).rstrip()))
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
     seconds = time.perf_counter() - t0
     depth += bool(next_fps)  # a level cut short by a violation

@@ -6,7 +6,9 @@ order) whose fingerprint is the next one on the path.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import gc
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
 from model.core import Model, check_view, fingerprint
 from explorers.result import Path
@@ -20,6 +22,22 @@ def key_function(model: Model) -> Callable:
     if getattr(view, "is_identity", False):
         return fingerprint
     return lambda s: fingerprint(view(s))
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause CPython's cyclic garbage collector. States are immutable acyclic values, so it frees
+    nothing during a search, yet it rescans every live state each time it runs: unpickling a
+    frontier chunk with it on costs 10x as much (27 against 2.4 us a Kafka state). Drop the big
+    values before leaving: the first collection after the pause scans every object allocated
+    during it that is still alive."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def successors_of(model: Model) -> Callable:

@@ -34,7 +34,6 @@ Every function is deterministic and writes its files atomically, so Spark may re
 """
 from __future__ import annotations
 
-import gc
 import pickle
 import traceback
 from array import array
@@ -44,7 +43,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from model.core import Expectation, ModelBase
 from explorers.bfs import select_properties
-from explorers.paths import key_function, successors_of
+from explorers.paths import gc_paused, key_function, successors_of
 from explorers import spark_store
 
 INIT_KEY_BYTES, STEP_KEY_BYTES = 4, 2
@@ -190,6 +189,10 @@ class Level:
     # --- map side -----------------------------------------------------------------------------
 
     def expand(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
+        with gc_paused():
+            yield from self._expand(index, records)
+
+    def _expand(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
         c, P, stop, depth = checker(self.job), self.job.partitions, self.stop_at, self.depth
         visited, frontier = read_level(records)
         own = set(visited)  # successors this partition owns and has seen go no further
@@ -200,92 +203,84 @@ class Level:
         generated, event = 0, None
         successors, key, packed, within, bounded = c.successors, c.key, c.packed, c.within, c.bounded
         transition = c.transition if stop is None else ()
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            for k, fp, s in frontier:
-                if stop is not None and k >= stop:
-                    break
-                try:
-                    if bounded and not within(s):
-                        continue
-                    out = successors(s)
-                    if len(out) >= MAX_SUCCESSORS:
-                        raise ValueError(f"a state has {len(out)} successors; the Spark explorer "
-                                         f"supports at most {MAX_SUCCESSORS - 1}")
-                except Exception as exc:
-                    event = _model_error(k, exc, (depth, fp))
-                    break
-                if not out:
-                    if c.deadlock:
-                        event = Event(k, "deadlock", "deadlock",
-                                      "some action is enabled in every reachable state", (depth, fp))
-                        break
+        for k, fp, s in frontier:
+            if stop is not None and k >= stop:
+                break
+            try:
+                if bounded and not within(s):
                     continue
-                generated += len(out)
-                if stop is not None and stop.startswith(k):  # the level stops in this state
-                    out = _cut(out, stop[len(k):], cov)
-                pos = 0
-                try:
-                    for pos, (a, t) in enumerate(out):
-                        cov[a] = cov_get(a, 0) + 1
-                        ft = t if packed else key(t)
-                        if transition:
-                            event = _check_transition(transition, s, a, t, _at(k, pos, 0), (depth, fp))
-                            if event is not None:
-                                break
-                        j = (ft * _MIX >> 64) % P
-                        if j == index and ft in own:
-                            continue
-                        b = buckets[j]
-                        if ft not in b:  # the frontier is in key order: the first candidate wins
-                            b[ft] = (ft, k, pos, fp, a[0], t)
-                except Exception as exc:
-                    event = _model_error(_at(k, pos, 0), exc, (depth, fp))
-                if event is not None:
+                out = successors(s)
+                if len(out) >= MAX_SUCCESSORS:
+                    raise ValueError(f"a state has {len(out)} successors; the Spark explorer "
+                                     f"supports at most {MAX_SUCCESSORS - 1}")
+            except Exception as exc:
+                event = _model_error(k, exc, (depth, fp))
+                break
+            if not out:
+                if c.deadlock:
+                    event = Event(k, "deadlock", "deadlock",
+                                  "some action is enabled in every reachable state", (depth, fp))
                     break
-            fired: Counter = Counter()
-            for a, n in cov.items():
-                fired[a[0]] += n
-            summary = Expansion(generated, dict(fired), event)
-            for j, b in enumerate(buckets):
-                if b or j == index:
-                    yield j, pickle.dumps((list(b.values()), summary if j == index else None), PICKLE)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+                continue
+            generated += len(out)
+            if stop is not None and stop.startswith(k):  # the level stops in this state
+                out = _cut(out, stop[len(k):], cov)
+            pos = 0
+            try:
+                for pos, (a, t) in enumerate(out):
+                    cov[a] = cov_get(a, 0) + 1
+                    ft = t if packed else key(t)
+                    if transition:
+                        event = _check_transition(transition, s, a, t, _at(k, pos, 0), (depth, fp))
+                        if event is not None:
+                            break
+                    j = (ft * _MIX >> 64) % P
+                    if j == index and ft in own:
+                        continue
+                    b = buckets[j]
+                    if ft not in b:  # the frontier is in key order: the first candidate wins
+                        b[ft] = (ft, k, pos, fp, a[0], t)
+            except Exception as exc:
+                event = _model_error(_at(k, pos, 0), exc, (depth, fp))
+            if event is not None:
+                break
+        fired: Counter = Counter()
+        for a, n in cov.items():
+            fired[a[0]] += n
+        summary = Expansion(generated, dict(fired), event)
+        for j, b in enumerate(buckets):
+            if b or j == index:
+                yield j, pickle.dumps((list(b.values()), summary if j == index else None), PICKLE)
 
     # --- reduce side ----------------------------------------------------------------------------
 
     def merge(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
+        with gc_paused():
+            yield from self._merge(index, records)
+
+    def _merge(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
         visited, blobs = array("q"), []
         for tag, data in records:  # read everything: a worker that stops early is not reused
             if tag == "V":
                 visited.frombytes(data)
             elif isinstance(tag, int):
                 blobs.append(data)
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            seen = set(visited)
-            best: dict = {}
-            expansion = Expansion()
-            for blob in blobs:
-                cands, summary = pickle.loads(blob)
-                if summary is not None:
-                    expansion = summary
-                for cand in cands:
-                    ft = cand[0]
-                    if ft in seen:
-                        continue
-                    cur = best.get(ft)
-                    if cur is None or (cand[1], cand[2]) < (cur[1], cur[2]):
-                        best[ft] = cand
-            new = sorted(best.values(), key=lambda cand: (cand[1], cand[2]))
-            yield from self._admit(index, visited, new, expansion, STEP_KEY_BYTES)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
+        seen = set(visited)
+        best: dict = {}
+        expansion = Expansion()
+        for blob in blobs:
+            cands, summary = pickle.loads(blob)
+            if summary is not None:
+                expansion = summary
+            for cand in cands:
+                ft = cand[0]
+                if ft in seen:
+                    continue
+                cur = best.get(ft)
+                if cur is None or (cand[1], cand[2]) < (cur[1], cur[2]):
+                    best[ft] = cand
+        new = sorted(best.values(), key=lambda cand: (cand[1], cand[2]))
+        yield from self._admit(index, visited, new, expansion, STEP_KEY_BYTES)
 
     def initial(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
         """Level 0: the initial states this partition owns, in the model's order."""
@@ -340,7 +335,18 @@ class Level:
         fps, parents, positions = array("q"), array("q"), array("i")
         frontier, found = [], Counter()
         witnessed, witness_errors, event = {}, {}, None
+        # Pickle shares a value only with itself (by identity), and each bucket unpickles into
+        # its own copies: a coordinator that no step changed would be pickled once per bucket,
+        # then once per copy, and so on every level. Interning the top-level fields of the new
+        # states by equality keeps them shared (Kafka small, P = 2: pickling 25 s -> 7 s).
+        canon: dict = {}
+        intern = canon.setdefault
         for ft, pk, pos, pfp, name, t in new:
+            if type(t) is not tuple and isinstance(t, tuple):  # a NamedTuple state
+                try:
+                    t = tuple.__new__(type(t), [intern(f, f) for f in t])
+                except TypeError:  # an unhashable field: leave the state as it is
+                    pass
             k = pk + pos.to_bytes(width, "big")
             if event is None and checking:
                 event = self._check(c, t, ft, k + b"\1", (self.depth, pfp) if level else None,
@@ -381,18 +387,20 @@ def read_level(records: Iterable) -> tuple[array, list]:
 
 def save_checkpoint(job: Job, level: int, index: int, records: Iterable) -> Iterator[tuple[int, int]]:
     c = checker(job)
-    visited, frontier = read_level(records)
-    yield spark_store.write_checkpoint_part(job.run_dir, level, index, visited, frontier,
-                                            c.model, c.packed)
+    with gc_paused():
+        visited, frontier = read_level(records)
+        yield spark_store.write_checkpoint_part(job.run_dir, level, index, visited, frontier,
+                                                c.model, c.packed)
 
 
 def load_checkpoint(job: Job, meta: dict, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
     for _ in records:
         pass
     c = checker(job)
-    visited, frontier = spark_store.read_checkpoint_part(job.run_dir, meta, index, c.model,
-                                                         c.packed, c.key)
-    yield from level_records(Summary(len(frontier), Expansion(), {}, {}, {}), visited, frontier)
+    with gc_paused():
+        visited, frontier = spark_store.read_checkpoint_part(job.run_dir, meta, index, c.model,
+                                                             c.packed, c.key)
+        yield from level_records(Summary(len(frontier), Expansion(), {}, {}, {}), visited, frontier)
 
 
 def first_record(records: Iterable) -> Iterator:
