@@ -3,7 +3,6 @@
 Layout. A state belongs to partition ``owner(fp)`` of ``P``. A *level RDD* holds, in partition
 ``i``, the search state of the states partition ``i`` owns, as a few large records:
 
-* ``("S", Summary)``   first: what this partition did in the level that built it;
 * ``("V", bytes)``     the visited set: 64-bit fingerprints (``array("q")`` bytes), in chunks;
 * ``("F", bytes)``     the frontier (the states found in that level), pickled in chunks of
   ``(key, fp, state)`` sorted by ``key``.
@@ -16,7 +15,9 @@ Spark's shuffle moves only those buckets.
 ``merge`` (reduce side) gets partition ``j``'s level-``d`` records and every bucket addressed to
 ``j`` (a partitioner-aware union, so the visited set is never shuffled), keeps per fingerprint
 the candidate that comes first in BFS order, drops the visited ones, checks invariants and
-witnesses on the new states, writes their parent pointers and returns level ``d + 1``.
+witnesses on the new states, writes their parent pointers and returns level ``d + 1``. What a
+partition did in a level (a ``Summary``) goes to the driver through a Spark accumulator, so the
+driver reads it without another pass over the level.
 
 BFS order, exactly. The single-process BFS expands each level in discovery order, so a state's
 position in its level is the sequence of successor indices along its BFS-tree path. That sequence
@@ -105,7 +106,7 @@ class Expansion:
 
 @dataclass(frozen=True)
 class Summary:
-    """What one partition did in one level (``("S", Summary)``, the first record)."""
+    """What one partition did in one level (reported through ``Summaries``)."""
 
     new: int                                     # states found (owned by this partition)
     expansion: Expansion                         # of the level before, by the same partition
@@ -160,13 +161,6 @@ def _cut(out: list, rest: bytes, cov: dict) -> list:
     return out[:at + phase]
 
 
-def _check_transition(transition: list, s, a, t, at: bytes, base) -> Event | None:
-    for p, holds in transition:
-        if not holds(s, a, t):
-            return Event(at, "transition", p.name, p.claim, base, step=(a, t))
-    return None
-
-
 def _trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc)).rstrip()
 
@@ -184,6 +178,7 @@ class Level:
     job: Job
     depth: int
     pending: tuple[str, ...]        # sometimes-properties not yet witnessed
+    summaries: Any                  # a Spark accumulator of ``Summaries``
     stop_at: bytes | None = None    # count only what happens before this event (inclusive)
 
     # --- map side -----------------------------------------------------------------------------
@@ -230,10 +225,13 @@ class Level:
                 for pos, (a, t) in enumerate(out):
                     cov[a] = cov_get(a, 0) + 1
                     ft = t if packed else key(t)
-                    if transition:
-                        event = _check_transition(transition, s, a, t, _at(k, pos, 0), (depth, fp))
-                        if event is not None:
+                    for p, holds in transition:
+                        if not holds(s, a, t):
+                            event = Event(_at(k, pos, 0), "transition", p.name, p.claim, (depth, fp),
+                                          step=(a, t))
                             break
+                    if event is not None:
+                        break
                     j = (ft * _MIX >> 64) % P
                     if j == index and ft in own:
                         continue
@@ -307,15 +305,10 @@ class Level:
                     new.append((fp, b"", i, 0, None, s))
         yield from self._admit(index, array("q"), new, Expansion(event=event), INIT_KEY_BYTES)
 
-    def _check(self, c: Checker, t, ft: int, at: bytes, base, open_witnesses: list,
-               witnessed: dict, witness_errors: dict) -> Event | None:
-        """Invariants, then the witnesses still open, on a newly found state (as the BFS does)."""
-        try:
-            for p, holds in c.always:
-                if not holds(t):
-                    return Event(at, "always", p.name, p.claim, base, last=ft)
-        except Exception as exc:
-            return _model_error(at, exc, base)
+    @staticmethod
+    def _witness(t, at: bytes, base, open_witnesses: list, witnessed: dict,
+                 witness_errors: dict) -> None:
+        """The witnesses still open, on a newly found state that satisfies the invariants."""
         for entry in open_witnesses[:]:
             p, holds = entry
             try:
@@ -325,12 +318,11 @@ class Level:
             except Exception as exc:
                 witness_errors[p.name] = _model_error(at, exc, base)
                 open_witnesses.remove(entry)
-        return None
 
     def _admit(self, index, visited: array, new: list, expansion: Expansion, width: int):
         """Record the new states (in key order), check them, and yield the level's records."""
         c, level, stop = checker(self.job), self.depth + 1, self.stop_at
-        checking = stop is None
+        checking, always = stop is None, c.always
         open_witnesses = [c.sometimes[n] for n in self.pending if n in c.sometimes] if checking else []
         fps, parents, positions = array("q"), array("q"), array("i")
         frontier, found = [], Counter()
@@ -348,9 +340,18 @@ class Level:
                 except TypeError:  # an unhashable field: leave the state as it is
                     pass
             k = pk + pos.to_bytes(width, "big")
-            if event is None and checking:
-                event = self._check(c, t, ft, k + b"\1", (self.depth, pfp) if level else None,
-                                    open_witnesses, witnessed, witness_errors)
+            if event is None and checking:  # invariants, then witnesses, as the BFS does
+                try:
+                    for p, holds in always:
+                        if not holds(t):
+                            event = Event(k + b"\1", "always", p.name, p.claim,
+                                          (self.depth, pfp) if level else None, last=ft)
+                            break
+                except Exception as exc:
+                    event = _model_error(k + b"\1", exc, (self.depth, pfp) if level else None)
+                if open_witnesses and event is None:
+                    self._witness(t, k + b"\1", (self.depth, pfp) if level else None,
+                                  open_witnesses, witnessed, witness_errors)
             fps.append(ft)
             parents.append(pfp)
             positions.append(pos)
@@ -360,12 +361,25 @@ class Level:
         if checking:
             spark_store.write_parents(self.job.run_dir, level, index, fps, parents, positions)
         visited.extend(fps)
-        yield from level_records(Summary(len(fps), expansion, dict(found), witnessed,
-                                         witness_errors, event), visited, frontier)
+        self.summaries.add({(level, stop, index): Summary(len(fps), expansion, dict(found),
+                                                          witnessed, witness_errors, event)})
+        yield from level_records(visited, frontier)
 
 
-def level_records(summary: Summary, visited: array, frontier: list) -> Iterator[tuple[str, Any]]:
-    yield "S", summary
+class Summaries:
+    """The accumulator (pyspark's AccumulatorParam protocol) the level tasks report their
+    ``Summary`` to, as ``{(level, stop_at, partition): Summary}``. A task that Spark runs again
+    (a lost executor) reports the same entry again, which changes nothing."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, a: dict, b: dict) -> dict:
+        a.update(b)
+        return a
+
+
+def level_records(visited: array, frontier: list) -> Iterator[tuple[str, Any]]:
     data = visited.tobytes()
     step = VISITED_CHUNK * visited.itemsize
     for i in range(0, max(len(data), 1), step):
@@ -400,13 +414,4 @@ def load_checkpoint(job: Job, meta: dict, index: int, records: Iterable) -> Iter
     with gc_paused():
         visited, frontier = spark_store.read_checkpoint_part(job.run_dir, meta, index, c.model,
                                                              c.packed, c.key)
-        yield from level_records(Summary(len(frontier), Expansion(), {}, {}, {}), visited, frontier)
-
-
-def first_record(records: Iterable) -> Iterator:
-    """The summary of a level partition (the rest is read and dropped, so the worker is reused)."""
-    it = iter(records)
-    head = next(it)
-    for _ in it:
-        pass
-    yield head[1]
+        yield from level_records(visited, frontier)
