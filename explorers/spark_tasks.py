@@ -40,6 +40,7 @@ import traceback
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
 from model.core import Expectation, ModelBase
@@ -192,7 +193,7 @@ class Level:
         visited, frontier = read_level(records)
         own = set(visited)  # successors this partition owns and has seen go no further
         del visited
-        buckets: list[dict] = [{} for _ in range(P)]
+        cands: dict = {}    # fingerprint -> its first candidate (the frontier is in key order)
         cov: dict = {}
         cov_get = cov.get
         generated, event = 0, None
@@ -225,19 +226,16 @@ class Level:
                 for pos, (a, t) in enumerate(out):
                     cov[a] = cov_get(a, 0) + 1
                     ft = t if packed else key(t)
-                    for p, holds in transition:
-                        if not holds(s, a, t):
-                            event = Event(_at(k, pos, 0), "transition", p.name, p.claim, (depth, fp),
-                                          step=(a, t))
+                    if transition:
+                        for p, holds in transition:
+                            if not holds(s, a, t):
+                                event = Event(_at(k, pos, 0), "transition", p.name, p.claim,
+                                              (depth, fp), step=(a, t))
+                                break
+                        if event is not None:
                             break
-                    if event is not None:
-                        break
-                    j = (ft * _MIX >> 64) % P
-                    if j == index and ft in own:
-                        continue
-                    b = buckets[j]
-                    if ft not in b:  # the frontier is in key order: the first candidate wins
-                        b[ft] = (ft, k, pos, fp, a[0], t)
+                    if ft not in own and ft not in cands:
+                        cands[ft] = (ft, k, pos, fp, a[0], t)
             except Exception as exc:
                 event = _model_error(_at(k, pos, 0), exc, (depth, fp))
             if event is not None:
@@ -246,9 +244,17 @@ class Level:
         for a, n in cov.items():
             fired[a[0]] += n
         summary = Expansion(generated, dict(fired), event)
+        del own, frontier
+        buckets: list[list] = [[] for _ in range(P)]
+        if P == 1:
+            buckets[0] = list(cands.values())
+        else:
+            for cand in cands.values():
+                buckets[(cand[0] * _MIX >> 64) % P].append(cand)
+        del cands
         for j, b in enumerate(buckets):
-            if b or j == index:
-                yield j, pickle.dumps((list(b.values()), summary if j == index else None), PICKLE)
+            if b or j == index:  # the summary rides with the partition's own candidates
+                yield j, pickle.dumps((b, summary if j == index else None), PICKLE)
 
     # --- reduce side ----------------------------------------------------------------------------
 
@@ -263,21 +269,23 @@ class Level:
                 visited.frombytes(data)
             elif isinstance(tag, int):
                 blobs.append(data)
-        seen = set(visited)
         best: dict = {}
-        expansion = Expansion()
+        expansion, seen = Expansion(), None
         for blob in blobs:
             cands, summary = pickle.loads(blob)
-            if summary is not None:
+            if summary is not None:  # this partition's own: already checked against visited
                 expansion = summary
+            elif seen is None:
+                seen = set(visited)
             for cand in cands:
                 ft = cand[0]
-                if ft in seen:
+                if summary is None and ft in seen:
                     continue
                 cur = best.get(ft)
                 if cur is None or (cand[1], cand[2]) < (cur[1], cur[2]):
                     best[ft] = cand
-        new = sorted(best.values(), key=lambda cand: (cand[1], cand[2]))
+        del seen, blobs
+        new = sorted(best.values(), key=itemgetter(1, 2))
         yield from self._admit(index, visited, new, expansion, STEP_KEY_BYTES)
 
     def initial(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
