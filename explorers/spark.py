@@ -8,7 +8,8 @@ holds only counts, coverage and the first violation of a level. Per level (one j
    within the partition -- so Spark's shuffle carries ``P x P`` large records, not one per state;
 2. each owner unions its cached visited set with the buckets addressed to it (a partitioner-aware
    union: the visited set never moves), keeps new states only, checks invariants and witnesses on
-   them, writes their parent pointers (``explorers/spark_store.py``) and caches the next level.
+   them, writes their parent pointers (``explorers/spark_store.py``) and caches the next level;
+   its summary (counts, coverage, first violation) reaches the driver through an accumulator.
 
 States are ordered by their BFS-tree path (``explorers/spark_tasks.py``), so the search finds the
 same parent for every state, the same first violation and the same per-action coverage as the
