@@ -250,7 +250,7 @@ class Level:
             buckets[0] = list(cands.values())
         else:
             for cand in cands.values():
-                buckets[(cand[0] * _MIX >> 64) % P].append(cand)
+                buckets[owner(cand[0], P)].append(cand)
         del cands
         for j, b in enumerate(buckets):
             if b or j == index:  # the summary rides with the partition's own candidates
