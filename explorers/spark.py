@@ -1,7 +1,10 @@
 """Spark-parallel breadth-first search: the search of ``explorers/bfs.py``, one Spark job per level.
 
-The visited set lives on the executors, hash-partitioned by the 64-bit fingerprint; the driver
-holds only counts, coverage and the first violation of a level. Per level (one job, two stages):
+The visited set lives on the executors, hash-partitioned: a state's owner is picked by the 64-bit
+fingerprint of the state or, when the model names one, of its ``locality`` (Kafka: coordinator,
+partition leaders and fault budgets, which 90% of steps leave alone, so most successors are
+deduplicated where they are made instead of shipped). The driver holds only counts, coverage and
+the first violation of a level. Per level (one job, two stages):
 
 1. each partition expands its part of the frontier in its Python worker (deadlocks and transition
    properties are checked there) and sends each owner one pickled bucket of candidates, deduped
@@ -49,7 +52,7 @@ from explorers.result import (Outcome, Path, Violation, action_coverage, peak_rs
                               search_stats)
 from explorers.spark_store import CheckpointError
 from explorers.spark_tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, Summaries, \
-    bucket, load_checkpoint, owner, save_checkpoint
+    bucket, load_checkpoint, save_checkpoint
 
 LOG4J2 = """\
 rootLogger.level = error
@@ -120,6 +123,10 @@ def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
             java_opts += " -XX:TieredStopAtLevel=1"
         conf = {"spark.app.name": "kafka-mc", "spark.ui.enabled": "false",
                 "spark.ui.showConsoleProgress": "false", "spark.python.worker.reuse": "true",
+                # JVM <-> Python worker traffic over TCP stalled 40 ms at each small exchange
+                # (delayed ACKs): a level's two Python stages took 150 ms with nothing to do,
+                # 70 ms over Unix domain sockets (same-host links only, on a cluster too).
+                "spark.python.unix.domain.socket.enabled": "true",
                 "spark.driver.extraJavaOptions": java_opts}  # local[N] executors run in the driver
         if local:
             conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
@@ -336,11 +343,12 @@ class _Search:
                 path = Path(path.states + (t,), path.actions + (a,))
         return Violation(e.property, e.kind, e.claim, path, e.detail)
 
-    def _chain(self, level: int, fp: int) -> list[int]:
-        """Fingerprints from an initial state to ``fp`` at ``level``, from the parent pointers."""
+    def _chain(self, level: int, part: int, fp: int) -> list[int]:
+        """Fingerprints from an initial state to ``fp`` (at ``level``, owned by partition
+        ``part``), from the parent pointers."""
         fps = [fp]
         for lv in range(level, 0, -1):
-            fp = spark_store.parent_of(self.run_dir, lv, owner(fp, self.P), fp)
+            fp, part = spark_store.parent_of(self.run_dir, lv, part, fp)
             fps.append(fp)
         return fps[::-1]
 

@@ -7,10 +7,11 @@ on a filesystem every machine sees at the same path (NFS, a mounted bucket). Lay
     checkpoint.json                  the last complete checkpoint (written last: the commit point)
     checkpoint-00007/part-00003.*    that checkpoint's per-partition data
 
-A ``.ptr`` file is the magic ``KMCPTR1\\n``, the count ``n`` (uint64), then three columns, all
-little-endian: ``n`` fingerprints (int64), ``n`` parent fingerprints (int64) and ``n`` action
-positions (int32: the index of the transition among the parent's successors, in the model's
-order; for level 0, the index among the initial states). A checkpoint partition is raw columns:
+A ``.ptr`` file is the magic ``KMCPTR2\n``, the count ``n`` (uint64), then four columns, all
+little-endian: ``n`` fingerprints (int64), ``n`` parent fingerprints (int64), ``n`` partitions of
+the parents (int32) and ``n`` action positions (int32: the index of the transition among the
+parent's successors, in the model's order; for level 0, the index among the initial states).
+A checkpoint partition is raw columns:
 ``.visited`` and ``.fps`` (int64), ``.keys`` (the BFS-order keys, fixed width) and ``.states``
 (int64 for packed models, else one canonical ITF JSON object per line, the trace encoding).
 Nothing is pickled: reading a run directory only parses numbers and JSON, and sizes are checked
@@ -29,8 +30,8 @@ from typing import Any, Iterable
 
 from traces.itf import ItfError, canonical, decode, encode
 
-MAGIC = b"KMCPTR1\n"
-FORMAT = 1
+MAGIC = b"KMCPTR2\n"
+FORMAT = 2  # 2: states are placed by their model's locality
 SCAN = 1 << 20  # fingerprints read at a time when looking one up
 
 
@@ -69,15 +70,16 @@ def parents_file(run_dir: str, level: int, part: int) -> Path:
 
 
 def write_parents(run_dir: str, level: int, part: int, fps: array, parents: array,
-                  positions: array) -> None:
+                  parent_parts: array, positions: array) -> None:
     n = len(fps)
     _write_atomically(parents_file(run_dir, level, part),
                       [MAGIC, n.to_bytes(8, "little"), _little(fps), _little(parents),
-                       _little(positions)])
+                       _little(parent_parts), _little(positions)])
 
 
-def parent_of(run_dir: str, level: int, part: int, fp: int) -> int:
-    """The parent fingerprint recorded for ``fp`` at ``level`` (read in bounded chunks)."""
+def parent_of(run_dir: str, level: int, part: int, fp: int) -> tuple[int, int]:
+    """The parent fingerprint and the parent's partition recorded for ``fp`` at ``level`` in
+    partition ``part`` (read in bounded chunks)."""
     path = parents_file(run_dir, level, part)
     with open(path, "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
@@ -91,7 +93,9 @@ def parent_of(run_dir: str, level: int, part: int, fp: int) -> int:
             except ValueError:
                 continue
             f.seek(start + 8 * (n + i))
-            return _from_little("q", f.read(8))[0]
+            parent = _from_little("q", f.read(8))[0]
+            f.seek(start + 16 * n + 4 * i)
+            return parent, _from_little("i", f.read(4))[0]
     raise CheckpointError(f"{path}: no state with fingerprint {fp} (incomplete run directory?)")
 
 

@@ -1,6 +1,7 @@
 """What Spark's Python workers run for the Spark explorer (``explorers/spark.py``): one BFS level.
 
-Layout. A state belongs to partition ``owner(fp)`` of ``P``. A *level RDD* holds, in partition
+Layout. A state belongs to one partition of ``P`` (``placement``: the one its fingerprint picks,
+or the fingerprint of its model's ``locality``). A *level RDD* holds, in partition
 ``i``, the search state of the states partition ``i`` owns, as a few large records:
 
 * ``("V", bytes)``     the visited set: 64-bit fingerprints (``array("q")`` bytes), in chunks;
@@ -40,10 +41,11 @@ import traceback
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from model.core import Expectation, ModelBase
+from model.core import Expectation, ModelBase, fingerprint
 from explorers.bfs import select_properties
 from explorers.paths import gc_paused, key_function, successors_of
 from explorers import spark_store
@@ -57,8 +59,20 @@ PICKLE = pickle.HIGHEST_PROTOCOL
 
 
 def owner(fp: int, partitions: int) -> int:
-    """The partition that owns a fingerprint (the same on every machine)."""
+    """The partition a fingerprint picks (the same on every machine)."""
     return (fp * _MIX >> 64) % partitions
+
+
+def placement(model, partitions: int) -> Callable[[Any, int], int]:
+    """``(state, fingerprint) -> the partition that owns the state``: the one its fingerprint
+    picks, or the one the fingerprint of its ``locality`` picks when the model has one."""
+    locality = getattr(model, "locality", None)
+    if partitions == 1:
+        return lambda s, fp: 0
+    if locality is None:
+        return lambda s, fp: owner(fp, partitions)
+    view = model.view  # states with one fingerprint (one view) must have one owner
+    return lambda s, fp: owner(fingerprint(locality(view(s))), partitions)
 
 
 def bucket(k: int) -> int:
@@ -82,7 +96,8 @@ class Job:
 class Event:
     """The first violation or model error a partition met, placed in BFS order by ``at``.
 
-    The path runs through ``base`` = (level, fingerprint) of a state in the level files, then
+    The path runs through ``base`` = (level, partition, fingerprint) of a state in the level
+    files, then
     ``last`` (a newly found state's fingerprint), then ``step`` = (action, state); no path when
     all three are None (an exception while computing the initial states)."""
 
@@ -90,7 +105,7 @@ class Event:
     kind: str                    # always, transition, deadlock, model_error
     property: str
     claim: str = ""
-    base: tuple[int, int] | None = None
+    base: tuple[int, int, int] | None = None
     last: int | None = None
     step: tuple | None = None
     detail: str = ""
@@ -133,6 +148,7 @@ class Checker:
         self.successors, self.key = successors_of(model), key_function(model)
         self.packed = getattr(model, "packed", False)
         self.within = model.within_bounds
+        self.place = placement(model, job.partitions)
         self.bounded = getattr(self.within, "__func__", None) is not ModelBase.within_bounds
 
 
@@ -191,9 +207,7 @@ class Level:
     def _expand(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
         c, P, stop, depth = checker(self.job), self.job.partitions, self.stop_at, self.depth
         visited, frontier = read_level(records)
-        own = set(visited)  # successors this partition owns and has seen go no further
-        del visited
-        cands: dict = {}    # fingerprint -> its first candidate (the frontier is in key order)
+        cands: dict = {}  # fingerprint -> its first candidate (the frontier is in key order)
         cov: dict = {}
         cov_get = cov.get
         generated, event = 0, None
@@ -210,12 +224,13 @@ class Level:
                     raise ValueError(f"a state has {len(out)} successors; the Spark explorer "
                                      f"supports at most {MAX_SUCCESSORS - 1}")
             except Exception as exc:
-                event = _model_error(k, exc, (depth, fp))
+                event = _model_error(k, exc, (depth, index, fp))
                 break
             if not out:
                 if c.deadlock:
                     event = Event(k, "deadlock", "deadlock",
-                                  "some action is enabled in every reachable state", (depth, fp))
+                                  "some action is enabled in every reachable state",
+                                  (depth, index, fp))
                     break
                 continue
             generated += len(out)
@@ -230,31 +245,38 @@ class Level:
                         for p, holds in transition:
                             if not holds(s, a, t):
                                 event = Event(_at(k, pos, 0), "transition", p.name, p.claim,
-                                              (depth, fp), step=(a, t))
+                                              (depth, index, fp), step=(a, t))
                                 break
                         if event is not None:
                             break
-                    if ft not in own and ft not in cands:
+                    if ft not in cands:
                         cands[ft] = (ft, k, pos, fp, a[0], t)
             except Exception as exc:
-                event = _model_error(_at(k, pos, 0), exc, (depth, fp))
+                event = _model_error(_at(k, pos, 0), exc, (depth, index, fp))
             if event is not None:
                 break
+        del frontier
+        # Drop the successors this partition owns and has visited. One pass over the visited
+        # fingerprints, probing the candidates (36 ns each), costs a quarter of building a set of
+        # them (131 ns each) and never holds the visited set as Python ints.
+        for ft in cands.keys() & visited:
+            del cands[ft]
+        del visited
         fired: Counter = Counter()
         for a, n in cov.items():
             fired[a[0]] += n
         summary = Expansion(generated, dict(fired), event)
-        del own, frontier
         buckets: list[list] = [[] for _ in range(P)]
         if P == 1:
             buckets[0] = list(cands.values())
         else:
+            place = c.place
             for cand in cands.values():
-                buckets[owner(cand[0], P)].append(cand)
+                buckets[place(cand[5], cand[0])].append(cand)
         del cands
         for j, b in enumerate(buckets):
             if b or j == index:  # the summary rides with the partition's own candidates
-                yield j, pickle.dumps((b, summary if j == index else None), PICKLE)
+                yield j, pack(b, index, summary if j == index else None)
 
     # --- reduce side ----------------------------------------------------------------------------
 
@@ -270,29 +292,31 @@ class Level:
             elif isinstance(tag, int):
                 blobs.append(data)
         best: dict = {}
-        expansion, seen = Expansion(), None
+        expansion, foreign = Expansion(), False
         for blob in blobs:
-            cands, summary = pickle.loads(blob)
-            if summary is not None:  # this partition's own: already checked against visited
+            cands, summary = unpack(blob)
+            if summary is not None:
                 expansion = summary
-            elif seen is None:
-                seen = set(visited)
+            else:
+                foreign = True
             for cand in cands:
                 ft = cand[0]
-                if summary is None and ft in seen:
-                    continue
                 cur = best.get(ft)
                 if cur is None or (cand[1], cand[2]) < (cur[1], cur[2]):
                     best[ft] = cand
-        del seen, blobs
+        del blobs
+        if foreign:  # a partition's own candidates are checked already; the others' are not
+            for ft in best.keys() & visited:
+                del best[ft]
         new = sorted(best.values(), key=itemgetter(1, 2))
+        del best
         yield from self._admit(index, visited, new, expansion, STEP_KEY_BYTES)
 
     def initial(self, index: int, records: Iterable) -> Iterator[tuple[str, Any]]:
         """Level 0: the initial states this partition owns, in the model's order."""
         for _ in records:
             pass
-        c, P = checker(self.job), self.job.partitions
+        c = checker(self.job)
         new, seen, event = [], set(), None
         try:
             states = list(c.model.init_states())
@@ -309,8 +333,8 @@ class Level:
                 break
             if fp not in seen:
                 seen.add(fp)
-                if owner(fp, P) == index:
-                    new.append((fp, b"", i, 0, None, s))
+                if c.place(s, fp) == index:
+                    new.append((fp, b"", i, 0, 0, None, s))
         yield from self._admit(index, array("q"), new, Expansion(event=event), INIT_KEY_BYTES)
 
     @staticmethod
@@ -332,7 +356,7 @@ class Level:
         c, level, stop = checker(self.job), self.depth + 1, self.stop_at
         checking, always = stop is None, c.always
         open_witnesses = [c.sometimes[n] for n in self.pending if n in c.sometimes] if checking else []
-        fps, parents, positions = array("q"), array("q"), array("i")
+        fps, parents, parent_parts, positions = array("q"), array("q"), array("i"), array("i")
         frontier, found = [], Counter()
         witnessed, witness_errors, event = {}, {}, None
         # Pickle shares a value only with itself (by identity), and each bucket unpickles into
@@ -341,7 +365,7 @@ class Level:
         # states by equality keeps them shared (Kafka small, P = 2: pickling 25 s -> 7 s).
         canon: dict = {}
         intern = canon.setdefault
-        for ft, pk, pos, pfp, name, t in new:
+        for ft, pk, pos, pfp, ppart, name, t in new:
             if type(t) is not tuple and isinstance(t, tuple):  # a NamedTuple state
                 try:
                     t = tuple.__new__(type(t), [intern(f, f) for f in t])
@@ -353,25 +377,43 @@ class Level:
                     for p, holds in always:
                         if not holds(t):
                             event = Event(k + b"\1", "always", p.name, p.claim,
-                                          (self.depth, pfp) if level else None, last=ft)
+                                          (self.depth, ppart, pfp) if level else None, last=ft)
                             break
                 except Exception as exc:
-                    event = _model_error(k + b"\1", exc, (self.depth, pfp) if level else None)
+                    event = _model_error(k + b"\1", exc, (self.depth, ppart, pfp) if level else None)
                 if open_witnesses and event is None:
-                    self._witness(t, k + b"\1", (self.depth, pfp) if level else None,
+                    self._witness(t, k + b"\1", (self.depth, ppart, pfp) if level else None,
                                   open_witnesses, witnessed, witness_errors)
             fps.append(ft)
             parents.append(pfp)
+            parent_parts.append(ppart)
             positions.append(pos)
             frontier.append((k, ft, t))
             if name is not None:
                 found[name] += 1
         if checking:
-            spark_store.write_parents(self.job.run_dir, level, index, fps, parents, positions)
+            spark_store.write_parents(self.job.run_dir, level, index, fps, parents, parent_parts,
+                                      positions)
         visited.extend(fps)
         self.summaries.add({(level, stop, index): Summary(len(fps), expansion, dict(found),
                                                           witnessed, witness_errors, event)})
         yield from level_records(visited, frontier)
+
+
+def pack(cands: list, sender: int, summary: Expansion | None) -> bytes:
+    """One bucket: candidates ``(fp, parent key, position, parent fp, action name, state)`` from
+    partition ``sender``, pickled column by column (fingerprints and positions as arrays: 1 us a
+    candidate less than a list of tuples), and the sender's ``Expansion`` if the bucket is its own."""
+    fps, keys, pos, parents, names, states = list(zip(*cands)) or [()] * 6
+    return pickle.dumps((array("q", fps), keys, array("H", pos), array("q", parents), sender,
+                         names, states, summary), PICKLE)
+
+
+def unpack(blob: bytes) -> tuple[Iterator[tuple], Expansion | None]:
+    """The candidates of a bucket as ``(fp, parent key, position, parent fp, parent partition,
+    action name, state)``, and the sender's ``Expansion`` or None."""
+    fps, keys, pos, parents, sender, names, states, summary = pickle.loads(blob)
+    return zip(fps, keys, pos, parents, repeat(sender), names, states), summary
 
 
 class Summaries:

@@ -94,11 +94,18 @@ class ModelBase:
     and explorers then use the state itself as its fingerprint (``hash`` of such an int is the int:
     no collisions, no hashing work). ``check_deadlock``: whether a state without enabled actions is
     an error by default (a configuration may override it).
+
+    ``locality``: None, or ``view -> value``, the part of a state's view that places the state in
+    a partition of a distributed search (``explorers/spark.py``): its fingerprint picks the owner.
+    A step that leaves that part alone keeps its successor in its parent's partition, where it is
+    deduplicated without being shipped. None: the whole fingerprint picks (spreads states evenly,
+    but then with P partitions a fraction (P - 1) / P of all successors travel).
     """
 
     name = "model"
     packed = False
     check_deadlock = True
+    locality: Callable[[Any], Hashable] | None = None
     action_params: Mapping[str, tuple[str, ...]] = {}
 
     view = identity_view

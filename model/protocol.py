@@ -42,6 +42,7 @@ class ProtocolSpec:
     params: Callable[[Any], Any] = None                       # Config -> p (default: the Config)
     view: Callable[[Any, Any], Any] | None = None            # view(p, s)
     within_bounds: Callable[[Any, Any], bool] | None = None  # within_bounds(p, s)
+    locality: Callable[[Any, Any], Any] | None = None        # locality(p, view): see ModelBase
     fast_successors: Callable[[Any], Callable[[Any], list]] | None = None  # p -> successors
     packed: bool = False
     check_deadlock: bool = True
@@ -107,6 +108,8 @@ class RuleModel(ModelBase):
             self.view = partial(spec.view, p)
         if spec.within_bounds is not None:
             self.within_bounds = partial(spec.within_bounds, p)
+        if spec.locality is not None:
+            self.locality = partial(spec.locality, p)
         if spec.fast_successors is not None:
             self.successors = spec.fast_successors(p)
 
