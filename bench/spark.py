@@ -12,7 +12,8 @@ Every run is a fresh Python process (and, for Spark, a fresh JVM), so each memor
 own. ``search s`` is the search alone; ``start s`` is the Spark session start-up before it.
 ``driver MB`` is the peak resident set of the Python driver process: the BFS keeps its visited set
 there, the Spark explorer on the executors (with local[N] they live in the JVM, not counted here).
-Each contender runs K times (default 1) and its fastest run is reported. All contenders must find
+Each contender runs K times (default 1, the contenders taking turns); its fastest run is
+reported, and every run's time is listed. All contenders must find
 the same numbers of distinct and generated states, or the script fails.
 """
 from __future__ import annotations
@@ -83,9 +84,11 @@ def main() -> None:
         return
     for spec in args.configs:
         best: dict[str, dict] = {}
+        runs: dict[str, list[float]] = {c: [] for c in CONTENDERS}
         for _ in range(args.repeat):
             for contender in CONTENDERS:
                 r = run_child(contender, spec, args.partitions)
+                runs[contender].append(r["seconds"])
                 if contender not in best or r["seconds"] < best[contender]["seconds"]:
                     best[contender] = r
         counts = {(r["distinct"], r["generated"], r["depth"], r["verdict"]) for r in best.values()}
@@ -94,13 +97,16 @@ def main() -> None:
         distinct, generated, depth, verdict = counts.pop()
         print(f"\n{spec}: {distinct:,} distinct states, {generated:,} generated, depth {depth}, "
               f"verdict {verdict}")
-        print("| contender | partitions | start s | search s | distinct states/s | vs local[1] | driver MB |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| contender | partitions | start s | search s | distinct states/s | vs local[1] "
+              "| driver MB | every run s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---|")
         base = best["spark local[1]"]["seconds"]
         for contender in CONTENDERS:
             r = best[contender]
+            every = " / ".join(f"{t:.1f}" for t in runs[contender])
             print(f"| {contender} | {r['partitions'] or '-'} | {r['start']:.1f} | {r['seconds']:.1f} | "
-                  f"{distinct / r['seconds']:,.0f} | {base / r['seconds']:.2f}x | {r['driver_mb']:.0f} |")
+                  f"{distinct / r['seconds']:,.0f} | {base / r['seconds']:.2f}x | "
+                  f"{r['driver_mb']:.0f} | {every} |")
 
 
 if __name__ == "__main__":
