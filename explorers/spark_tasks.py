@@ -97,9 +97,8 @@ class Event:
     """The first violation or model error a partition met, placed in BFS order by ``at``.
 
     The path runs through ``base`` = (level, partition, fingerprint) of a state in the level
-    files, then
-    ``last`` (a newly found state's fingerprint), then ``step`` = (action, state); no path when
-    all three are None (an exception while computing the initial states)."""
+    files, then ``last`` (a newly found state's fingerprint), then ``step`` = (action, state); no
+    path when all three are None (an exception while computing the initial states)."""
 
     at: bytes
     kind: str                    # always, transition, deadlock, model_error
