@@ -7,12 +7,12 @@ on a filesystem every machine sees at the same path (NFS, a mounted bucket). Lay
     checkpoint.json                  the last complete checkpoint (written last: the commit point)
     checkpoint-00007/part-00003.*    that checkpoint's per-partition data
 
-A ``.ptr`` file is the magic ``KMCPTR2\n``, the count ``n`` (uint64), then four columns, all
+A ``.ptr`` file is the magic ``KMCPTR2\\n``, the count ``n`` (uint64), then four columns, all
 little-endian: ``n`` fingerprints (int64), ``n`` parent fingerprints (int64), ``n`` partitions of
 the parents (int32) and ``n`` action positions (int32: the index of the transition among the
 parent's successors, in the model's order; for level 0, the index among the initial states).
-A checkpoint partition is raw columns:
-``.visited`` and ``.fps`` (int64), ``.keys`` (the BFS-order keys, fixed width) and ``.states``
+A checkpoint partition is raw columns: ``.visited`` and ``.fps`` (int64), ``.keys`` (the
+BFS-order keys, fixed width) and ``.states``
 (int64 for packed models, else one canonical ITF JSON object per line, the trace encoding).
 Nothing is pickled: reading a run directory only parses numbers and JSON, and sizes are checked
 against ``checkpoint.json`` before anything is loaded.

@@ -238,8 +238,8 @@ def _locality(K, w: World):
     transaction coordinator's and the partition leaders' state, and the fault budgets. Most steps
     (client sends, failed deliveries, consumer reads, replies) leave all three alone, so their
     successor stays in its parent's partition. Kafka ``small``, 2 partitions: 11% of transitions
-    cross (50% when the whole state picks) and no level splits worse than 54/46 on average; the
-    budgets add 1.5% of crossings and even out the split (57/43 without them)."""
+    cross (50% when the whole state picks), and the larger half of a level holds 54% of it on
+    average; the budgets add 1.5% of crossings and bring that down from 57%."""
     return w.coordinator, w.partitions, w.budgets
 
 
