@@ -12,8 +12,8 @@ little-endian: ``n`` fingerprints (int64), ``n`` parent fingerprints (int64), ``
 the parents (int32) and ``n`` action positions (int32: the index of the transition among the
 parent's successors, in the model's order; for level 0, the index among the initial states).
 A checkpoint partition is raw columns: ``.visited`` and ``.fps`` (int64), ``.keys`` (the
-BFS-order keys, fixed width) and ``.states``
-(int64 for packed models, else one canonical ITF JSON object per line, the trace encoding).
+BFS-order keys, fixed width) and ``.states`` (int64 for packed models, else one canonical ITF
+JSON object per line, the trace encoding).
 Nothing is pickled: reading a run directory only parses numbers and JSON, and sizes are checked
 against ``checkpoint.json`` before anything is loaded.
 """
