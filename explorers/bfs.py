@@ -8,9 +8,10 @@ The search is level-synchronous. What it keeps per distinct state is small:
   previous level. A counterexample is the chain of parent indices, rebuilt into states and actions
   by replaying (``explorers.paths.rebuild``); no per-state parent dict, no stored actions.
 
-Only the current and the next frontier hold full states. Each successor is fingerprinted once;
-invariants and witnesses are checked when a state is first discovered (so the first violation
-found is at the smallest depth), transition properties on every generated transition. The
+Only the current and the next frontier hold full states. Each successor is fingerprinted once.
+Properties are checked as ``explorers.checking`` says: invariants and witnesses when a state is
+first discovered (so the first violation found is at the smallest depth), transition properties
+on every generated transition, terminal properties on expanded states without successors. The
 cyclic garbage collector is paused during the search: states are immutable acyclic values, and
 CPython would otherwise rescan the growing frontiers again and again.
 
@@ -25,7 +26,8 @@ from array import array
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from model.core import Expectation, Model, ModelBase
+from model.core import Model, ModelBase
+from explorers.checking import Checks, violation
 from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
     successors_of
 from explorers.result import (Outcome, Violation, action_coverage, by_name, peak_rss_mb,
@@ -56,17 +58,6 @@ class BfsOptions:
     progress_interval: float = 2.0                # seconds between progress reports
 
 
-def select_properties(model: Model, names: Sequence[str] | None):
-    props = list(model.properties())
-    if names is None:
-        return props
-    known = {p.name: p for p in props}
-    missing = [n for n in names if n not in known]
-    if missing:
-        raise KeyError(f"unknown property {missing[0]!r} (known: {', '.join(known) or 'none'})")
-    return [known[n] for n in dict.fromkeys(names)]
-
-
 class _Stop(Exception):
     """Ends the search at the first violation."""
 
@@ -75,13 +66,9 @@ class _Stop(Exception):
 
 
 def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
-    props = select_properties(model, options.properties)
-    by_kind = {k: [p for p in props if p.expectation is k] for k in Expectation}
-    always = [(p, p.holds) for p in by_kind[Expectation.ALWAYS]]
-    transition = [(p, p.holds) for p in by_kind[Expectation.TRANSITION]]
-    pending = [(p, p.holds) for p in by_kind[Expectation.SOMETIMES]]  # witnesses not yet seen
-    deadlock = (getattr(model, "check_deadlock", True) if options.check_deadlock is None
-                else options.check_deadlock)
+    checks = Checks(model, options.properties, options.check_deadlock)
+    state_check = checks.state if checks.always else None
+    step_check = checks.step if checks.transition else None
     max_depth = options.max_depth
     successors, key, packed = successors_of(model), key_function(model), getattr(model, "packed", False)
     within = model.within_bounds
@@ -113,10 +100,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         fps.append(lv[0][0][i])
         return rebuild(model, fps[::-1])
 
-    def witness(t) -> None:
-        for entry in pending[:]:
-            if entry[1](t):
-                pending.remove(entry)
+    witnesses = checks.witnesses()
+    witness, pending = witnesses.see, witnesses.open   # the list ``see`` shrinks
 
     expanding = None  # (depth, index) of the state being expanded, for model errors
     with gc_paused():
@@ -129,9 +114,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     seen.add(fp)
                     frontier.append(s)
                     fps0.append(fp)
-                    for p, holds in always:
-                        if not holds(s):
-                            raise _Stop(Violation(p.name, "always", p.claim, path_to(0, len(fps0) - 1)))
+                    if state_check and (p := state_check(s)):
+                        raise _Stop(violation(p, path_to(0, len(fps0) - 1)))
                     witness(s)
             levels.append((fps0, array("l")))
             next_fps = []
@@ -153,31 +137,25 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         continue
                     out = successors(s)
                     if not out:
-                        if deadlock:
-                            raise _Stop(Violation("deadlock", "deadlock",
-                                                  "some action is enabled in every reachable state",
-                                                  path_to(depth, i)))
+                        if found := checks.stuck(s):
+                            raise _Stop(violation(found, path_to(depth, i)))
                         continue
                     generated += len(out)
                     for a, t in out:
                         cov[a] = cov_get(a, 0) + 1
                         fp = t if packed else key(t)
-                        if transition:
-                            for p, holds in transition:
-                                if not holds(s, a, t):
-                                    base = path_to(depth, i)
-                                    raise _Stop(Violation(p.name, "transition", p.claim, type(base)(
-                                        base.states + (t,), base.actions + (a,))))
+                        if step_check and (p := step_check(s, a, t)):
+                            base = path_to(depth, i)
+                            raise _Stop(violation(p, type(base)(base.states + (t,),
+                                                                base.actions + (a,))))
                         if fp not in seen:
                             seen_add(fp)
                             nxt_append(t)
                             fps_append(fp)
                             par_append(i)
                             dcov[a] = dcov_get(a, 0) + 1
-                            for p, holds in always:
-                                if not holds(t):
-                                    raise _Stop(Violation(p.name, "always", p.claim,
-                                                          path_to(depth + 1, len(nxt) - 1)))
+                            if state_check and (p := state_check(t)):
+                                raise _Stop(violation(p, path_to(depth + 1, len(nxt) - 1)))
                             if pending:
                                 witness(t)
                 expanding = None
@@ -187,7 +165,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 if nxt:
                     depth += 1
             complete = not frontier
-            violations += [Violation(p.name, "sometimes", p.claim) for p, _ in pending] if complete else []
+            violations += checks.unwitnessed(witnesses.pending) if complete else []
         except _Stop as stop:
             violations.append(stop.violation)
         except KeyboardInterrupt:
@@ -206,6 +184,5 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         model=model.name, explorer="bfs", stats=stats,
         coverage=action_coverage(fired, by_name(dcov), kinds),
         never_enabled=tuple(k for k in kinds if k not in fired),
-        checked=tuple(p.name for p in props if p.expectation is not Expectation.EVENTUALLY),
-        unchecked=tuple(p.name for p in by_kind[Expectation.EVENTUALLY]),
+        checked=checks.checked, unchecked=checks.unchecked,
         violations=tuple(violations), interrupted=interrupted, complete=complete)

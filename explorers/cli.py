@@ -15,7 +15,8 @@ from pathlib import Path
 from model import registry
 from model.config import ConfigError, parse_assignment, resolve_config_path, shipped_configs
 from explorers import report
-from explorers.bfs import BfsOptions, explore, select_properties
+from explorers.bfs import BfsOptions, explore
+from explorers.checking import select_properties
 from explorers.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Violation
 from traces.trace import Trace, TraceError, read, trace_metadata
 
@@ -267,7 +268,7 @@ def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
         file = out / f"{v.property}.itf.json"
         meta = trace_metadata(cfg, property=v.property, kind=v.kind, claim=v.claim,
                               explorer=outcome.explorer, source=f"kafka-mc {_version()}",
-                              seed=outcome.extra.get("seed"))
+                              seed=outcome.extra.get("seed"), model=model)
         Trace.from_path(model, v.path, meta).write(file, model)
         written[v.property] = str(file)
     return written

@@ -91,6 +91,7 @@ def _violation_headline(v) -> str:
     return {
         "always": f"Error: invariant {v.property} is violated.",
         "transition": f"Error: transition property {v.property} is violated.",
+        "terminal": f"Error: {v.property} is violated in a state with no enabled action.",
         "sometimes": f"Error: {v.property} was never witnessed (a 'sometimes' property: the check "
                      "would pass vacuously).",
         "deadlock": "Error: deadlock reached (no action is enabled).",

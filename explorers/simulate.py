@@ -23,8 +23,9 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from model.core import Expectation, Model, ModelBase
-from explorers.bfs import Progress, select_properties
+from model.core import Model, ModelBase
+from explorers.bfs import Progress
+from explorers.checking import Checks, violation as as_violation
 from explorers.paths import key_function, successors_of
 from explorers.result import (Outcome, Path, Violation, action_coverage, by_name, peak_rss_mb,
                               search_stats)
@@ -33,7 +34,6 @@ from traces.minimize import shrink
 DEFAULT_RUNS = 10_000
 DEFAULT_DEPTH = 100
 PROGRESS_EVERY = 1024  # steps between clock reads
-EVENTUALLY = Expectation.EVENTUALLY
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,8 @@ class Walks:
                  progress: Callable[[Progress], None] | None = None,
                  progress_interval: float = 2.0):
         self.model = model
-        self.props = props = select_properties(model, properties)
-        self.always = [p for p in props if p.expectation is Expectation.ALWAYS]
-        self.transition = [p for p in props if p.expectation is Expectation.TRANSITION]
-        self.pending = [p for p in props if p.expectation is Expectation.SOMETIMES]
-        self.check_deadlock = (getattr(model, "check_deadlock", True) if check_deadlock is None
-                               else check_deadlock)
+        self.checks = checks = Checks(model, properties, check_deadlock)
+        self.witnesses = checks.witnesses()
         within = model.within_bounds
         self.bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
         self.key, self.packed = key_function(model), getattr(model, "packed", False)
@@ -92,11 +88,11 @@ class Walks:
         if self.unseen_kinds:
             self.unseen_kinds.difference_update(names)
 
-    def deadlock(self) -> Violation | None:
-        """The walk is in a state with no enabled action."""
-        return (self._found(Violation("deadlock", "deadlock",
-                                      "some action is enabled in every reachable state"))
-                if self.check_deadlock else None)
+    def deadlock(self, s) -> Violation | None:
+        """The walk is in ``s``, a state with no enabled action: a deadlock, or a terminal
+        property failing there (``explorers.checking``)."""
+        found = self.checks.stuck(s)
+        return self._found(as_violation(found)) if found else None
 
     def stuck(self, s) -> bool:
         """Whether the walk must end in ``s`` (outside the state constraint)."""
@@ -117,17 +113,15 @@ class Walks:
             if now - self.last_report >= self.progress_interval:
                 self.last_report = now
                 self.progress(Progress(self.steps, len(self.seen), self.depth, 0, now - self.t0))
-        for p in self.transition:
-            if not p.holds(s, a, t):
-                return self._found(Violation(p.name, "transition", p.claim))
+        if p := self.checks.step(s, a, t):
+            return self._found(as_violation(p))
         return self._check_state(t)
 
     def _check_state(self, s) -> Violation | None:
-        for p in self.always:
-            if not p.holds(s):
-                return self._found(Violation(p.name, "always", p.claim))
-        if self.pending:
-            self.pending = [p for p in self.pending if not p.holds(s)]
+        if p := self.checks.state(s):
+            return self._found(as_violation(p))
+        if self.witnesses:
+            self.witnesses.see(s)
         return None
 
     def _found(self, v: Violation) -> Violation:
@@ -142,12 +136,11 @@ class Walks:
         violations = minimized(self.model, found)
         seconds = time.perf_counter() - self.t0
         if not violations and not interrupted:
-            violations += [Violation(
-                p.name, "sometimes", p.claim,
+            violations += self.checks.unwitnessed(
+                self.witnesses.pending,
                 detail=f"not witnessed in {self.walks:,} random walks ({self.steps:,} steps); "
                        "unlike an exhaustive search, this does not show that no reachable state "
                        "satisfies it")
-                for p in self.pending]
         stats = search_stats(self.steps, len(self.seen), self.depth, seconds, self.rss0, self.packed)
         extra |= {"walks": self.walks, "seconds_to_violation": self.seconds_to_violation,
                   "found_steps": len(found.path) if found and found.path else None,
@@ -157,8 +150,7 @@ class Walks:
             coverage=action_coverage(by_name(self.taken), by_name(self.discovered), self.kinds,
                                      enabled=[k for k in self.kinds if k not in self.unseen_kinds]),
             never_enabled=tuple(k for k in self.kinds if k in self.unseen_kinds),
-            checked=tuple(p.name for p in self.props if p.expectation is not EVENTUALLY),
-            unchecked=tuple(p.name for p in self.props if p.expectation is EVENTUALLY),
+            checked=self.checks.checked, unchecked=self.checks.unchecked,
             violations=tuple(violations), interrupted=interrupted, complete=False, extra=extra)
 
 
@@ -185,7 +177,7 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
                 out = successors(s)
                 walks.enabled(a[0] for a, _ in out)
                 if not out:
-                    violation = walks.deadlock()
+                    violation = walks.deadlock(s)
                     break
                 a, t = out[rng.randrange(len(out))]
                 states.append(t)
@@ -203,7 +195,7 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
                          seed=options.seed, runs=options.runs, max_depth=options.depth)
 
 
-MINIMIZED_KINDS = ("always", "transition", "deadlock")
+MINIMIZED_KINDS = ("always", "transition", "terminal", "deadlock")
 
 
 def minimized(model: Model, violation: Violation | None) -> list[Violation]:

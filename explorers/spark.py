@@ -44,9 +44,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 from model import registry
 from model.config import Config
-from model.core import Expectation
 from explorers import spark_store
-from explorers.bfs import BfsOptions, Progress, select_properties
+from explorers.bfs import BfsOptions, Progress
+from explorers.checking import Checks
 from explorers.paths import check_fingerprint_contract, rebuild
 from explorers.result import (Outcome, Path, Violation, action_coverage, peak_rss_mb,
                               search_stats)
@@ -162,15 +162,15 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
     ``spark_options`` and stop it at the end)."""
     build = partial(registry.bind, source) if isinstance(source, Config) else source
     model = build()
-    props = select_properties(model, options.properties)
+    checks = Checks(model, options.properties, options.check_deadlock)
     identity = {"config": source.to_dict() if isinstance(source, Config) else
-                {"model": {"name": model.name}}, "checked": [p.name for p in props]}
+                {"model": {"name": model.name}}, "checked": [p.name for p in checks.properties]}
     resume = _resumable(spark_options, identity) if spark_options.recover else None
     if spark is None:
         with session(spark_options) as started:
-            return _Search(started, model, build, props, identity, resume, options,
+            return _Search(started, model, build, checks, identity, resume, options,
                            spark_options).run()
-    return _Search(spark, model, build, props, identity, resume, options, spark_options).run()
+    return _Search(spark, model, build, checks, identity, resume, options, spark_options).run()
 
 
 def _resumable(options: SparkOptions, identity: dict) -> dict:
@@ -203,10 +203,10 @@ def _flat(d: dict, prefix: str = "") -> dict:
 class _Search:
     """The driver's side of one search: counters, the cached level RDD, the run directory."""
 
-    def __init__(self, spark, model, build, props, identity: dict, resume: dict | None,
+    def __init__(self, spark, model, build, checks, identity: dict, resume: dict | None,
                  options: BfsOptions, spark_options: SparkOptions):
         self.sc = spark.sparkContext
-        self.model, self.props, self.identity, self.resume = model, props, identity, resume
+        self.model, self.checks, self.identity, self.resume = model, checks, identity, resume
         self.options, self.spark_options = options, spark_options
         self.temporary = spark_options.run_dir is None
         self.run_dir = str(FsPath(spark_options.run_dir or tempfile.mkdtemp(prefix="kafka-mc-run-"))
@@ -217,7 +217,7 @@ class _Search:
         self.job = Job(uuid.uuid4().hex, build, self.P,
                        None if options.properties is None else tuple(options.properties),
                        deadlock, self.run_dir)
-        self.pending = [p.name for p in props if p.expectation is Expectation.SOMETIMES]
+        self.pending = [p.name for p, _ in checks.sometimes]
         self.generated = self.distinct = self.depth = self.frontier = 0
         self.fired: Counter = Counter()
         self.found: Counter = Counter()
@@ -362,11 +362,11 @@ class _Search:
         return None
 
     def _outcome(self, seconds: float, rss0: float, interrupted: bool, complete: bool) -> Outcome:
-        model, props = self.model, self.props
+        model, checks = self.model, self.checks
         violations = [self.violation] if self.violation is not None else []
         if complete:
-            claims = {p.name: p.claim for p in props}
-            violations += [Violation(n, "sometimes", claims[n]) for n in self.pending]
+            named = {p.name: p for p, _ in checks.sometimes}
+            violations += checks.unwitnessed([named[n] for n in self.pending])
         kinds = list(getattr(model, "action_kinds", lambda: ())())
         stats = search_stats(self.generated, self.distinct, self.depth, seconds, rss0,
                              getattr(model, "packed", False))
@@ -374,8 +374,7 @@ class _Search:
             model=model.name, explorer="spark", stats=stats,
             coverage=action_coverage(self.fired, self.found, kinds),
             never_enabled=tuple(k for k in kinds if k not in self.fired),
-            checked=tuple(p.name for p in props if p.expectation is not Expectation.EVENTUALLY),
-            unchecked=tuple(p.name for p in props if p.expectation is Expectation.EVENTUALLY),
+            checked=checks.checked, unchecked=checks.unchecked,
             violations=tuple(violations), interrupted=interrupted, complete=complete,
             extra={"partitions": self.P, "master": self.sc.master})
 

@@ -45,8 +45,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from model.core import Expectation, ModelBase, fingerprint
-from explorers.bfs import select_properties
+from model.core import ModelBase, fingerprint
+from explorers.checking import Checks, violation
 from explorers.paths import gc_paused, key_function, successors_of
 from explorers import spark_store
 
@@ -135,13 +135,10 @@ class Checker:
 
     def __init__(self, job: Job):
         model = job.build()
-        props = select_properties(model, job.properties)
         self.model = model
-        self.always = [(p, p.holds) for p in props if p.expectation is Expectation.ALWAYS]
-        self.transition = [(p, p.holds) for p in props if p.expectation is Expectation.TRANSITION]
-        self.sometimes = {p.name: (p, p.holds) for p in props
-                          if p.expectation is Expectation.SOMETIMES}
-        self.deadlock = getattr(model, "check_deadlock", True) if job.deadlock is None else job.deadlock
+        self.checks = checks = Checks(model, job.properties, job.deadlock)
+        self.always, self.transition = checks.always, checks.transition
+        self.sometimes = {p.name: (p, holds) for p, holds in checks.sometimes}
         self.successors, self.key = successors_of(model), key_function(model)
         self.packed = getattr(model, "packed", False)
         self.within = model.within_bounds
@@ -224,10 +221,14 @@ class Level:
                 event = _model_error(k, exc, (depth, index, fp))
                 break
             if not out:
-                if c.deadlock:
-                    event = Event(k, "deadlock", "deadlock",
-                                  "some action is enabled in every reachable state",
-                                  (depth, index, fp))
+                try:
+                    found = c.checks.stuck(s) if stop is None else None
+                except Exception as exc:
+                    event = _model_error(k, exc, (depth, index, fp))
+                    break
+                if found:
+                    v = violation(found)
+                    event = Event(k, v.kind, v.property, v.claim, (depth, index, fp))
                     break
                 continue
             generated += len(out)

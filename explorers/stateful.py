@@ -117,7 +117,9 @@ def _machine(walks: Walks, inits: list) -> type[RuleBasedStateMachine]:
                 enabled = None if walks.stuck(s) else list(actions_of(s))
             if not enabled:
                 self.ended = True
-                self._fail(walks.deadlock() if enabled is not None else None)
+                with self._model_code():
+                    found = walks.deadlock(s) if enabled is not None else None
+                self._fail(found)
                 return
             walks.enabled(a[0] for a in enabled)
             a = enabled[data.draw(st.integers(0, len(enabled) - 1))]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from invariants.history import txn_fates
 from model.core import Expectation, Property
-from model.world import Control, Outcome
+from model.kafka.world import Control, Outcome
 
 
 def txn_atomicity(K, w) -> bool:

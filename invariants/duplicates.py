@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from invariants.history import fates
 from model.core import Expectation, Property
-from model.world import Control
+from model.kafka.world import Control
 
 
 def no_duplicates(K, w) -> bool:

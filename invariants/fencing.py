@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from model.core import Expectation, Property
-from model.world import ClientState
+from model.kafka.world import ClientState
 
 EPOCH_REQUESTS = ("HandleProduce", "HandleAddPartitionsToTxn", "HandleEndTxn")
 

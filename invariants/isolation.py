@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from invariants.history import open_transactions, record_fates
 from model.core import Expectation, Property
-from model.partition import last_stable_offset
-from model.world import Control
+from model.kafka.partition import last_stable_offset
+from model.kafka.world import Control
 
 
 def read_committed_isolation(K, w) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from invariants.history import offset_commit_fates, output_fates
 from model.core import Expectation, Property
-from model.world import Control
+from model.kafka.world import Control
 
 COMMIT, ABORT = Control.COMMIT, Control.ABORT
 

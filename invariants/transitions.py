@@ -1,5 +1,5 @@
 """Conformance: every coordinator and client state change is in Kafka's own transition table for
-the configured version (model/data/transitions.json, extracted from apache/kafka)."""
+the configured version (model/kafka/data/transitions.json, extracted from apache/kafka)."""
 from __future__ import annotations
 
 import json
@@ -7,9 +7,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from model.core import Expectation, Property
-from model.world import ClientState, TxnState
+from model.kafka.world import ClientState, TxnState
 
-TABLES = Path(__file__).resolve().parent.parent / "model" / "data" / "transitions.json"
+TABLES = Path(__file__).resolve().parent.parent / "model" / "kafka" / "data" / "transitions.json"
 
 
 @lru_cache(maxsize=None)

@@ -4,6 +4,12 @@
 IntEnum its name, tuples and frozensets stay. ``from_itf`` rebuilds the exact value from those and
 the annotated type; where a field holds messages (annotated ``tuple``), a record's ``rpc`` names
 the message class. Malformed input raises ValueError naming the path.
+
+Traces outlive the model: a record written before a field was added decodes with that field's
+declared default (the NamedTuple's default; a field without one is required), so a model may
+grow a state field, a message field or a fault budget without making saved traces unreadable.
+A field the type no longer has is an error naming it: its value meant something the model can no
+longer represent.
 """
 from __future__ import annotations
 
@@ -33,18 +39,27 @@ def _hints(cls) -> dict:
     return typing.get_type_hints(cls)
 
 
-def from_itf(data: Any, hint: Any, messages: dict, where: str = "state") -> Any:
-    """The value of type ``hint`` that ``to_itf`` encoded as ``data``."""
+def from_itf(data: Any, hint: Any, messages: dict, where: str = "state",
+             hints: dict | None = None) -> Any:
+    """The value of type ``hint`` that ``to_itf`` encoded as ``data``; ``hints`` overrides the
+    field types of a top-level record (a field annotated loosely in its class)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if isinstance(hint, type) and issubclass(hint, IntEnum):
         if not isinstance(data, str) or data not in hint.__members__:
             raise ValueError(f"{where}: {data!r} is not a {hint.__name__}")
         return hint[data]
     if isinstance(hint, type) and issubclass(hint, tuple) and hasattr(hint, "_fields"):
-        if not isinstance(data, dict) or set(data) != set(hint._fields):
+        if not isinstance(data, dict):
             raise ValueError(f"{where}: expected a {hint.__name__} record")
-        hints = _hints(hint)
-        return hint(**{f: from_itf(data[f], hints[f], messages, f"{where}.{f}") for f in hint._fields})
+        unknown = sorted(set(data) - set(hint._fields))
+        if unknown:
+            raise ValueError(f"{where}: {hint.__name__} has no field {unknown[0]!r}")
+        missing = [f for f in hint._fields if f not in data and f not in hint._field_defaults]
+        if missing:
+            raise ValueError(f"{where}: the {hint.__name__} record lacks {missing[0]!r}")
+        hints = hints or _hints(hint)
+        return hint(**{f: from_itf(data[f], hints[f], messages, f"{where}.{f}")
+                       for f in hint._fields if f in data})
     if origin is UnionType or origin is typing.Union:
         wanted = next((a for a in args if _fits(data, a)), None)
         if wanted is None:

@@ -6,7 +6,8 @@ A model is a transition system over immutable values. Explorers see only this mo
   ``successors`` (a fused fast path explorers prefer), ``properties``, ``within_bounds`` (state
   constraint), ``view`` (the deduplication key) and ``action_kinds`` (every action name the model
   can take, so coverage can list the ones never enabled).
-* ``Property``: a named claim with an ``Expectation``.
+* ``Property``: a named claim with an ``Expectation``. Which states and steps each kind is
+  checked on, and what a violation is, is one policy for every explorer (``explorers.checking``).
 * ``fingerprint``: the stable 64-bit key of a view.
 
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
@@ -33,6 +34,9 @@ class Expectation(str, enum.Enum):
     TRANSITION = "transition"    # holds(before, action, after) for every reachable transition
     SOMETIMES = "sometimes"      # holds(state) in at least one reachable state (a witness)
     EVENTUALLY = "eventually"    # liveness: on every behaviour, a state where holds(state)
+    TERMINAL = "terminal"        # holds(state) in every reachable state with no enabled action
+                                 # (of the model being checked; one left unexpanded by the state
+                                 # constraint or the depth bound is not terminal)
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,12 @@ class ModelBase:
 
     def format_action(self, a: Action) -> str:
         return format_action(a, self.action_params.get(a[0], ()))
+
+    def settings(self) -> Mapping[str, Any]:
+        """What the configuration means to the model beyond its keys (a preset's resolved flags),
+        as JSON values: recorded in a trace, so that replaying it under a model whose same
+        configuration means something else is refused, naming the difference."""
+        return {}
 
     def itf_encode(self, s) -> Mapping[str, Any]:
         """The state as named trace variables (ITF ``vars``); one variable by default."""

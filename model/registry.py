@@ -1,24 +1,40 @@
-"""The models kafka-mc can run, by name (``[model] name = ...`` or ``--model``).
+"""The models kafka-mc can run, by name (``[model] name = ...`` or ``--model``), composed with the
+property sets registered for them.
 
-A model module exports ``MODELS``, a tuple of ``ModelEntry``; ``MODULES`` lists those modules and
-is the one place a new model is added. Modules are imported on first use.
+Both are found through Python entry points, so a researcher's own package adds a model, or more
+properties for an existing one, by declaring them in its ``pyproject.toml``; kafka-mc's own are
+declared the same way in ours:
+
+```toml
+[project.entry-points."kafka_mc.models"]        # name = a ModelEntry
+kafka = "model.kafka.spec:MODEL"
+
+[project.entry-points."kafka_mc.properties"]    # model name = a tuple of Property
+kafka = "invariants:PROPERTIES"
+```
+
+A property set's entry point is named after the model it is for; several distributions may each
+register one for the same model. The registry composes them when it binds a configuration:
+kafka-mc's own set first, then the others in the order of their distributions' names. A model
+never imports its properties (the import contract in the tests keeps it so).
+
+``register`` adds a model in-process (a script's or a test's own model) without packaging it.
 """
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import metadata
 from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, build_config, read_toml
+from model.core import Property
+from model.protocol import ProtocolSpec, RuleModel
 
-MODULES = ("model.toys.twophase", "model.kafka")
+MODELS_GROUP = "kafka_mc.models"
+PROPERTIES_GROUP = "kafka_mc.properties"
+DISTRIBUTION = "kafka-mc"
 DEFAULT_MODEL = "kafka"
-DEFAULT_SETTINGS = {  # the built-in default = configs/small.toml (tests keep the two equal)
-    "cluster.partitions": 1, "faults.total": 2,
-    **{f"faults.{f}": 1 for f in ("producer_crashes", "coordinator_failovers", "transaction_timeouts",
-                                  "request_delays", "request_duplicates", "request_losses",
-                                  "response_losses", "batch_expiries", "producer_state_losses",
-                                  "transactional_id_expirations")}}
 
 
 @dataclass(frozen=True)
@@ -26,17 +42,65 @@ class ModelEntry:
     name: str
     summary: str
     params: tuple[Param, ...]
-    build: Callable[[Config], Any]          # Config -> Model
+    build: Callable[[Config, tuple[Property, ...]], Any]   # (Config, extra properties) -> Model
     presets: tuple[str, ...] = ()           # protocol presets (protocol.version), if any
     mutants: tuple[tuple[str, str, str], ...] = ()  # (model.mutant, invariant catching it, what)
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # the built-in configuration
+
+
+def spec_entry(spec: ProtocolSpec, params: tuple[Param, ...], *, name: str | None = None,
+               model: Callable = RuleModel, **fields: Any) -> ModelEntry:
+    """The entry of a model given as a ``ProtocolSpec`` (bound by ``model``, a ``RuleModel``
+    subclass): registered properties are added to the spec's own."""
+    def build(cfg: Config, properties: tuple[Property, ...] = ()):
+        return model(spec.derive(spec.name, add_properties=properties) if properties else spec, cfg)
+    return ModelEntry(name or spec.name, spec.doc, params, build, **fields)
+
+
+REGISTERED: dict[str, ModelEntry] = {}  # models registered in this process (register)
+
+
+def register(entry: ModelEntry) -> None:
+    """Add a model in this process, as if an installed package had declared it."""
+    REGISTERED[entry.name] = entry
+
+
+@cache
+def _entry_points(group: str) -> tuple[metadata.EntryPoint, ...]:
+    """The group's entry points, kafka-mc's own first, then by distribution and name."""
+    eps = metadata.entry_points(group=group)
+    return tuple(sorted(eps, key=lambda ep: (ep.dist is None or ep.dist.name != DISTRIBUTION,
+                                             ep.dist.name if ep.dist else "", ep.name, ep.value)))
+
+
+def refresh() -> None:
+    """Forget the entry points read so far (after installing a package in this process)."""
+    _entry_points.cache_clear()
 
 
 def models() -> dict[str, ModelEntry]:
     out: dict[str, ModelEntry] = {}
-    for module in MODULES:
-        for entry in importlib.import_module(module).MODELS:
-            out[entry.name] = entry
-    return out
+    for ep in _entry_points(MODELS_GROUP):
+        entry = ep.load()
+        if not isinstance(entry, ModelEntry) or entry.name != ep.name:
+            raise ConfigError(f"entry point {ep.name} = {ep.value} ({MODELS_GROUP}) is not the "
+                              f"ModelEntry of a model named {ep.name!r}")
+        out.setdefault(ep.name, entry)
+    return out | REGISTERED
+
+
+def properties_for(model: str) -> tuple[Property, ...]:
+    """The properties registered for a model, in registration order."""
+    out: list[Property] = []
+    for ep in _entry_points(PROPERTIES_GROUP):
+        if ep.name != model:
+            continue
+        props = ep.load()
+        if not (isinstance(props, tuple) and all(isinstance(p, Property) for p in props)):
+            raise ConfigError(f"entry point {ep.name} = {ep.value} ({PROPERTIES_GROUP}) is not "
+                              "a tuple of Property")
+        out += props
+    return tuple(out)
 
 
 def entry(name: str) -> ModelEntry:
@@ -53,8 +117,7 @@ def load(path: str | None = None, *, model: str | None = None,
     if path is None:
         raw, source = {}, "<built-in>"
         name = model or DEFAULT_MODEL
-        if name == DEFAULT_MODEL:
-            overrides = list(DEFAULT_SETTINGS.items()) + overrides
+        overrides = list(entry(name).defaults.items()) + overrides
     else:
         raw, source = read_toml(path), str(path)
         declared = raw.get("model", {}).get("name") if isinstance(raw.get("model"), dict) else None
@@ -74,5 +137,5 @@ def from_dict(sections: Mapping[str, Any], source: str = "<dict>") -> Config:
 
 
 def bind(cfg: Config):
-    """The Model for a configuration."""
-    return entry(cfg.model).build(cfg)
+    """The Model for a configuration, with the properties registered for it."""
+    return entry(cfg.model).build(cfg, properties_for(cfg.model))

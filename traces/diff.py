@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
+from model.core import Record
 from traces.itf import canonical, encode
 
 
@@ -42,21 +43,25 @@ class Change:
 
 
 def state_changes(before: Mapping[str, Any], after: Mapping[str, Any],
-                  names: Sequence[str]) -> list[Change]:
-    """Every change between two states, variable by variable in ``names`` order."""
-    return [c for n in names for c in diff(before.get(n, MISSING), after.get(n, MISSING), n)]
+                  names: Sequence[str], older: bool = False) -> list[Change]:
+    """Every change between two states, variable by variable in ``names`` order. ``older``:
+    ``before`` was recorded by an older model, and a record field it lacks (one added since,
+    which decoding filled with its default) is no change."""
+    return [c for n in names
+            for c in diff(before.get(n, MISSING), after.get(n, MISSING), n, older)]
 
 
-def diff(a: Any, b: Any, path: str) -> Iterator[Change]:
+def diff(a: Any, b: Any, path: str, older: bool = False) -> Iterator[Change]:
     if a == b and isinstance(a, bool) == isinstance(b, bool):  # ITF tells 1 from TRUE
         return
     if isinstance(a, dict) and isinstance(b, dict):
-        for k in _sorted(set(a) | set(b)):
-            yield from diff(a.get(k, MISSING), b.get(k, MISSING), _key_path(path, k))
+        keys = set(a) if older and isinstance(a, Record) else set(a) | set(b)
+        for k in _sorted(keys):
+            yield from diff(a.get(k, MISSING), b.get(k, MISSING), _key_path(path, k), older)
     elif isinstance(a, tuple) and isinstance(b, tuple):
         for i in range(max(len(a), len(b))):
             yield from diff(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING,
-                            f"{path}[{i}]")
+                            f"{path}[{i}]", older)
     elif isinstance(a, frozenset) and isinstance(b, frozenset):
         yield Change(path, a - b, b - a, is_set=True)
     else:

@@ -17,7 +17,7 @@ from model.config import ConfigError
 from traces.diff import Change, show, state_changes
 from traces.trace import Trace, TraceError
 
-KINDS = ("always", "transition", "deadlock", "model_error")  # violations that have a trace
+KINDS = ("always", "transition", "terminal", "deadlock", "model_error")  # violations that have a trace
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,17 @@ def model_of(trace: Trace):
         cfg = registry.from_dict(config, source="trace metadata")
     except ConfigError as e:
         raise TraceError(str(e)) from None
-    return registry.bind(cfg)
+    model = registry.bind(cfg)
+    recorded, now = meta.get("settings", {}), dict(model.settings())
+    if not isinstance(recorded, dict):
+        raise TraceError("trace metadata: settings must be an object")
+    for key, value in sorted(recorded.items()):
+        # a setting the trace predates is not compared: its default is the old behaviour
+        if key not in now or now[key] != value:
+            has = f"has {now[key]!r}" if key in now else "no longer has it"
+            raise TraceError(f"the trace was written where this configuration meant {key} = "
+                             f"{value!r}; this kafka-mc's model {has}")
+    return model
 
 
 def execute(trace: Trace) -> tuple[Any, tuple, tuple]:
@@ -101,7 +111,8 @@ def execute(trace: Trace) -> tuple[Any, tuple, tuple]:
         if action not in enabled:
             raise Divergence(i, name, enabled=tuple(map(model.format_action, enabled)))
         state = _model_call(i, name, lambda: model.step(state, action))
-        changes = state_changes(trace.states[i], dict(model.itf_encode(state)), trace.vars)
+        changes = state_changes(trace.states[i], dict(model.itf_encode(state)), trace.vars,
+                                older=True)
         if changes:
             raise Divergence(i, name, tuple(changes))
         states.append(state)
@@ -111,7 +122,9 @@ def execute(trace: Trace) -> tuple[Any, tuple, tuple]:
 def _decode(model, trace):
     """The recorded initial state, checked to be one of the model's."""
     names = tuple(model.itf_encode(next(iter(model.init_states()))))
-    if names != trace.vars:
+    unknown = [v for v in trace.vars if v not in names]
+    if unknown or not trace.vars:
+        # a variable the model lacks (one it added since is fine: its codec fills the default)
         raise TraceError(f"the trace's variables {', '.join(trace.vars)} are not the model's "
                          f"({', '.join(names)})")
     try:
@@ -121,8 +134,8 @@ def _decode(model, trace):
             from None
     inits = list(model.init_states())
     encoded = dict(model.itf_encode(state)) if state in inits else None
-    if encoded is None or state_changes(trace.states[0], encoded, names):
-        nearest = min((state_changes(trace.states[0], dict(model.itf_encode(s)), names)
+    if encoded is None or state_changes(trace.states[0], encoded, trace.vars, older=True):
+        nearest = min((state_changes(trace.states[0], dict(model.itf_encode(s)), trace.vars, True)
                        for s in inits), key=len)
         raise Divergence(0, "", tuple(nearest))
     return state
@@ -161,6 +174,9 @@ def violation_check(model, prop: Any, kind: Any) -> Callable[[Any, Any, Any], bo
     holds = p.holds
     if kind == "always":
         return lambda s, a, t: not holds(t)
+    if kind == "terminal":  # as explorers.checking: a state with no enabled action
+        return lambda s, a, t: (model.within_bounds(t) and not list(model.actions(t))
+                                and not holds(t))
     return lambda s, a, t: a is not None and not holds(s, a, t)
 
 
@@ -169,6 +185,9 @@ VERDICTS = {  # kind -> (reproduced, clean)
                "{p} holds in the last state: the violation no longer reproduces"),
     "transition": ("{p} is violated by the last step",
                    "{p} holds at the last step: the violation no longer reproduces"),
+    "terminal": ("{p} is violated in the last state, which has no enabled action",
+                 "{p} holds in the last state, or it has an enabled action: the violation no "
+                 "longer reproduces"),
     "deadlock": ("the last state has no enabled action (deadlock)",
                  "the last state is not a deadlock: the violation no longer reproduces"),
     "model_error": ("the model raises an exception on the last state's successors",

@@ -133,11 +133,17 @@ def _parse(doc: Any) -> Trace:
 
 
 def trace_metadata(cfg, *, property: str, kind: str, claim: str, explorer: str, source: str,
-             seed: int | None = None) -> dict[str, Any]:
+             seed: int | None = None, model=None) -> dict[str, Any]:
     """A trace's ``#meta``: enough to rebuild the model (``config``; the ``protocol`` preset and
-    flags are repeated on their own for readers) and to re-check the violation."""
+    flags are repeated on their own for readers) and to re-check the violation. ``settings``:
+    what the configuration meant to the model that wrote it (``ModelBase.settings``, e.g. the
+    flags a preset stood for), so replay can refuse a trace whose configuration no longer means
+    the same."""
     meta = {"model": cfg.model, "config": cfg.to_dict(), "property": property, "kind": kind,
             "description": claim, "explorer": explorer, "source": source}
+    settings = dict(model.settings()) if model is not None else {}
+    if settings:
+        meta["settings"] = settings
     protocol = meta["config"].get("protocol")
     if protocol:
         meta["protocol"] = protocol

@@ -29,11 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from model.config import Param
-from functools import partial
 
 from model.core import Event, Expectation, Property
 from model.protocol import ProtocolSpec, RuleModel, Rule
-from model.registry import ModelEntry
+from model.registry import spec_entry
 
 WORKING, PREPARED, COMMITTED, ABORTED = 0, 1, 2, 3
 TM_INIT, TM_COMMITTED, TM_ABORTED = 0, 1, 2
@@ -302,7 +301,6 @@ class TwoPhase(RuleModel):
 PARAMS = (Param("model.resource_managers", int, 3, "number of resource managers",
                 min=1, max=MAX_RMS),)
 
-MODELS = (
-    ModelEntry("twophase", SPEC.doc, PARAMS, partial(TwoPhase, SPEC)),
-    ModelEntry("twophase-broken", BROKEN_SPEC.doc, PARAMS, partial(TwoPhase, BROKEN_SPEC)),
-)
+# Registered in pyproject.toml (entry point group kafka_mc.models).
+TWOPHASE = spec_entry(SPEC, PARAMS, model=TwoPhase)
+TWOPHASE_BROKEN = spec_entry(BROKEN_SPEC, PARAMS, model=TwoPhase)

@@ -5,7 +5,6 @@ import signal
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import pytest
@@ -119,12 +118,9 @@ def test_interrupt_exits_130_with_partial_results(tmp_path):
 # In-process runs with test-only models registered: deadlock (11) and model error (75).
 
 def _register(monkeypatch, **specs):
-    module = types.ModuleType("kmc_test_models")
     params = (Param("model.max", int, 3), Param("model.reset", bool, True))
-    module.MODELS = tuple(registry.ModelEntry(name, name, params, spec.bind)
-                          for name, spec in specs.items())
-    monkeypatch.setitem(sys.modules, "kmc_test_models", module)
-    monkeypatch.setattr(registry, "MODULES", registry.MODULES + ("kmc_test_models",))
+    for name, spec in specs.items():
+        monkeypatch.setitem(registry.REGISTERED, name, registry.spec_entry(spec, params, name=name))
 
 
 def _grid_params(cfg):

@@ -1,4 +1,4 @@
-"""The random explorers on the Kafka model: seeded mutants (model/mutants.py) are found on
+"""The random explorers on the Kafka model: seeded mutants (model/kafka/mutants.py) are found on
 ``configs/large.toml``, which BFS does not exhaust in 10 minutes (bench/RESULTS.md), by both
 explorers with a fixed seed and default settings; the minimized trace replays; the correct model
 runs hundreds of behaviours cleanly."""
@@ -8,7 +8,8 @@ import pytest
 
 from explorers import simulate, stateful
 from explorers.cli import write_traces
-from model import mutants, registry
+from model import registry
+from model.kafka import mutants
 from model.config import resolve_config_path
 from tests.explorers.test_stateful import kafka_mc
 from traces.replay import replay

@@ -1,4 +1,4 @@
-"""Conformance to Kafka's own transition tables (model/data/transitions.json, copied from
+"""Conformance to Kafka's own transition tables (model/kafka/data/transitions.json, copied from
 shared/kafka): every coordinator and client transition the model takes, on every preset, is in
 the table of that version, and the table edges never exercised are pinned with the reason."""
 import json
@@ -9,11 +9,12 @@ import pytest
 from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation, Property
-from model.params import kafka_params
-from model.versions import PRESETS
+from model.kafka.params import kafka_params
+from model.kafka.versions import PRESETS
 from invariants.transitions import (TABLES, client_edges, client_table, coordinator_edges,
                                     coordinator_table)
 from explorers.bfs import BfsOptions, explore
+from tests.presets import PINNED
 
 SINGLE = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0, "cluster.consumers": 0}
 CONFIGS = [{},                                                         # tiny: restart, fence
@@ -28,20 +29,7 @@ CONFIGS = [{},                                                         # tiny: r
 # Every coordinator edge is exercised (TV2's "empty abort", EndTxn(abort) for a transaction the
 # coordinator never saw, needs a batch that expired before it was added).
 UNEXERCISED_COORDINATOR = {p: set() for p in PRESETS}
-# Client: a second failure while ABORTABLE_ERROR (STUCK) is taken, but a self-transition leaves
-# no trace in the state; READY -> UNINITIALIZED is the idempotent (non-transactional) producer's
-# epoch bump; KIP-890's InitProducerId abortable errors (-> ABORTABLE_ERROR from INITIALIZING,
-# ABORTABLE_ERROR -> UNINITIALIZED) are not modelled; a TV2 client never bumps the epoch itself
-# (needToTriggerEpochBumpFromClient is false), so -> INITIALIZING is TV1's only.
-STUCK = {("ABORTABLE_ERROR", "ABORTABLE_ERROR")}
-IDEMPOTENT = {("READY", "UNINITIALIZED")}
-KIP_890 = {("ABORTABLE_ERROR", "UNINITIALIZED"), ("INITIALIZING", "ABORTABLE_ERROR")}
-TV2_BUMP = {("ABORTING_TRANSACTION", "INITIALIZING"), ("COMMITTING_TRANSACTION", "INITIALIZING")}
-UNEXERCISED_CLIENT = {
-    "kafka-0.11": STUCK, "kafka-1.0": STUCK, "kafka-2.5": STUCK | IDEMPOTENT,
-    "kafka-2.6": STUCK | IDEMPOTENT, "kafka-3.6": STUCK | IDEMPOTENT | KIP_890,
-    **{p: STUCK | IDEMPOTENT | KIP_890 | TV2_BUMP for p in ("kafka-4.0", "kafka-4.2", "latest")},
-}
+# The client edges never taken, per preset, and why: tests/presets.py.
 
 
 def table_edges(table) -> set:
@@ -79,4 +67,4 @@ def test_every_transition_is_in_kafkas_table(preset):
     ctable, ptable = table_edges(coordinator_table(features)), table_edges(client_table(features))
     assert coordinator <= ctable and {e for e in client if e[1] != "FATAL_ERROR"} <= ptable
     assert ctable - coordinator == UNEXERCISED_COORDINATOR[preset]
-    assert ptable - client == UNEXERCISED_CLIENT[preset]
+    assert ptable - client == PINNED[preset].unexercised_client

@@ -7,10 +7,10 @@ import pytest
 from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation, Property
-from model.world import ClientState as C, Errors, Outcome, TxnState
+from model.kafka.world import ClientState as C, Errors, Outcome, TxnState
 from explorers.bfs import BfsOptions, explore
 
-BEFORE_KIP_890 = ["kafka-1.0", "kafka-2.5", "kafka-2.6"]
+BEFORE_KIP_890 = ["kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7"]
 
 
 def bind(preset, config="tiny", **settings):
@@ -73,7 +73,7 @@ def test_kip_360_the_abort_ends_with_an_epoch_bump():
     with its producer id and epoch; abortTransaction() returns once the bumped epoch arrives,
     with sequences reset. A bump the coordinator rejects because a new instance took over is
     fatal, and the application never learns the abort succeeded."""
-    model = bind("kafka-2.6", **{"faults.batch_expiries": 1})
+    model = bind("kafka-2.7", **{"faults.batch_expiries": 1})
 
     def bumped(s, a, t):
         if a[0] != "ReceiveInitProducerIdResponse":
@@ -152,3 +152,17 @@ def test_total_caps_the_faults_of_one_execution():
     uncapped = explore(model)
     assert both and uncapped.stats.distinct > capped.stats.distinct
     assert model.init_states()[0].budgets.total == 2
+
+
+@pytest.mark.parametrize("preset, error", [("kafka-2.6", Errors.INVALID_PRODUCER_EPOCH),
+                                           ("kafka-2.7", Errors.PRODUCER_FENCED)])
+def test_a_fenced_bump_is_answered_as_the_version_does(preset, error):
+    """KAFKA-9911 (2.7) split PRODUCER_FENCED out of INVALID_PRODUCER_EPOCH: a KIP-360 bump
+    that a new instance's InitProducerId has fenced is answered with the error of the version
+    (the client treats both as fatal, so the state counts are the same)."""
+    model = bind(preset, **{"faults.batch_expiries": 1})
+    seen = _recording(model, lambda s, a, t: a[0] == "ReceiveInitProducerIdResponse"
+                      and a[1].error not in (Errors.NONE, Errors.CONCURRENT_TRANSACTIONS,
+                                             Errors.NOT_COORDINATOR))
+    explore(model, BfsOptions(properties=["record"]))
+    assert seen and {a[1].error for _, a, _ in seen} == {error}

@@ -6,54 +6,23 @@ import pytest
 
 from model import registry
 from model.config import resolve_config_path
-from model.kafka import spec_for
-from model.params import kafka_params
-from model.versions import PRESETS
+from model.kafka.spec import spec_for
+from model.kafka.params import kafka_params
+from model.kafka.versions import PRESETS
 from explorers.bfs import BfsOptions, explore
+from tests.presets import PINNED
 
 
 def load(name="tiny", **settings):
     return registry.load(resolve_config_path(name), overrides=settings)
 
 
-# (preset, distinct, generated, depth) of configs/tiny.toml
-TINY = [
-    ("kafka-0.11", 2121, 4995, 19),
-    ("kafka-1.0", 17994, 55269, 46),
-    ("kafka-2.5", 17994, 55269, 46),
-    ("kafka-2.6", 17994, 55269, 46),
-    ("kafka-3.6", 32842, 104973, 50),
-    ("kafka-4.0", 14693, 44288, 44),
-    ("kafka-4.2", 14693, 44288, 44),
-    ("latest", 14693, 44288, 44),
-]
-
-
-# (preset, distinct, generated, depth) of configs/small.toml (a preset before KIP-890 stops at its
-# violation)
-SMALL = [
-    ("kafka-0.11", 33218, 78120, 17),
-    ("kafka-1.0", 49039, 120434, 18),
-    ("kafka-2.5", 49761, 121616, 18),
-    ("kafka-2.6", 49761, 121616, 18),
-    ("kafka-3.6", 4041969, 16303110, 59),
-    ("kafka-4.0", 1390331, 5227497, 49),
-    ("kafka-4.2", 226924, 726106, 24),
-    ("latest", 1328671, 5018800, 49),
-]
-
-
-# What the default config finds on the presets with a known weakness relative to latest: before
-# KIP-890 a batch that expired in flight, or a zombie's batch at a leader that forgot its producer
-# id, opens a hanging transaction (tests/model/test_faults.py); 4.2's strict marker epoch rejects
-# a marker resent after a coordinator failover (KAFKA-19999, below).
-KNOWN_WEAKNESS = {**{p: ["no_hanging_transactions"]
-                     for p in ("kafka-0.11", "kafka-1.0", "kafka-2.5", "kafka-2.6")},
-                  "kafka-4.2": ["quiescent_completion"]}
+TINY = [(preset, *pin.tiny) for preset, pin in PINNED.items()]
+SMALL = [(preset, *pin.small) for preset, pin in PINNED.items()]
 
 
 def test_every_preset_is_pinned():
-    assert [p for p, *_ in TINY] == [p for p, *_ in SMALL] == list(PRESETS)
+    assert list(PINNED) == list(PRESETS)
 
 
 def _small(preset):
@@ -75,7 +44,7 @@ def small_runs():
 def test_small_counts_and_verdicts(small_runs, preset, distinct, generated, depth):
     counts, violations, never_enabled = small_runs[preset]
     assert counts == (distinct, generated, depth)
-    expected = KNOWN_WEAKNESS.get(preset, [])
+    expected = list(PINNED[preset].weakness)
     assert violations == expected
     if not expected:
         assert never_enabled == ()      # every rule fires
@@ -86,7 +55,7 @@ def test_tiny_counts_and_verdicts(preset, distinct, generated, depth):
     out = explore(registry.bind(load(**{"protocol.version": preset})))
     assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (distinct, generated, depth)
     if preset == "kafka-0.11":  # KAFKA-6119: the abort is not fenced (see below)
-        assert [v.property for v in out.violations] == ["no_hanging_transactions"]
+        assert [v.property for v in out.violations] == list(PINNED[preset].weakness)
     else:
         assert out.exit_code == 0, out.violations
         assert "eventual_completion" in out.unchecked
@@ -170,3 +139,23 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     out = explore(model)
     assert out.violations == () and out.stats.distinct == 44_336
     assert "ExpireTransactionalId" not in out.never_enabled
+
+
+def test_quiescent_completion_judges_the_model_being_checked():
+    """A terminal property sees the successors of the model being checked, not a global rule
+    table: a variant whose coordinator never handles marker responses leaves its transaction in
+    PrepareCommit / PrepareAbort once nothing can move (the responses pile up undelivered), and
+    quiescent_completion reports it; the model itself holds."""
+    import invariants
+    from model.kafka.spec import KafkaModel
+
+    cfg = load(**{"protocol.version": "latest"})
+    stuck = spec_for(kafka_params(cfg)).derive(
+        "kafka-without-marker-responses", remove=["HandleWriteTxnMarkersResponse"],
+        add_properties=invariants.PROPERTIES)
+    (v,) = explore(KafkaModel(stuck, cfg), BfsOptions(properties=["quiescent_completion"])).violations
+    assert (v.property, v.kind) == ("quiescent_completion", "terminal")
+    last = v.path.states[-1]
+    assert any(t.state.name.startswith("Prepare") for t in last.coordinator.txns)
+    assert last.network    # marker responses in flight: the old check called this "not quiescent"
+    assert explore(registry.bind(cfg), BfsOptions(properties=["quiescent_completion"])).exit_code == 0

@@ -1,9 +1,10 @@
-"""The deliberately broken variants of model/mutants.py: each must be caught, in a small
+"""The deliberately broken variants of model/kafka/mutants.py: each must be caught, in a small
 configuration, by the invariant named for it, with a shortest counterexample of pinned length;
 the correct model bound in the same process stays correct (the helper swaps are scoped)."""
 import pytest
 
-from model import mutants, partition, registry
+from model import registry
+from model.kafka import mutants, partition
 from model.config import ConfigError, resolve_config_path
 from explorers.bfs import BfsOptions, explore
 

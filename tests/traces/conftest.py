@@ -1,8 +1,6 @@
 """Traces of real runs for the trace tests: BFS counterexamples and seeded random walks, written
 as files the way ``kafka-mc check`` writes them; and test-only models (grid) in the registry."""
 import random
-import sys
-import types
 
 import pytest
 
@@ -85,9 +83,7 @@ def grid_models(monkeypatch):
              "gridboom": spec.derive("gridboom", add=[boom]),
              "gridmono": spec.derive("gridmono", add_properties=[
                  Property("NoReset", Expectation.TRANSITION, _no_reset, "the grid never resets")])}
-    module = types.ModuleType("kmc_trace_test_models")
     params = (Param("model.max", int, 3), Param("model.reset", bool, True))
-    module.MODELS = tuple(registry.ModelEntry(n, n, params, s.bind) for n, s in specs.items())
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setattr(registry, "MODULES", registry.MODULES + (module.__name__,))
+    for n, spec in specs.items():
+        monkeypatch.setitem(registry.REGISTERED, n, registry.spec_entry(spec, params, name=n))
     return specs

@@ -11,7 +11,7 @@ from explorers import cli
 from explorers.result import EXIT_DEADLOCK, EXIT_MODEL_ERROR, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
 from tests.traces.conftest import bfs_trace, bound, meta_for
 from traces.replay import Divergence, replay
-from traces.trace import Trace, read
+from traces.trace import Trace, TraceError, read
 
 EXE = str(Path(sys.executable).with_name("kafka-mc"))
 
@@ -124,3 +124,42 @@ def test_console_script_exit_codes(broken, tmp_path):
     r = subprocess.run([EXE, "replay", str(file), "--diff"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "step 5 (RMRcvCommitMsg(rm=1)): tmState differs" in r.stderr
+
+
+# Traces survive the model growing (model.codec): a field added since decodes with its declared
+# default; a field the model no longer has, or a configuration that now means something else,
+# is refused with one line naming it.
+
+KAFKA_GOLDEN = Path(__file__).resolve().parents[1] / "golden" / \
+    "kafka-0.11-tiny.no_hanging_transactions.itf.json"
+
+
+def _edited(tmp_path, edit):
+    doc = json.loads(KAFKA_GOLDEN.read_text())
+    edit(doc)
+    path = tmp_path / "edited.itf.json"
+    path.write_text(json.dumps(doc))
+    return read(path)
+
+
+def test_a_trace_written_before_a_fault_was_added_still_replays(tmp_path):
+    def drop_budget(doc):  # as if faults.batch_expiries had not existed when it was written
+        for st in doc["states"]:
+            del st["budgets"]["batch_expiries"]
+        del doc["#meta"]["config"]["faults"]["batch_expiries"]
+    assert replay(_edited(tmp_path, drop_budget)).reproduced
+
+
+def test_a_trace_with_a_field_the_model_lacks_is_refused(tmp_path):
+    def add_field(doc):
+        doc["states"][0]["budgets"]["meteor_strikes"] = 1
+    with pytest.raises(TraceError, match="Budgets has no field 'meteor_strikes'"):
+        replay(_edited(tmp_path, add_field))
+
+
+def test_a_trace_whose_configuration_means_something_else_is_refused(tmp_path):
+    def claim_pf(doc):  # written by a kafka-mc whose kafka-0.11 answered PRODUCER_FENCED
+        doc["#meta"]["settings"] = {"protocol.producer_fenced_error": True}
+    with pytest.raises(TraceError, match="protocol.producer_fenced_error = True; this kafka-mc's "
+                                         "model has False"):
+        replay(_edited(tmp_path, claim_pf))

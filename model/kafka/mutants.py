@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace as dc_replace
 from typing import Callable
 
-from model import consumer, coordinator, group_coordinator, partition, producer
-from model.network import Rpc
+from model.kafka import consumer, coordinator, group_coordinator, network, partition, producer
+from model.kafka.network import Rpc
 from model.protocol import ProtocolSpec, Rule
-from model.world import ClientState, Control, Outcome
+from model.kafka.world import ClientState, Control, Outcome
 
 NONE = "none"
 
@@ -88,31 +88,31 @@ def _marker_ignores_coordinator_epoch():
     def mutant(K, part, m):
         e = partition.entry_of(part, m.producer_id)
         if e is not None and e.coordinator_epoch > m.coordinator_epoch:
-            part = partition._with_entry(part, e._replace(coordinator_epoch=m.coordinator_epoch))
+            part = partition.with_entry(part, e._replace(coordinator_epoch=m.coordinator_epoch))
         return original(K, part, m)
     return {(partition, "append_marker"): mutant}
 
 
 def _fence_without_bump():
-    original = coordinator._fence_and_abort
+    original = coordinator.fence_and_abort
 
     def mutant(K, w, tid, txn):
         return original(K._replace(features=K.features._replace(bump_epoch_on_timeout=False)),
                         w, tid, txn)
-    return {(coordinator, "_fence_and_abort"): mutant}
+    return {(coordinator, "fence_and_abort"): mutant}
 
 
 def _end_txn_answered_before_replication():
-    original = coordinator._prepare
+    original = coordinator.prepare_transition
 
     def mutant(w, tid, txn, target, reply):
         if reply.rpc == Rpc.EndTxnResponse and target.state in coordinator.PREPARE:
-            w = coordinator._respond(w, coordinator.EndTxnResponse(
+            w = coordinator.respond(w, coordinator.EndTxnResponse(
                 Rpc.EndTxnResponse, reply.producer, coordinator.Errors.NONE,
                 target.producer_id, target.producer_epoch))
             reply = coordinator.NO_REPLY
         return original(w, tid, txn, target, reply)
-    return {(coordinator, "_prepare"): mutant}
+    return {(coordinator, "prepare_transition"): mutant}
 
 
 def _markers_skip_a_partition():
@@ -130,7 +130,7 @@ def _end_txn_with_batches_in_flight():
         return (p.state in (ClientState.COMMITTING_TRANSACTION, ClientState.ABORTING_TRANSACTION)
                 and p.in_flight_request == -1 and not p.queued and not p.new_partitions
                 and not p.pending_partitions)
-    return {(producer, "_end_ready"): mutant}
+    return {(producer, "end_ready"): mutant}
 
 
 def _offsets_materialised_on_abort():
@@ -150,10 +150,7 @@ def _offset_fetch_ignores_pending():
 # --- broken rules --------------------------------------------------------------------------------------
 
 def _delivery_rule(name, rpc, handler):
-    from model.kafka import _delivery
-
-    enabled, apply = _delivery(rpc, handler, False)
-    return Rule(name, ("message", "held_back"), enabled, apply)
+    return Rule(name, ("message", "held_back"), *network.delivery(rpc, handler))
 
 
 def _end_txn_skips_the_epoch_check():
@@ -173,7 +170,7 @@ def _add_partitions_skips_epoch_check():
 def _abort_without_end_txn():
     def apply(K, w, i):
         p = w.producers[i]
-        return producer._with(w, i, state=ClientState.READY, queued=frozenset(),
+        return producer.with_producer(w, i, state=ClientState.READY, queued=frozenset(),
                               new_partitions=frozenset(), outcomes=p.outcomes + (Outcome.ABORTED,))
     return [Rule("AbortTransaction", ("producer",), producer.abort_transaction_enabled, apply)]
 

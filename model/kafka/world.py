@@ -60,7 +60,7 @@ class Errors(IntEnum):
 
 
 class Rpc(IntEnum):
-    """The requests and responses of the model (model.network defines their fields)."""
+    """The requests and responses of the model (model.kafka.network defines their fields)."""
     InitProducerId = 0
     InitProducerIdResponse = 1
     AddPartitionsToTxn = 2
@@ -227,26 +227,9 @@ class Group(NamedTuple):
     """The consumer group of consume-transform-produce, at its group coordinator: the generation
     and which transactional.id's application owns the one input partition. The committed and
     pending offsets are not kept here: they are the ``__consumer_offsets`` partition's log (see
-    ``model.group_coordinator``)."""
+    ``model.kafka.group_coordinator``)."""
     generation: int = 0
     owner: int = 0
-
-
-class Budgets(NamedTuple):
-    """Remaining fault budgets, per kind and in total (``faults.total``: at most that many faults
-    of any kinds in one execution; by default the sum, i.e. no further limit)."""
-    producer_crashes: int
-    coordinator_failovers: int
-    transaction_timeouts: int
-    request_delays: int
-    request_duplicates: int
-    rebalances: int
-    transactional_id_expirations: int
-    request_losses: int
-    response_losses: int
-    batch_expiries: int
-    producer_state_losses: int
-    total: int
 
 
 class World(NamedTuple):
@@ -254,9 +237,9 @@ class World(NamedTuple):
     coordinator: Coordinator
     partitions: tuple[Partition, ...]
     consumers: tuple[Consumer, ...]
-    network: tuple          # messages in flight, FIFO per connection (model.network)
+    network: tuple          # messages in flight, FIFO per connection (model.kafka.network)
     delayed: tuple          # messages held back: deliverable in any order, sorted
-    budgets: Budgets
+    budgets: tuple          # model.kafka.faults.Budgets: the fault budgets left (declared there)
     group: Group = Group()
 
 
@@ -275,7 +258,7 @@ def replace_at(items: tuple, i: int, value) -> tuple:
     return items[:i] + (value,) + items[i + 1:]
 
 
-def _replace(self, **changes):
+def fast_replace(self, **changes):
     """NamedTuple._replace without its extra call layers (steps call it constantly)."""
     new = tuple.__new__(type(self), map(changes.pop, self._fields, self))
     if changes:
@@ -284,5 +267,5 @@ def _replace(self, **changes):
 
 
 for _cls in (ProducerStateEntry, Partition, TxnMetadata, Coordinator, Producer, Consumer, Group,
-             Budgets, World):
-    _cls._replace = _replace
+             World):
+    _cls._replace = fast_replace

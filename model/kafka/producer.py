@@ -21,7 +21,7 @@ flight per partition); UNKNOWN_PRODUCER_ID is handled as any abortable error (th
 producer's log-start-offset based sequence reset is not modelled).
 
 Consume-transform-produce (``workload.consume_transform_produce``): the application owns the
-input partition in its consumer group (``model.group_coordinator``), fetches the committed
+input partition in its consumer group (``model.kafka.group_coordinator``), fetches the committed
 offset, consumes one input record per transaction and calls ``sendOffsetsToTransaction`` with the
 next offset: TV1 sends AddOffsetsToTxn (here the AddPartitionsToTxn of the ``__consumer_offsets``
 partition, which is what the coordinator does with it) and then TxnOffsetCommit to the group
@@ -30,23 +30,23 @@ next input offset; after an abort it fetches the committed offset again.
 """
 from __future__ import annotations
 
-from model.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
+from model.kafka.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
                            TxnOffsetCommit, deliverable, remove, send)
-from model.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
+from model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
                          ClientState as C, Errors, Outcome, World, replace_at)
 
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)
 IN_TXN = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION, C.ABORTABLE_ERROR)
 
 
-def _with(w: World, i: int, **changes) -> World:
+def with_producer(w: World, i: int, **changes) -> World:
     return w._replace(producers=replace_at(w.producers, i, w.producers[i]._replace(**changes)))
 
 
 _last: list = [None, None]  # the producers tuple last asked about, and its running instances
 
 
-def _running(K, w: World):
+def running(K, w: World):
     """Producer instances the application has started (zombies included); every producer rule
     asks this of the same state in a row, so the last answer is kept."""
     if _last[0] is not w.producers:
@@ -64,16 +64,16 @@ def fatal(p, **changes):
 # --- the application ----------------------------------------------------------------------------
 
 def init_transactions_enabled(K, w):
-    return [(i,) for i, p in _running(K, w) if p.state == C.UNINITIALIZED]
+    return [(i,) for i, p in running(K, w) if p.state == C.UNINITIALIZED]
 
 
 def init_transactions(K, w, i):
     """KafkaProducer.initTransactions -> TransactionManager.initializeTransactions."""
-    return _send(K, _with(w, i, state=C.INITIALIZING, in_flight_request=Rpc.InitProducerId), i)
+    return _send(K, with_producer(w, i, state=C.INITIALIZING, in_flight_request=Rpc.InitProducerId), i)
 
 
 def begin_transaction_enabled(K, w):
-    return [(i,) for i, p in _running(K, w) if p.state == C.READY and p.txn + 1 < K.transactions
+    return [(i,) for i, p in running(K, w) if p.state == C.READY and p.txn + 1 < K.transactions
             and (not K.ctp or 0 <= p.position < K.inputs and p.generation == w.group.generation)]
 
 
@@ -82,11 +82,11 @@ def begin_transaction(K, w, i):
     produce, the application has polled the input record at its position)."""
     p = w.producers[i]
     inputs = p.inputs + (p.position,) if K.ctp else p.inputs
-    return _with(w, i, state=C.IN_TRANSACTION, txn=p.txn + 1, records=0, inputs=inputs)
+    return with_producer(w, i, state=C.IN_TRANSACTION, txn=p.txn + 1, records=0, inputs=inputs)
 
 
 def send_enabled(K, w):
-    return [(i, k) for i, p in _running(K, w)
+    return [(i, k) for i, p in running(K, w)
             if p.state == C.IN_TRANSACTION and p.records < K.records
             for k in range(K.partitions) if not any(q[0] == k for q in p.queued)]
 
@@ -98,22 +98,22 @@ def send_record(K, w, i, k):
     new = p.new_partitions
     if not K.tv2 and k not in p.partitions | p.pending_partitions:
         new = new | {k}
-    return _with(w, i, queued=p.queued | {(k, p.records)}, records=p.records + 1, new_partitions=new)
+    return with_producer(w, i, queued=p.queued | {(k, p.records)}, records=p.records + 1, new_partitions=new)
 
 
 def commit_transaction_enabled(K, w):
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if p.state == C.IN_TRANSACTION and p.records == K.records
             and (not K.ctp or p.offsets != OFFSETS_NONE)]
 
 
 def commit_transaction(K, w, i):
     """TransactionManager.beginCommit: IN_TRANSACTION -> COMMITTING_TRANSACTION."""
-    return _with(w, i, state=C.COMMITTING_TRANSACTION)
+    return with_producer(w, i, state=C.COMMITTING_TRANSACTION)
 
 
 def abort_transaction_enabled(K, w):
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if p.state == C.ABORTABLE_ERROR or K.abort_allowed and p.state == C.IN_TRANSACTION]
 
 
@@ -122,14 +122,14 @@ def abort_transaction(K, w, i):
     commit are dropped."""
     p = w.producers[i]
     offsets = OFFSETS_NONE if p.offsets == OFFSETS_QUEUED else p.offsets
-    return _with(w, i, state=C.ABORTING_TRANSACTION, queued=frozenset(), new_partitions=frozenset(),
+    return with_producer(w, i, state=C.ABORTING_TRANSACTION, queued=frozenset(), new_partitions=frozenset(),
                  offsets=offsets)
 
 
 def send_offsets_enabled(K, w):
     if not K.ctp:
         return []
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if p.state == C.IN_TRANSACTION and p.offsets == OFFSETS_NONE]
 
 
@@ -140,13 +140,13 @@ def send_offsets_to_transaction(K, w, i):
     g, new = K.partitions, p.new_partitions
     if not K.tv2 and g not in p.partitions | p.pending_partitions:
         new = new | {g}
-    return _with(w, i, offsets=OFFSETS_QUEUED, new_partitions=new)
+    return with_producer(w, i, offsets=OFFSETS_QUEUED, new_partitions=new)
 
 
 # --- the Sender -------------------------------------------------------------------------------------
 
 def send_add_partitions_enabled(K, w):
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if p.new_partitions and p.in_flight_request == -1
             and p.state in (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)]
 
@@ -154,12 +154,12 @@ def send_add_partitions_enabled(K, w):
 def send_add_partitions(K, w, i):
     """TransactionManager.addPartitionsToTransactionHandler."""
     p = w.producers[i]
-    return _send(K, _with(w, i, pending_partitions=p.new_partitions, new_partitions=frozenset(),
+    return _send(K, with_producer(w, i, pending_partitions=p.new_partitions, new_partitions=frozenset(),
                           in_flight_request=Rpc.AddPartitionsToTxn), i)
 
 
 def send_produce_enabled(K, w):
-    return [(i, k, n) for i, p in _running(K, w)
+    return [(i, k, n) for i, p in running(K, w)
             if p.state in (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)
             for k, n in sorted(p.queued)
             if not any(r.partition == k for r in p.in_flight) and (K.tv2 or k in p.partitions)]
@@ -170,7 +170,7 @@ def send_produce(K, w, i, k, n):
     p = w.producers[i]
     seq = p.next_sequence[k]
     request = Produce(Rpc.Produce, i, k, p.producer_id, p.producer_epoch, seq, p.txn, n)
-    w = _with(w, i, queued=p.queued - {(k, n)}, in_flight=tuple(sorted(p.in_flight + (request,))),
+    w = with_producer(w, i, queued=p.queued - {(k, n)}, in_flight=tuple(sorted(p.in_flight + (request,))),
               next_sequence=replace_at(p.next_sequence, k, seq + 1),
               partitions=p.partitions | {k} if K.tv2 else p.partitions)
     return w._replace(network=send(w.network, request))
@@ -179,7 +179,7 @@ def send_produce(K, w, i, k, n):
 def send_txn_offset_commit_enabled(K, w):
     if not K.ctp:
         return []
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if p.offsets == OFFSETS_QUEUED and p.in_flight_request == -1
             and p.state in (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)
             and (K.tv2 or K.partitions in p.partitions)]
@@ -188,23 +188,23 @@ def send_txn_offset_commit_enabled(K, w):
 def send_txn_offset_commit(K, w, i):
     """TxnOffsetCommitHandler: the offset, the member's generation (v3+), the producer's epoch."""
     p = w.producers[i]
-    return _send(K, _with(w, i, offsets=OFFSETS_SENT, in_flight_request=Rpc.TxnOffsetCommit,
+    return _send(K, with_producer(w, i, offsets=OFFSETS_SENT, in_flight_request=Rpc.TxnOffsetCommit,
                           partitions=p.partitions | {K.partitions} if K.tv2 else p.partitions), i)
 
 
-def _end_ready(p):
+def end_ready(p):
     return (p.state in (C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION)
             and p.in_flight_request == -1 and not p.in_flight and not p.queued
             and not p.new_partitions and not p.pending_partitions and p.offsets != OFFSETS_QUEUED)
 
 
 def send_end_txn_enabled(K, w):
-    return [(i,) for i, p in _running(K, w) if _end_ready(p) and p.partitions]
+    return [(i,) for i, p in running(K, w) if end_ready(p) and p.partitions]
 
 
 def send_end_txn(K, w, i):
     """TransactionManager.beginCompletingTransaction: EndTxn once no batch is incomplete."""
-    return _send(K, _with(w, i, in_flight_request=Rpc.EndTxn), i)
+    return _send(K, with_producer(w, i, in_flight_request=Rpc.EndTxn), i)
 
 
 def coordinator_request(K, w: World, i: int):
@@ -231,7 +231,7 @@ def _send(K, w: World, i: int) -> World:
 
 
 def complete_transaction_enabled(K, w):
-    return [(i,) for i, p in _running(K, w) if _end_ready(p) and not p.partitions]
+    return [(i,) for i, p in running(K, w) if end_ready(p) and not p.partitions]
 
 
 def complete_transaction(K, w, i):
@@ -245,10 +245,10 @@ def _transaction_done(K, w, i, **changes):
     it enqueued (priority EPOCH_BUMP, after END_TXN) succeeds."""
     p = w.producers[i]
     if p.epoch_bump_required:
-        w = _with(w, i, state=C.INITIALIZING, epoch_bump_required=False,
+        w = with_producer(w, i, state=C.INITIALIZING, epoch_bump_required=False,
                   in_flight_request=Rpc.InitProducerId, **changes)
         return _send(K, w, i)
-    return _with(w, i, in_flight_request=-1, **_completed(K, p), **changes)
+    return with_producer(w, i, in_flight_request=-1, **_completed(K, p), **changes)
 
 
 def _completed(K, p) -> dict:
@@ -275,11 +275,11 @@ def receive_init_producer_id_response(K, w, i, m):
         return w
     if m.error == Errors.NONE:
         done = _completed(K, p) if _bumping(p) else dict(state=C.READY)
-        return _with(w, i, producer_id=m.producer_id, producer_epoch=m.producer_epoch,
+        return with_producer(w, i, producer_id=m.producer_id, producer_epoch=m.producer_epoch,
                      in_flight_request=-1, next_sequence=(0,) * K.partitions, **done)
     if m.error in RETRIABLE:
         return _send(K, w, i)
-    return _with(w, i, **fatal(p)._asdict())
+    return with_producer(w, i, **fatal(p)._asdict())
 
 
 def receive_add_partitions_response(K, w, i, m):
@@ -288,12 +288,12 @@ def receive_add_partitions_response(K, w, i, m):
     if p.in_flight_request != Rpc.AddPartitionsToTxn:
         return w
     if m.error == Errors.NONE:
-        return _with(w, i, partitions=p.partitions | p.pending_partitions,
+        return with_producer(w, i, partitions=p.partitions | p.pending_partitions,
                      pending_partitions=frozenset(), in_flight_request=-1)
     if m.error in RETRIABLE:
-        return _with(w, i, new_partitions=p.new_partitions | p.pending_partitions,
+        return with_producer(w, i, new_partitions=p.new_partitions | p.pending_partitions,
                      pending_partitions=frozenset(), in_flight_request=-1)
-    return _with(w, i, **fatal(p)._asdict())
+    return with_producer(w, i, **fatal(p)._asdict())
 
 
 def receive_end_txn_response(K, w, i, m):
@@ -307,7 +307,7 @@ def receive_end_txn_response(K, w, i, m):
         return _transaction_done(K, w, i, partitions=frozenset(), **epoch)
     if m.error in RETRIABLE:
         return _send(K, w, i)
-    return _with(w, i, **fatal(p)._asdict())
+    return with_producer(w, i, **fatal(p)._asdict())
 
 
 def receive_txn_offset_commit_response(K, w, i, m):
@@ -318,11 +318,11 @@ def receive_txn_offset_commit_response(K, w, i, m):
     if p.in_flight_request != Rpc.TxnOffsetCommit:
         return w
     if m.error == Errors.NONE:
-        return _with(w, i, offsets=OFFSETS_DONE, in_flight_request=-1)
+        return with_producer(w, i, offsets=OFFSETS_DONE, in_flight_request=-1)
     if m.error == Errors.ILLEGAL_GENERATION:
         state = p.state if p.state == C.ABORTING_TRANSACTION else C.ABORTABLE_ERROR
-        return _with(w, i, offsets=OFFSETS_NONE, in_flight_request=-1, state=state)
-    return _with(w, i, **fatal(p)._asdict())
+        return with_producer(w, i, offsets=OFFSETS_NONE, in_flight_request=-1, state=state)
+    return with_producer(w, i, **fatal(p)._asdict())
 
 
 def receive_produce_response(K, w, i, m):
@@ -333,10 +333,10 @@ def receive_produce_response(K, w, i, m):
         return w    # the batch already failed (expired): its callback has run
     in_flight = tuple(r for r in p.in_flight if r != m.request)
     if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
-        return _with(w, i, in_flight=in_flight)
+        return with_producer(w, i, in_flight=in_flight)
     if m.error in (Errors.INVALID_PRODUCER_EPOCH, Errors.PRODUCER_FENCED):
-        return _with(w, i, **fatal(p, in_flight=in_flight)._asdict())
-    return _with(w, i, **_batch_failed(K, p)._replace(in_flight=in_flight)._asdict())
+        return with_producer(w, i, **fatal(p, in_flight=in_flight)._asdict())
+    return with_producer(w, i, **_batch_failed(K, p)._replace(in_flight=in_flight)._asdict())
 
 
 def _batch_failed(K, p):
@@ -355,22 +355,22 @@ def _batch_failed(K, p):
 def crash_producer_enabled(K, w):
     if not budget(w, "producer_crashes"):
         return []
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if not p.replaced and p.instance + 1 < K.producers_per_id]
 
 
 def crash_producer(K, w, i):
     """The application instance dies and a new one starts with the same transactional.id. The old
     instance is not stopped: it may go on as a zombie (or never act again)."""
-    w = _with(w, i, replaced=True)
-    w = _with(w, i + 1, started=True)
+    w = with_producer(w, i, replaced=True)
+    w = with_producer(w, i + 1, started=True)
     return spend(w, "producer_crashes")
 
 
 def expire_batch_enabled(K, w):
     if not budget(w, "batch_expiries"):
         return []
-    return [(i, r.partition) for i, p in _running(K, w) for r in p.in_flight]
+    return [(i, r.partition) for i, p in running(K, w) for r in p.in_flight]
 
 
 def expire_batch(K, w, i, k):

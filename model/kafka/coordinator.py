@@ -23,9 +23,9 @@ within the budget); producer ids are never exhausted (no epoch overflow or id ro
 """
 from __future__ import annotations
 
-from model.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
+from model.kafka.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
                            Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, send)
-from model.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
+from model.kafka.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
                          replace_at, spend)
 
 PREPARE = (T.PrepareCommit, T.PrepareAbort)
@@ -41,7 +41,7 @@ def _put(w: World, tid: int, txn: TxnMetadata, append=None) -> World:
     return w._replace(coordinator=c)
 
 
-def _respond(w: World, response) -> World:
+def respond(w: World, response) -> World:
     return w._replace(network=send(w.network, response))
 
 
@@ -58,7 +58,7 @@ def _error_reply(rpc: int, producer: int, error: Errors, request=()):
 
 def _fenced(K) -> Errors:
     """INVALID_PRODUCER_EPOCH was split into PRODUCER_FENCED in 2.7 (KAFKA-9911)."""
-    return Errors.PRODUCER_FENCED if K.features.strict_end_txn_epoch else Errors.INVALID_PRODUCER_EPOCH
+    return Errors.PRODUCER_FENCED if K.features.producer_fenced_error else Errors.INVALID_PRODUCER_EPOCH
 
 
 def _producer_checks(w: World, m) -> tuple[Errors, TxnMetadata]:
@@ -73,7 +73,7 @@ def _producer_checks(w: World, m) -> tuple[Errors, TxnMetadata]:
     return Errors.NONE, txn
 
 
-def _prepare(w, tid, txn: TxnMetadata, target: TxnMetadata, reply: Reply) -> World:
+def prepare_transition(w, tid, txn: TxnMetadata, target: TxnMetadata, reply: Reply) -> World:
     """prepareTransitionTo + appendTransactionToLog: pendingState set, the entry in flight."""
     return _put(w, tid, txn._replace(pending_state=target.state), Append(target, reply))
 
@@ -85,7 +85,7 @@ def handle_init_producer_id(K, w: World, m) -> World:
     request carries the client's producer id and epoch: a different id is fenced unless the
     metadata is new (isValidProducerId); the epoch is checked by prepareIncrementProducerEpoch."""
     c = w.coordinator
-    reply = lambda w, e: _respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
+    reply = lambda w, e: respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
     if m.coordinator_epoch != c.coordinator_epoch:
         return reply(w, Errors.NOT_COORDINATOR)
     txn = c.txns[m.tid]
@@ -101,7 +101,7 @@ def handle_init_producer_id(K, w: World, m) -> World:
     if txn.state in PREPARE:
         return reply(w, Errors.CONCURRENT_TRANSACTIONS)
     if txn.state == T.Ongoing:  # fence the old producer and abort its transaction
-        return reply(_fence_and_abort(K, w, m.tid, txn), Errors.CONCURRENT_TRANSACTIONS)
+        return reply(fence_and_abort(K, w, m.tid, txn), Errors.CONCURRENT_TRANSACTIONS)
     # Empty / CompleteCommit / CompleteAbort: prepareIncrementProducerEpoch
     if not bump:                                    # a new producer instance
         epoch, last = txn.producer_epoch + 1, -1
@@ -113,24 +113,24 @@ def handle_init_producer_id(K, w: World, m) -> World:
         return reply(w, _fenced(K))
     target = txn._replace(producer_epoch=epoch, last_producer_epoch=last, state=T.Empty,
                           partitions=frozenset(), pending_state=-1)
-    return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.InitProducerIdResponse))
+    return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.InitProducerIdResponse))
 
 
-def _fence_and_abort(K, w, tid, txn):
+def fence_and_abort(K, w, tid, txn):
     """prepareFenceProducerEpoch, then endTransaction(ABORT, isFromClient = false): the epoch is
     bumped in memory at once and PrepareAbort is written with it. Before 1.0 (KAFKA-6119) the
     abort used the current epoch, so the old producer was not fenced."""
     if K.features.bump_epoch_on_timeout:
         txn = txn._replace(producer_epoch=txn.producer_epoch + 1, last_producer_epoch=-1)
     target = txn._replace(state=T.PrepareAbort, pending_state=-1)
-    return _prepare(w, tid, txn, target, NO_REPLY)
+    return prepare_transition(w, tid, txn, target, NO_REPLY)
 
 
 # --- AddPartitionsToTxn -------------------------------------------------------------------------------
 
 def handle_add_partitions(K, w: World, m) -> World:
     """TransactionCoordinator.handleAddPartitionsToTransaction (client path, TV1)."""
-    reply = lambda e: _respond(w, _error_reply(Rpc.AddPartitionsToTxnResponse, m.producer, e))
+    reply = lambda e: respond(w, _error_reply(Rpc.AddPartitionsToTxnResponse, m.producer, e))
     error, txn = _producer_checks(w, m)
     if error:
         return reply(error)
@@ -141,13 +141,13 @@ def handle_add_partitions(K, w: World, m) -> World:
     if txn.state == T.Ongoing and m.partitions <= txn.partitions:
         return reply(Errors.NONE)
     target = txn._replace(state=T.Ongoing, partitions=txn.partitions | m.partitions, pending_state=-1)
-    return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.AddPartitionsToTxnResponse))
+    return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.AddPartitionsToTxnResponse))
 
 
 def handle_verify_add_partition(K, w: World, m) -> World:
     """AddPartitionsToTxn v4+ from a partition leader: handleVerifyPartitionsInTransaction
     (verify only, KIP-890 part 1) or an implicit add for a TV2 producer (part 2)."""
-    reply = lambda e: _respond(w, _error_reply(Rpc.VerifyAddPartitionResponse, -1, e, m))
+    reply = lambda e: respond(w, _error_reply(Rpc.VerifyAddPartitionResponse, -1, e, m))
     error, txn = _producer_checks(w, m)
     if error:
         return reply(error)
@@ -163,14 +163,14 @@ def handle_verify_add_partition(K, w: World, m) -> World:
         return reply(Errors.NONE)
     target = txn._replace(state=T.Ongoing, partitions=txn.partitions | {m.partition},
                           pending_state=-1)
-    return _prepare(w, m.tid, txn, target, Reply(-1, Rpc.VerifyAddPartitionResponse, m))
+    return prepare_transition(w, m.tid, txn, target, Reply(-1, Rpc.VerifyAddPartitionResponse, m))
 
 
 # --- EndTxn -----------------------------------------------------------------------------------------------
 
 def handle_end_txn(K, w: World, m) -> World:
     """TransactionCoordinator.handleEndTransaction: endTransactionWithTV1, or endTransaction (TV2)."""
-    reply = lambda e: _respond(w, _error_reply(Rpc.EndTxnResponse, m.producer, e))
+    reply = lambda e: respond(w, _error_reply(Rpc.EndTxnResponse, m.producer, e))
     error, txn = _producer_checks(w, m)
     if error:
         return reply(error)
@@ -185,9 +185,9 @@ def handle_end_txn(K, w: World, m) -> World:
     commit = m.committed
     if txn.state == T.Ongoing:
         target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1)
-        return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
+        return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
     if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
-        return _respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
+        return respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
                                           txn.producer_id, txn.producer_epoch))
     if txn.state == (T.PrepareCommit if commit else T.PrepareAbort):
         return reply(Errors.CONCURRENT_TRANSACTIONS)
@@ -214,7 +214,7 @@ def _end_txn_tv2(K, w, m, txn, reply):
         return reply(Errors.CONCURRENT_TRANSACTIONS if same else Errors.INVALID_TXN_STATE)
     if retry:  # Complete*: answer a retry of the EndTxn that completed it
         if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
-            return _respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
+            return respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
                                               txn.producer_id, txn.producer_epoch))
         return reply(Errors.INVALID_TXN_STATE)
     if commit and txn.state != T.Ongoing:
@@ -222,7 +222,7 @@ def _end_txn_tv2(K, w, m, txn, reply):
     target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1,
                           producer_epoch=txn.producer_epoch + 1,
                           last_producer_epoch=txn.producer_epoch)
-    return _prepare(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
+    return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
 
 
 # --- log appends and markers ------------------------------------------------------------------------------
@@ -243,14 +243,14 @@ def commit_append(K, w: World, tid: int) -> World:
     w = w._replace(coordinator=c)
     if a.reply.rpc != -1:
         if a.reply.rpc == Rpc.InitProducerIdResponse:
-            w = _respond(w, InitProducerIdResponse(Rpc.InitProducerIdResponse, a.reply.producer,
+            w = respond(w, InitProducerIdResponse(Rpc.InitProducerIdResponse, a.reply.producer,
                                                    Errors.NONE, target.producer_id,
                                                    target.producer_epoch))
         elif a.reply.rpc == Rpc.EndTxnResponse:
-            w = _respond(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
+            w = respond(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
                                            target.producer_id, target.producer_epoch))
         else:
-            w = _respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE, a.reply.request))
+            w = respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE, a.reply.request))
     if target.state in PREPARE:
         w = send_markers(w, tid, target)
     return w
@@ -280,7 +280,7 @@ def _maybe_complete(w: World, tid: int) -> World:
         return w
     done = T.CompleteCommit if txn.state == T.PrepareCommit else T.CompleteAbort
     target = txn._replace(state=done, partitions=frozenset(), pending_state=-1)
-    return _prepare(w, tid, txn, target, NO_REPLY)
+    return prepare_transition(w, tid, txn, target, NO_REPLY)
 
 
 def handle_write_txn_markers_response(K, w: World, m) -> World:
@@ -317,7 +317,7 @@ def expire_transaction_enabled(K, w, idle: bool = False):
 
 def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
     """abortTimedOutTransactions: fence the producer (1.0+) and abort."""
-    w = _fence_and_abort(K, w, tid, w.coordinator.txns[tid])
+    w = fence_and_abort(K, w, tid, w.coordinator.txns[tid])
     if idle:
         return w
     return spend(w, "transaction_timeouts")
@@ -335,7 +335,7 @@ def expire_transactional_id(K, w: World, tid: int) -> World:
     passed with no transaction (Empty / CompleteCommit / CompleteAbort, nothing pending):
     prepareDead and append a tombstone."""
     txn = w.coordinator.txns[tid]
-    w = _prepare(w, tid, txn, txn._replace(state=T.Dead, pending_state=-1), NO_REPLY)
+    w = prepare_transition(w, tid, txn, txn._replace(state=T.Dead, pending_state=-1), NO_REPLY)
     return spend(w, "transactional_id_expirations")
 
 
@@ -357,7 +357,7 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     w = spend(w._replace(coordinator=c), "coordinator_failovers")
     for a in old.appends:
         if a and a.reply.rpc != -1:
-            w = _respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NOT_COORDINATOR,
+            w = respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NOT_COORDINATOR,
                                          a.reply.request))
     for tid, t in enumerate(log):
         if t.state in PREPARE:

@@ -9,7 +9,7 @@ produce from 3.6 / TV2), ``prepareTxnOffsetCommit`` / ``completePendingTxnOffset
 
 The ``__consumer_offsets`` partition is ``w.partitions[K.partitions]`` (after the data partitions);
 the group coordinator leads it, TxnOffsetCommit appends to it through the partition leader's
-checks (``model.partition``) and the transaction coordinator's markers reach it like any other
+checks (``model.kafka.partition``) and the transaction coordinator's markers reach it like any other
 partition. What the group coordinator holds follows from that log: a batch whose transaction has
 no marker yet is a *pending* transactional offset commit, a committed one is materialised (the
 latest by append offset wins, as ``completePendingTxnOffsetCommit`` compares them), an aborted one
@@ -26,9 +26,9 @@ coordinator does not fail over.
 """
 from __future__ import annotations
 
-from model import partition
-from model.producer import _running, _with
-from model.world import ClientState as C, Control, Partition, World, budget, spend
+from model.kafka import partition
+from model.kafka.producer import running, with_producer
+from model.kafka.world import ClientState as C, Control, Partition, World, budget, spend
 
 
 def offsets_partition(K) -> int:
@@ -61,7 +61,7 @@ def offset_fetch_enabled(K, w: World):
     if not K.ctp or K.features.stable_offset_fetch and has_pending(w.partitions[K.partitions]):
         return []
     g = w.group
-    return [(i,) for i, p in _running(K, w)
+    return [(i,) for i, p in running(K, w)
             if p.tid == g.owner and p.state == C.READY
             and (p.position == -1 or p.generation != g.generation)]
 
@@ -69,7 +69,7 @@ def offset_fetch_enabled(K, w: World):
 def offset_fetch(K, w: World, i: int) -> World:
     """KafkaConsumer.committed / the position after a rebalance: OffsetFetch
     (GroupCoordinator.handleFetchOffsets)."""
-    return _with(w, i, generation=w.group.generation,
+    return with_producer(w, i, generation=w.group.generation,
                  position=committed_offset(w.partitions[K.partitions]))
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from model.config import Param
-from model.world import Budgets
-from model.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
+from model.kafka import faults
+from model.kafka.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
 
 PARAMS = (
     Param("protocol.version", str, DEFAULT_PRESET, "Kafka version preset", choices=tuple(PRESETS)),
@@ -24,31 +24,7 @@ PARAMS = (
           "each transaction consumes an input record and commits its offset (a consumer group)"),
     Param("workload.input_records", int, 2, "input records (consume-transform-produce)",
           min=1, max=4),
-    Param("faults.producer_crashes", int, 1, "producer crash/restart (old instance may be a zombie)",
-          min=0, max=4),
-    Param("faults.coordinator_failovers", int, 0, "transaction coordinator failovers", min=0, max=3),
-    Param("faults.transaction_timeouts", int, 0, "transaction timeout aborts", min=0, max=3),
-    Param("faults.request_delays", int, 0, "requests held back and delivered out of order",
-          min=0, max=3),
-    Param("faults.request_duplicates", int, 0, "requests delivered twice", min=0, max=3),
-    Param("faults.rebalances", int, 0, "consumer group rebalances (consume-transform-produce)",
-          min=0, max=3),
-    Param("faults.transactional_id_expirations", int, 0,
-          "transactional.id.expiration.ms passes for an idle transactional.id (-> Dead)",
-          min=0, max=3),
-    Param("faults.request_losses", int, 0,
-          "a client request is lost: request.timeout.ms, the client resends it", min=0, max=3),
-    Param("faults.response_losses", int, 0,
-          "a response to a client is lost: request.timeout.ms, the client resends its request",
-          min=0, max=3),
-    Param("faults.batch_expiries", int, 0,
-          "delivery.timeout.ms expires a batch while its Produce request is in flight",
-          min=0, max=3),
-    Param("faults.producer_state_losses", int, 0,
-          "a leader drops an idle producer id's state (producer.id.expiration.ms)", min=0, max=3),
-    Param("faults.total", int, None,
-          "at most this many faults of any kinds in one execution (default: the budgets' sum)",
-          min=0, max=40),
+    *faults.PARAMS,
 )
 
 
@@ -64,7 +40,7 @@ class KafkaParams(NamedTuple):
     abort_allowed: bool
     ctp: bool                   # consume-transform-produce
     inputs: int                 # input records (ctp)
-    budgets: tuple[int, ...]
+    budgets: faults.Budgets        # the initial fault budgets
 
     @property
     def producers(self) -> int:
@@ -86,10 +62,4 @@ def kafka_params(cfg) -> KafkaParams:
         records=cfg["workload.records_per_transaction"],
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
-        budgets=_budgets(cfg))
-
-
-def _budgets(cfg) -> tuple[int, ...]:
-    each = tuple(cfg[f"faults.{f}"] for f in Budgets._fields[:-1])
-    total = cfg.get("faults.total")
-    return (*each, sum(each) if total is None else total)
+        budgets=faults.budgets(cfg))

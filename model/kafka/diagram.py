@@ -11,16 +11,13 @@ from __future__ import annotations
 from collections import Counter
 
 from model.core import Event, show
-from model.world import Errors, Rpc
+from model.kafka.world import Errors, Rpc
 
 COORDINATOR = "coordinator"
 GROUP_COORDINATOR = "group-coordinator"
 TO_COORDINATOR = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn)
 SENDER = ("InitTransactions", "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn",
           "SendTxnOffsetCommit")
-FAULTS = ("CrashProducer", "ElectCoordinator", "ExpireTransaction", "ExpireTransactionalId",
-          "DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse", "ExpireBatch",
-          "LoseProducerState", "Rebalance")
 
 
 def lifelines(K) -> tuple[str, ...]:
@@ -79,11 +76,14 @@ def label(m) -> str:
     return Rpc(r).name
 
 
-def describe(K, s, a, t) -> tuple[Event, ...]:
+def describe(K, s, a, t, faults) -> tuple[Event, ...]:
+    """The events of step ``s --a--> t``; ``faults``: rule name -> its row of the fault table
+    (``model.kafka.faults``), which says where a fault is drawn and what its note says."""
     events = []
     name = a[0]
-    if name in FAULTS:
-        events.append(Event("fault", _actor(K, a), label=_fault(a)))
+    if name in faults:
+        fault = faults[name]
+        events.append(Event("fault", fault.lifeline(K, a), label=fault.label(a)))
     elif not (name in SENDER or name.startswith("Handle") or name.startswith("Receive")):
         events.append(Event("note", _actor(K, a), label=_note(s, a, t)))
     elif name.startswith("Handle") and (note := _handled(s, a, t)):
@@ -98,43 +98,15 @@ def describe(K, s, a, t) -> tuple[Event, ...]:
 
 
 def _actor(K, a) -> str:
-    """The lifeline an action happens on."""
+    """The lifeline a non-fault action happens on."""
     name, args = a[0], a[1:]
-    if name in ("ElectCoordinator", "ExpireTransaction", "ExpireTransactionalId",
-                "CommitTxnLogAppend"):
+    if name == "CommitTxnLogAppend":
         return COORDINATOR
-    if name == "Rebalance":
-        return GROUP_COORDINATOR
     if name == "Fetch":
         return f"consumer-{args[0]}"
-    if name == "LoseProducerState":
-        return leader(K, args[0])
-    if name in ("LoseRequest", "LoseResponse"):
-        return f"p{args[0].producer}"   # the client that times out
-    if args and hasattr(args[0], "rpc"):  # a fault on, or the delivery of, a message
+    if args and hasattr(args[0], "rpc"):  # the delivery of a message
         return endpoints(K, args[0])[2]
     return f"p{args[0]}"
-
-
-def _fault(a) -> str:
-    name = a[0]
-    if name == "Rebalance":
-        return "rebalance: the input partition moves to the next application, generation + 1"
-    if name == "CrashProducer":
-        return "crashes; a new instance starts (this one may live on as a zombie)"
-    if name == "ElectCoordinator":
-        return f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"
-    if name == "ExpireTransaction":
-        return "transaction timeout: abort"
-    if name == "ExpireTransactionalId":
-        return "transactional.id expired: Dead (tombstone)"
-    if name == "ExpireBatch":
-        return f"batch to partition {a[2]} expired (delivery.timeout.ms) while in flight"
-    if name == "LoseProducerState":
-        return f"producer id {a[2]} expired: its state is forgotten"
-    if name in ("LoseRequest", "LoseResponse"):
-        return f"{label(a[1])} lost: request.timeout.ms, the request is sent again"
-    return f"{label(a[1])} {'held back' if name == 'DelayRequest' else 'delivered twice'}"
 
 
 def _note(s, a, t) -> str:

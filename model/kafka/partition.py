@@ -22,9 +22,9 @@ Abstraction: the high watermark is the log end (see ``Partition``).
 """
 from __future__ import annotations
 
-from model.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
+from model.kafka.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
                            WriteTxnMarkersResponse, send)
-from model.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
+from model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
                          ProducerStateEntry, RecordId, World, replace_at)
 
 
@@ -35,7 +35,7 @@ def entry_of(part: Partition, pid: int):
     return None
 
 
-def _with_entry(part: Partition, e: ProducerStateEntry) -> Partition:
+def with_entry(part: Partition, e: ProducerStateEntry) -> Partition:
     others = [x for x in part.producers if x.producer_id != e.producer_id]
     return part._replace(producers=tuple(sorted(others + [e])))
 
@@ -160,7 +160,7 @@ def _append_data(part: Partition, e, m, sequence: int, last_sequence: int,
     coordinator_epoch = e.coordinator_epoch if e is not None else -1
     entry = ProducerStateEntry(m.producer_id, m.producer_epoch, last_sequence, offset,
                                coordinator_epoch, first)
-    return _with_entry(part._replace(log=part.log + (batch,)), entry)
+    return with_entry(part._replace(log=part.log + (batch,)), entry)
 
 
 def handle_write_txn_markers(K, w: World, m) -> World:
@@ -198,7 +198,7 @@ def append_marker(K, part: Partition, m):
     batch = Batch(m.producer_id, m.producer_epoch, -1, control, m.coordinator_epoch, NO_RECORD)
     guards = tuple(x for x in part.guards if x[0] != m.producer_id)
     part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards)
-    return Errors.NONE, _with_entry(part, entry)
+    return Errors.NONE, with_entry(part, entry)
 
 
 def lose_producer_state_enabled(K, w):

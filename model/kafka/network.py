@@ -5,14 +5,14 @@ A message is a NamedTuple whose first field is its ``Rpc``. Messages travel on c
 connection: only the oldest message of a connection can be delivered. ``DelayRequest`` holds a
 message back (it leaves the FIFO and can be delivered at any later time, out of order);
 ``DuplicateRequest`` delivers a copy later (a retry over a new connection). ``LoseRequest`` and
-``LoseResponse`` (``model.producer``) drop a client's request or its answer; the client times out
+``LoseResponse`` (``model.kafka.producer``) drop a client's request or its answer; the client times out
 and resends.
 """
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from model.world import Errors, Rpc
+from model.kafka.world import Errors, Rpc, budget, spend
 
 
 class InitProducerId(NamedTuple):
@@ -198,3 +198,44 @@ def hold_back(network: tuple, delayed: tuple, i: int) -> tuple[tuple, tuple]:
 
 def duplicate(delayed: tuple, m) -> tuple:
     return tuple(sorted(delayed + (m,), key=_order))
+
+
+def delivery(rpc: Rpc, handler, to_producer: bool = False):
+    """``enabled``/``apply`` of a rule delivering the messages of one Rpc to their handler: any
+    deliverable one (the oldest of its connection, or one held back), with whether it was held
+    back. A handler takes ``(K, w, m)``, or ``(K, w, producer, m)`` for a response to a client."""
+    def enabled(K, w):
+        return [(m, bool(held)) for held, _, m in deliverable(w.network, w.delayed)
+                if m.rpc == rpc]
+
+    def apply(K, w, m, held):
+        if held:
+            w = w._replace(delayed=remove(w.delayed, w.delayed.index(m)))
+        else:
+            w = w._replace(network=remove(w.network, w.network.index(m)))
+        return handler(K, w, m.producer, m) if to_producer else handler(K, w, m)
+
+    return enabled, apply
+
+
+# --- the network faults -----------------------------------------------------------------------
+
+def delay_request_enabled(K, w):
+    if not budget(w, "request_delays"):
+        return []
+    return [(m,) for _, i, m in deliverable(w.network, ()) if m.rpc in REQUESTS]
+
+
+def delay_request(K, w, m):
+    net, delayed = hold_back(w.network, w.delayed, w.network.index(m))
+    return spend(w._replace(network=net, delayed=delayed), "request_delays")
+
+
+def duplicate_request_enabled(K, w):
+    if not budget(w, "request_duplicates"):
+        return []
+    return [(m,) for m in dict.fromkeys(w.network + w.delayed) if m.rpc in REQUESTS]
+
+
+def duplicate_request(K, w, m):
+    return spend(w._replace(delayed=duplicate(w.delayed, m)), "request_duplicates")

@@ -14,17 +14,16 @@ from __future__ import annotations
 import typing
 from functools import partial
 
-from model import (consumer, coordinator, diagram, group_coordinator, mutants, network, partition,
-                   producer)
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
-from model.network import REQUESTS, Rpc
-from model.params import PARAMS, KafkaParams, kafka_params
+from model.kafka import (client, consumer, coordinator, diagram, faults, group_coordinator,
+                         mutants, network, partition, producer)
+from model.kafka.network import Rpc
+from model.kafka.params import PARAMS, KafkaParams, kafka_params
+from model.kafka.versions import PRESETS
+from model.kafka.world import Consumer, Coordinator, Partition, Producer, TxnMetadata, World
 from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
-from model.versions import PRESETS
-from model.world import (Budgets, Consumer, Coordinator, Partition, Producer, TxnMetadata, World,
-                         budget, spend)
 
 
 def initial_world(K: KafkaParams) -> World:
@@ -36,100 +35,24 @@ def initial_world(K: KafkaParams) -> World:
         coordinator=Coordinator(0, empty, empty, ((),) * K.tids, (frozenset(),) * K.tids),
         partitions=(Partition(),) * (K.partitions + K.ctp),   # + __consumer_offsets
         consumers=(Consumer((0,) * K.partitions),) * K.consumers,
-        network=(), delayed=(), budgets=Budgets(*K.budgets))
+        network=(), delayed=(), budgets=K.budgets)
 
 
 def _init(K):
     return [initial_world(K)]
 
 
-# --- message delivery -------------------------------------------------------------------------------
-
-def _delivery(rpc: Rpc, handler, to_producer: bool):
-    """enabled/apply for delivering messages of one Rpc to its handler."""
-    def enabled(K, w):
-        return [(m, bool(held)) for held, _, m in network.deliverable(w.network, w.delayed)
-                if m.rpc == rpc]
-
-    def apply(K, w, m, held):
-        if held:
-            w = w._replace(delayed=network.remove(w.delayed, w.delayed.index(m)))
-        else:
-            w = w._replace(network=network.remove(w.network, w.network.index(m)))
-        return handler(K, w, m.producer, m) if to_producer else handler(K, w, m)
-
-    return enabled, apply
-
+# --- message delivery ------------------------------------------------------------------------------
 
 def _deliver_rule(name, rpc, handler, to_producer=False, doc=""):
-    enabled, apply = _delivery(rpc, handler, to_producer)
-    rule = Rule(name, ("message", "held_back"), enabled, apply, doc)
+    rule = Rule(name, ("message", "held_back"), *network.delivery(rpc, handler, to_producer), doc)
     DELIVERIES[rpc] = rule
     return rule
 
 
-DELIVERIES: dict = {}
+DELIVERIES: dict = {}   # Rpc -> the rule delivering it (the fused successor function's dispatch)
 
-
-# --- network faults ---------------------------------------------------------------------------------------
-
-def _delay_enabled(K, w):
-    if not budget(w, "request_delays"):
-        return []
-    return [(m,) for _, i, m in network.deliverable(w.network, ()) if m.rpc in REQUESTS]
-
-
-def _delay(K, w, m):
-    net, delayed = network.hold_back(w.network, w.delayed, w.network.index(m))
-    return spend(w._replace(network=net, delayed=delayed), "request_delays")
-
-
-def _duplicate_enabled(K, w):
-    if not budget(w, "request_duplicates"):
-        return []
-    return [(m,) for m in dict.fromkeys(w.network + w.delayed) if m.rpc in REQUESTS]
-
-
-def _duplicate(K, w, m):
-    return spend(w._replace(delayed=network.duplicate(w.delayed, m)), "request_duplicates")
-
-
-def _idle(K, w) -> bool:
-    """Nothing but a timer can fire: no message or append in flight, no client action."""
-    if w.network or w.delayed or any(w.coordinator.appends):
-        return False
-    return not any(any(True for _ in r.enabled(K, w)) for r in CLIENT_RULES)
-
-
-def _expire_enabled(K, w):
-    budgeted = coordinator.expire_transaction_enabled(K, w)
-    if budgeted:
-        return [(tid, False) for (tid,) in budgeted]
-    return [(tid, True) for (tid,) in coordinator.expire_transaction_enabled(K, w, idle=_idle(K, w))]
-
-
-P = ("producer",)
-CLIENT_RULES = (
-    # the application
-    Rule("InitTransactions", P, producer.init_transactions_enabled, producer.init_transactions),
-    Rule("BeginTransaction", P, producer.begin_transaction_enabled, producer.begin_transaction),
-    Rule("Send", ("producer", "partition"), producer.send_enabled, producer.send_record),
-    Rule("CommitTransaction", P, producer.commit_transaction_enabled, producer.commit_transaction),
-    Rule("AbortTransaction", P, producer.abort_transaction_enabled, producer.abort_transaction),
-    Rule("OffsetFetch", P, group_coordinator.offset_fetch_enabled, group_coordinator.offset_fetch),
-    Rule("SendOffsetsToTransaction", P, producer.send_offsets_enabled,
-         producer.send_offsets_to_transaction),
-    # the client's Sender
-    Rule("SendAddPartitionsToTxn", P, producer.send_add_partitions_enabled,
-         producer.send_add_partitions),
-    Rule("SendProduce", ("producer", "partition", "record"), producer.send_produce_enabled,
-         producer.send_produce),
-    Rule("SendTxnOffsetCommit", P, producer.send_txn_offset_commit_enabled,
-         producer.send_txn_offset_commit),
-    Rule("SendEndTxn", P, producer.send_end_txn_enabled, producer.send_end_txn),
-    Rule("CompleteTransaction", P, producer.complete_transaction_enabled,
-         producer.complete_transaction),
-)
+CLIENT_RULES = client.CLIENT_RULES
 RULES = CLIENT_RULES + (
     # the coordinator
     _deliver_rule("HandleInitProducerId", Rpc.InitProducerId, coordinator.handle_init_producer_id),
@@ -142,12 +65,7 @@ RULES = CLIENT_RULES + (
          coordinator.commit_append),
     _deliver_rule("HandleWriteTxnMarkersResponse", Rpc.WriteTxnMarkersResponse,
                   coordinator.handle_write_txn_markers_response),
-    Rule("ExpireTransaction", ("transactional_id", "idle"), _expire_enabled,
-         coordinator.expire_transaction),
-    Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,
-         coordinator.elect_coordinator),
-    Rule("ExpireTransactionalId", ("transactional_id",), coordinator.expire_transactional_id_enabled,
-         coordinator.expire_transactional_id),
+    *faults.rules(faults.COORDINATOR),    # its timers and elections: the fault table's rows
     # partition leaders
     _deliver_rule("HandleProduce", Rpc.Produce, partition.handle_produce),
     _deliver_rule("HandleWriteTxnMarkers", Rpc.WriteTxnMarkers, partition.handle_write_txn_markers),
@@ -169,17 +87,8 @@ RULES = CLIENT_RULES + (
                   producer.receive_txn_offset_commit_response, to_producer=True),
     # consumers
     Rule("Fetch", ("consumer", "partition"), consumer.fetch_enabled, consumer.fetch),
-    # faults
-    Rule("CrashProducer", P, producer.crash_producer_enabled, producer.crash_producer),
-    Rule("DelayRequest", ("message",), _delay_enabled, _delay),
-    Rule("DuplicateRequest", ("message",), _duplicate_enabled, _duplicate),
-    Rule("LoseRequest", ("message",), producer.lose_request_enabled, producer.lose_request),
-    Rule("LoseResponse", ("message",), producer.lose_response_enabled, producer.lose_response),
-    Rule("ExpireBatch", ("producer", "partition"), producer.expire_batch_enabled,
-         producer.expire_batch),
-    Rule("LoseProducerState", ("partition", "producer_id"), partition.lose_producer_state_enabled,
-         partition.lose_producer_state),
-    Rule("Rebalance", (), group_coordinator.rebalance_enabled, group_coordinator.rebalance),
+    # the other faults (model.kafka.faults)
+    *faults.rules(besides=faults.COORDINATOR),
 )
 
 
@@ -210,6 +119,10 @@ MESSAGES = {cls.__name__: cls for cls in (
     network.TxnOffsetCommitResponse)}
 
 
+# World's field types for the trace decoder; the budgets' record type is the fault table's.
+WORLD_HINTS = {**typing.get_type_hints(World), "budgets": faults.Budgets}
+
+
 class _Codec:
     """Trace variables: the World's fields, records named as in Kafka."""
 
@@ -219,8 +132,7 @@ class _Codec:
 
     @staticmethod
     def decode(K, v):
-        hints = typing.get_type_hints(World)
-        return World(**{f: from_itf(v[f], hints[f], MESSAGES, f) for f in World._fields})
+        return from_itf(v, World, MESSAGES, "state", hints=WORLD_HINTS)
 
     @staticmethod
     def encode_action(K, a):
@@ -243,14 +155,12 @@ def _locality(K, w: World):
     return w.coordinator, w.partitions, w.budgets
 
 
-def _properties():
-    from invariants import all_properties
-    return all_properties()
-
-
 def build_spec() -> ProtocolSpec:
+    """The Kafka spec. Its properties are not part of it: they are registered for the model
+    ``kafka`` (``invariants/``, entry point group ``kafka_mc.properties``) and the registry adds
+    them when it binds a configuration."""
     return ProtocolSpec(
-        name="kafka", init=_init, rules=RULES, properties=_properties(), params=kafka_params,
+        name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
@@ -283,14 +193,25 @@ class KafkaModel(RuleModel):
         return diagram.lifelines(self.params)
 
     def describe(self, s, a, t):
-        return diagram.describe(self.params, s, a, t)
+        return diagram.describe(self.params, s, a, t, faults.BY_RULE)
+
+    def settings(self):
+        """The protocol flags the configured preset (and explicit flags) stand for."""
+        return {f"protocol.{flag}": value for flag, value in self.params.features._asdict().items()}
 
 
-def _build(cfg: Config):
-    return KafkaModel(mutants.mutate(spec_for(kafka_params(cfg)), cfg["model.mutant"]), cfg)
+def _build(cfg: Config, properties=()):
+    spec = mutants.mutate(spec_for(kafka_params(cfg)), cfg["model.mutant"])
+    return KafkaModel(spec.derive(spec.name, add_properties=properties), cfg)
 
 
-MUTANT = Param("model.mutant", str, mutants.NONE, "a deliberately broken variant (model/mutants.py)",
-               choices=mutants.NAMES)
-MODELS = (ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT,), _build, presets=tuple(PRESETS),
-                     mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS)),)
+MUTANT = Param("model.mutant", str, mutants.NONE,
+               "a deliberately broken variant (model/kafka/mutants.py)", choices=mutants.NAMES)
+# The built-in configuration (`kafka-mc check` without CONFIG) is configs/small.toml: one
+# partition and every fault kind with a budget of one, at most two faults in an execution
+# (tests keep the two equal).
+DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
+            **{f"faults.{f.budget}": 1 for f in faults.FAULTS if f.budget != "rebalances"}}
+MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT,), _build, presets=tuple(PRESETS),
+                   mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS),
+                   defaults=DEFAULTS)

@@ -1,0 +1,126 @@
+"""The property-checking policy: which property is checked on which state or step, and what its
+verdict is. Every explorer follows it (the BFS, Spark, simulate and stateful), so a kind of claim
+means the same whichever explorer checks it:
+
+* ``always``: on every initial state and on every state when it is first reached;
+* ``transition``: on every step taken (generated), ``holds(before, action, after)``;
+* ``terminal``: on every expanded state with no enabled action (its successors, as the model being
+  checked computes them, are none). A state left unexpanded by the state constraint or the depth
+  bound is not terminal. With deadlock checking on, such a state is a deadlock first;
+* ``sometimes``: a witness, pending until a reached state satisfies it. One still pending when an
+  exhaustive search completes is a vacuity error; random explorers report it with the caveat that
+  their samples may have missed it (``unwitnessed``);
+* ``eventually``: liveness, on a state graph; these explorers list it as unchecked.
+
+Within one state the properties are checked in the model's order and the first that fails is the
+violation. The ``Checks`` methods return the failing ``Property`` (or None) and leave the path to
+the explorer, which owns the search order; ``violation`` turns one into the reported value.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from model.core import Expectation, Model, Property
+from explorers.result import Violation
+
+DEADLOCK = Violation("deadlock", "deadlock", "some action is enabled in every reachable state")
+
+
+def select_properties(model: Model, names: Sequence[str] | None) -> list[Property]:
+    """The model's properties named by ``names`` (None: all), in the given order."""
+    props = list(model.properties())
+    if names is None:
+        return props
+    known = {p.name: p for p in props}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise KeyError(f"unknown property {missing[0]!r} (known: {', '.join(known) or 'none'})")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+class Checks:
+    """The selected properties of ``model``, split by expectation, with the checks each kind gets.
+
+    ``always``, ``transition``, ``terminal`` and ``sometimes`` are tuples of ``(property,
+    holds)``: explorers with a hot loop may iterate them directly, as ``state`` and ``step`` do.
+    ``deadlock``: whether a state with no enabled action is an error (the model's default unless
+    the check overrides it)."""
+
+    def __init__(self, model: Model, names: Sequence[str] | None = None,
+                 check_deadlock: bool | None = None):
+        self.properties = props = tuple(select_properties(model, names))
+        of = {k: tuple((p, p.holds) for p in props if p.expectation is k) for k in Expectation}
+        self.always = of[Expectation.ALWAYS]
+        self.transition = of[Expectation.TRANSITION]
+        self.terminal = of[Expectation.TERMINAL]
+        self.sometimes = of[Expectation.SOMETIMES]
+        self.eventually = tuple(p for p, _ in of[Expectation.EVENTUALLY])
+        self.deadlock = (getattr(model, "check_deadlock", True) if check_deadlock is None
+                         else check_deadlock)
+
+    @property
+    def checked(self) -> tuple[str, ...]:
+        """What these explorers check: everything but liveness."""
+        return tuple(p.name for p in self.properties if p.expectation is not Expectation.EVENTUALLY)
+
+    @property
+    def unchecked(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.eventually)
+
+    def state(self, s) -> Property | None:
+        """The first ``always`` property failing in a newly reached (or initial) state."""
+        for p, holds in self.always:
+            if not holds(s):
+                return p
+        return None
+
+    def step(self, s, a, t) -> Property | None:
+        """The first ``transition`` property failing on the step ``s --a--> t``."""
+        for p, holds in self.transition:
+            if not holds(s, a, t):
+                return p
+        return None
+
+    def stuck(self, s) -> Violation | Property | None:
+        """An expanded state with no enabled action: ``DEADLOCK`` when deadlocks are errors, else
+        the first ``terminal`` property failing in it."""
+        if self.deadlock:
+            return DEADLOCK
+        for p, holds in self.terminal:
+            if not holds(s):
+                return p
+        return None
+
+    def witnesses(self) -> "Witnesses":
+        return Witnesses(self.sometimes)
+
+    def unwitnessed(self, pending: Sequence[Property], detail: str = "") -> list[Violation]:
+        """The vacuity errors of witnesses never seen (call only once the search is over and
+        complete for an exhaustive explorer, clean for a random one)."""
+        return [Violation(p.name, "sometimes", p.claim, detail=detail) for p in pending]
+
+
+def violation(found: Violation | Property, path=None) -> Violation:
+    """The reported violation of a failing property (or ``DEADLOCK``) on ``path``."""
+    if isinstance(found, Violation):
+        return Violation(found.property, found.kind, found.claim, path, found.detail)
+    return Violation(found.name, found.expectation.value, found.claim, path)
+
+
+class Witnesses:
+    """The ``sometimes`` properties not yet witnessed; ``see`` a reached state."""
+
+    def __init__(self, sometimes):
+        self.open = list(sometimes)
+
+    def __bool__(self) -> bool:
+        return bool(self.open)
+
+    def see(self, s) -> None:
+        for entry in self.open[:]:
+            if entry[1](s):
+                self.open.remove(entry)
+
+    @property
+    def pending(self) -> list[Property]:
+        return [p for p, _ in self.open]

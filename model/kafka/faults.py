@@ -1,0 +1,157 @@
+"""The Kafka model's faults: one table, the one place a fault is declared.
+
+A row names the fault's budget (the ``Budgets`` field and the ``faults.<budget>`` config key,
+with its help, default and maximum), the rules that spend it, the component it happens at
+(``at``: the spec places the coordinator's timers among the coordinator's rules and the other
+faults last), the lifeline it is drawn on and its label in the sequence diagram. ``Budgets``,
+the ``faults.*`` parameters (``params``), the fault rules of the spec (``spec``) and the diagram's
+fault notes (``diagram``) are all derived from ``FAULTS``. The enabled/apply functions live with
+the component that suffers the fault (a crash in ``producer``, a failover in ``coordinator``) or
+in ``network`` for the network's own faults; each spends its budget with ``world.spend``.
+
+A new fault: its enabled/apply functions in its component, and a row here. Its budget defaults
+to 0, so existing configurations, pinned counts and saved traces keep their meaning (a trace
+written before the fault existed decodes with the budget's declared default, 0).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+from model.config import Param
+from model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
+from model.kafka.world import fast_replace
+from model.protocol import Rule
+
+COORDINATOR, PRODUCER, NETWORK, LEADER, GROUP = ("coordinator", "producer", "network", "leader",
+                                                 "group-coordinator")
+
+
+@dataclass(frozen=True)
+class Fault:
+    budget: str                          # Budgets field; config key faults.<budget>
+    doc: str                             # the config key's help: what happens, in Kafka's terms
+    rules: tuple[Rule, ...]              # the rules that spend the budget
+    at: str                              # the component it happens at (COORDINATOR, ...)
+    lifeline: Callable                   # (K, action) -> the lifeline it is drawn on
+    label: Callable                      # action -> the diagram's note
+    default: int = 0
+    max: int = 3
+
+
+def _on_coordinator(K, a):
+    return diagram.COORDINATOR
+
+
+def _on_producer(K, a):
+    return f"p{a[1]}"
+
+
+def _on_client_of(K, a):
+    return f"p{a[1].producer}"          # the client that times out
+
+
+def _on_receiver(K, a):
+    return diagram.endpoints(K, a[1])[2]
+
+
+def _expire_transaction_enabled(K, w):
+    """Within the budget a transaction may time out while its producer is still active; once
+    nothing but a timer can fire (``client.idle``) it always may, unbudgeted (``idle``)."""
+    budgeted = coordinator.expire_transaction_enabled(K, w)
+    if budgeted:
+        return [(tid, False) for (tid,) in budgeted]
+    return [(tid, True) for (tid,) in coordinator.expire_transaction_enabled(K, w,
+                                                                             idle=client.idle(K, w))]
+
+
+FAULTS = (
+    # the coordinator's timers and elections (placed with the coordinator's rules)
+    Fault("transaction_timeouts", "transaction timeout aborts",
+          (Rule("ExpireTransaction", ("transactional_id", "idle"), _expire_transaction_enabled,
+                coordinator.expire_transaction),),
+          COORDINATOR, _on_coordinator, lambda a: "transaction timeout: abort"),
+    Fault("coordinator_failovers", "transaction coordinator failovers",
+          (Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,
+                coordinator.elect_coordinator),),
+          COORDINATOR, _on_coordinator,
+          lambda a: f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"),
+    Fault("transactional_id_expirations",
+          "transactional.id.expiration.ms passes for an idle transactional.id (-> Dead)",
+          (Rule("ExpireTransactionalId", ("transactional_id",),
+                coordinator.expire_transactional_id_enabled, coordinator.expire_transactional_id),),
+          COORDINATOR, _on_coordinator, lambda a: "transactional.id expired: Dead (tombstone)"),
+    # everything else
+    Fault("producer_crashes", "producer crash/restart (old instance may be a zombie)",
+          (Rule("CrashProducer", ("producer",), producer.crash_producer_enabled,
+                producer.crash_producer),),
+          PRODUCER, _on_producer,
+          lambda a: "crashes; a new instance starts (this one may live on as a zombie)",
+          default=1, max=4),
+    Fault("request_delays", "requests held back and delivered out of order",
+          (Rule("DelayRequest", ("message",), network.delay_request_enabled,
+                network.delay_request),),
+          NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} held back"),
+    Fault("request_duplicates", "requests delivered twice",
+          (Rule("DuplicateRequest", ("message",), network.duplicate_request_enabled,
+                network.duplicate_request),),
+          NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} delivered twice"),
+    Fault("request_losses",
+          "a client request is lost: request.timeout.ms, the client resends it",
+          (Rule("LoseRequest", ("message",), producer.lose_request_enabled,
+                producer.lose_request),),
+          NETWORK, _on_client_of,
+          lambda a: f"{diagram.label(a[1])} lost: request.timeout.ms, the request is sent again"),
+    Fault("response_losses",
+          "a response to a client is lost: request.timeout.ms, the client resends its request",
+          (Rule("LoseResponse", ("message",), producer.lose_response_enabled,
+                producer.lose_response),),
+          NETWORK, _on_client_of,
+          lambda a: f"{diagram.label(a[1])} lost: request.timeout.ms, the request is sent again"),
+    Fault("batch_expiries", "delivery.timeout.ms expires a batch while its Produce request is in flight",
+          (Rule("ExpireBatch", ("producer", "partition"), producer.expire_batch_enabled,
+                producer.expire_batch),),
+          PRODUCER, _on_producer,
+          lambda a: f"batch to partition {a[2]} expired (delivery.timeout.ms) while in flight"),
+    Fault("producer_state_losses",
+          "a leader drops an idle producer id's state (producer.id.expiration.ms)",
+          (Rule("LoseProducerState", ("partition", "producer_id"),
+                partition.lose_producer_state_enabled, partition.lose_producer_state),),
+          LEADER, lambda K, a: diagram.leader(K, a[1]),
+          lambda a: f"producer id {a[2]} expired: its state is forgotten"),
+    Fault("rebalances", "consumer group rebalances (consume-transform-produce)",
+          (Rule("Rebalance", (), group_coordinator.rebalance_enabled,
+                group_coordinator.rebalance),),
+          GROUP, lambda K, a: diagram.GROUP_COORDINATOR,
+          lambda a: "rebalance: the input partition moves to the next application, generation + 1"),
+)
+
+BY_RULE = {r.name: f for f in FAULTS for r in f.rules}
+
+# Remaining fault budgets, per kind and in total (faults.total: at most that many faults of any
+# kinds in one execution; by default the budgets' sum). Every field defaults to 0 (no fault), so
+# a trace written before a fault was added still decodes.
+Budgets = NamedTuple("Budgets", [(f.budget, int) for f in FAULTS] + [("total", int)])
+Budgets.__new__.__defaults__ = (0,) * len(Budgets._fields)
+Budgets._field_defaults = dict.fromkeys(Budgets._fields, 0)
+Budgets._replace = fast_replace
+
+PARAMS = tuple(Param(f"faults.{f.budget}", int, f.default, f.doc, min=0, max=f.max)
+               for f in FAULTS) + (
+    Param("faults.total", int, None,
+          "at most this many faults of any kinds in one execution (default: the budgets' sum)",
+          min=0, max=40),)
+
+
+def rules(at: str | None = None, *, besides: str | None = None) -> tuple[Rule, ...]:
+    """The fault rules, in table order: those happening ``at`` a component, or all ``besides``
+    those of one."""
+    return tuple(r for f in FAULTS if (at is None or f.at == at)
+                 and (besides is None or f.at != besides) for r in f.rules)
+
+
+def budgets(cfg) -> Budgets:
+    """The initial budgets of a configuration."""
+    each = [cfg[f"faults.{f.budget}"] for f in FAULTS]
+    total = cfg.get("faults.total")
+    return Budgets(*each, sum(each) if total is None else total)

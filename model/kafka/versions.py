@@ -1,0 +1,85 @@
+"""Kafka protocol versions, declared by what each version changed (DESIGN.md section 3).
+
+A flag is one Kafka change (a KIP or a JIRA fix), off in KIP-98 as first shipped. A preset is the
+previous preset plus the flags its version turned on, and says which Kafka releases it stands
+for. ``protocol.version`` names a preset; each flag can also be set on its own in ``[protocol]``
+(a flag given explicitly overrides the preset).
+
+A new Kafka change: a field below (default: the old behaviour), and either a new preset built
+from the last one by keyword or the flag added to the preset of the version that shipped it.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Features(NamedTuple):
+    bump_epoch_on_timeout: bool = False    # KAFKA-6119 (1.0): timeout abort fences via PrepareEpochFence
+    producer_epoch_bump: bool = False      # KIP-360 (2.5): InitProducerId(pid, epoch); lastProducerEpoch
+    stable_offset_fetch: bool = False      # KIP-447 (2.5): OffsetFetch(requireStable), generation fencing
+    strict_end_txn_epoch: bool = False     # KAFKA-9600 (2.6): EndTxn epoch must equal the current one
+    producer_fenced_error: bool = False    # KAFKA-9911 (2.7): the coordinator answers a fenced epoch
+                                           # with PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before)
+    partition_verification: bool = False   # KIP-890 part 1 (3.6): leaders verify before a txn's first write
+    verification_guard: bool = False       # KAFKA-14884 (3.6): a verification guard cleared by markers
+    transaction_version: int = 1           # 1, or 2 = KIP-890 part 2 (4.0): epoch bump at every EndTxn
+    strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
+    idempotent_marker_retry: bool = False  # KAFKA-19999: equal-epoch marker with no open txn is a no-op
+
+
+FLAGS = Features._fields
+PRESETS: dict[str, tuple[Features, str]] = {}
+
+
+def _preset(name: str, base: str | None, doc: str, **changes) -> None:
+    """``name = base + changes``: the flags the version turned on."""
+    flags = PRESETS[base][0] if base else Features()
+    for flag, value in changes.items():
+        if getattr(flags, flag) == value:
+            raise ValueError(f"preset {name}: {flag} is already {value} in {base}")
+    PRESETS[name] = (flags._replace(**changes), doc)
+
+
+_preset("kafka-0.11", None,
+        "KIP-98 as first shipped: a timed-out transaction is aborted without an epoch bump, so the "
+        "old producer is not fenced (KAFKA-6119); TxnOffsetCommit fenced by epoch only; no "
+        "partition verification.")
+_preset("kafka-1.0", "kafka-0.11",
+        "1.0 .. 2.4 (the seed era, Kafka 2.0): timeout and InitProducerId-while-Ongoing fence with "
+        "PrepareEpochFence (epoch + 1); EndTxn accepts an epoch greater than the coordinator's; "
+        "late produce after a marker can open a hanging transaction.",
+        bump_epoch_on_timeout=True)
+_preset("kafka-2.5", "kafka-1.0",
+        "2.5: KIP-360 producer-initiated epoch bump (lastProducerEpoch), KIP-447 OffsetFetch "
+        "requireStable and generation-fenced TxnOffsetCommit.",
+        producer_epoch_bump=True, stable_offset_fetch=True)
+_preset("kafka-2.6", "kafka-2.5",
+        "2.6: EndTxn from a client must carry exactly the current epoch (KAFKA-9600); a fenced "
+        "epoch is still answered with INVALID_PRODUCER_EPOCH.",
+        strict_end_txn_epoch=True)
+_preset("kafka-2.7", "kafka-2.6",
+        "2.7 .. 3.5: the coordinator answers a fenced epoch with PRODUCER_FENCED (KAFKA-9911).",
+        producer_fenced_error=True)
+_preset("kafka-3.6", "kafka-2.7",
+        "3.6 .. 3.9: KIP-890 part 1, leaders verify with the coordinator before a transaction's "
+        "first write, with a verification guard cleared by markers.",
+        partition_verification=True, verification_guard=True)
+_preset("kafka-4.0", "kafka-3.6",
+        "4.0 .. 4.1 with transaction.version=2: every EndTxn bumps the epoch, partitions are "
+        "added implicitly by the leader, markers carry the bumped epoch; leaders accept a marker "
+        "whose epoch equals the stored one.",
+        transaction_version=2)
+_preset("kafka-4.2", "kafka-4.0",
+        "4.2: KIP-1228, TV2 leaders require a marker epoch strictly greater than the stored epoch.",
+        strict_marker_epoch=True)
+_preset("latest", "kafka-4.2",
+        "All fixes, including KAFKA-19999: an equal-epoch marker retry with no open transaction "
+        "is accepted as a no-op.",
+        idempotent_marker_retry=True)
+DEFAULT_PRESET = "latest"
+
+
+def features(version: str, overrides: dict[str, object] | None = None) -> Features:
+    """The preset's flags with explicit ``[protocol]`` flags applied."""
+    base = PRESETS[version][0]
+    return base._replace(**(overrides or {}))

@@ -1,0 +1,117 @@
+"""The architecture holds: the import contract of pyproject.toml (import-linter: the model never
+imports its properties or the explorers, explorers and trace tools see only the model contract, no
+circles), the whole import graph is acyclic, and models and property sets are found through entry
+points, so a package of one's own extends kafka-mc without editing it."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import grimp
+import networkx as nx
+import pytest
+
+from model import registry
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("model", "invariants", "explorers", "traces")
+LINT = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
+
+
+def lint(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([LINT, "--config", str(root / "pyproject.toml"), "--no-cache"], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_import_contract_holds():
+    run = lint(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "0 broken" in run.stdout
+
+
+@pytest.fixture
+def copy(tmp_path):
+    """A copy of the code and its contract, to break."""
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def plant(root: Path, module: str, code: str) -> None:
+    path = root / (module.replace(".", "/") + ".py")
+    path.write_text(path.read_text() + "\n\n" + textwrap.dedent(code))
+
+
+@pytest.mark.parametrize("module, code, contract", [
+    # a function-local import counts: the model reaching up to its properties
+    ("model.kafka.spec", "def _props():\n    from invariants import PROPERTIES\n    return PROPERTIES\n",
+     "Models never import properties, explorers or trace tools"),
+    ("model.registry", "def _default():\n    from model.kafka import spec\n    return spec\n",
+     "The model contract knows no model, property or explorer"),
+    ("explorers.bfs", "from model.kafka.world import World\n",
+     "Explorers and trace tools see only the model contract"),
+    ("traces.trace", "from explorers import report\n",
+     "Layers: explorers over trace tools over the model"),
+    ("model.kafka.world", "def _cycle():\n    from model.kafka import spec\n",
+     "No import circles between sibling modules"),
+])
+def test_the_contract_fails_on_a_back_arrow_or_a_circle(copy, module, code, contract):
+    plant(copy, module, code)
+    run = lint(copy)
+    assert run.returncode != 0
+    assert f"{contract} BROKEN" in run.stdout
+
+
+def test_the_import_graph_has_no_circle():
+    graph = grimp.build_graph(*PACKAGES)
+    g = nx.DiGraph((m, i) for m in graph.modules for i in graph.find_modules_directly_imported_by(m))
+    assert nx.is_directed_acyclic_graph(g), nx.find_cycle(g)
+
+
+def test_models_and_properties_come_from_entry_points():
+    assert {"kafka", "twophase", "twophase-broken"} <= set(registry.models())
+    names = [p.name for p in registry.properties_for("kafka")]
+    assert names[:2] == ["txn_atomicity", "committed_writes_visible"] and "quiescent_completion" in names
+    assert registry.properties_for("twophase") == ()
+
+
+PLUGIN = '''
+from model.core import Expectation, Property
+from model.registry import spec_entry
+from model.toys.twophase import PARAMS, SPEC
+
+PROPERTIES = (Property("at_most_one_coordinator", Expectation.ALWAYS,
+                       lambda K, w: w.coordinator.coordinator_epoch <= 1,
+                       "the coordinator fails over at most once"),)
+TWOPHASE_MINE = spec_entry(SPEC.derive("twophase-mine"), PARAMS)
+'''
+
+
+def test_a_package_of_ones_own_adds_a_model_and_properties(tmp_path, monkeypatch):
+    """A distribution on sys.path that declares entry points in kafka-mc's groups: its model is
+    listed and runs, its properties are added to the Kafka model's after kafka-mc's own."""
+    (tmp_path / "kmc_plugin.py").write_text(PLUGIN)
+    info = tmp_path / "kmc_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kmc-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[kafka_mc.models]\ntwophase-mine = kmc_plugin:TWOPHASE_MINE\n\n"
+        "[kafka_mc.properties]\nkafka = kmc_plugin:PROPERTIES\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.refresh()
+    try:
+        assert "twophase-mine" in registry.models()
+        model = registry.bind(registry.load(None, model="twophase-mine"))
+        assert model.name == "twophase-mine"
+        kafka = registry.bind(registry.load(None))
+        names = [p.name for p in kafka.properties()]
+        assert names[-1] == "at_most_one_coordinator" and names[0] == "txn_atomicity"
+    finally:
+        monkeypatch.undo()
+        registry.refresh()
+    assert "twophase-mine" not in registry.models()
