@@ -2,11 +2,12 @@
 
 Each of ``runs`` walks starts from a randomly chosen initial state and takes up to ``depth``
 steps, each a uniformly random choice among the enabled successors (the model's fast
-``successors`` path when it has one). Every state a walk visits is checked against the ALWAYS
-properties, every step against the TRANSITION properties; a walk that reaches a state with no
-enabled action is a deadlock when deadlock checking is on, and otherwise simply ends there, as
-does a walk that leaves ``within_bounds``. The first violation stops the simulation; its walk is
-the counterexample (``Path``), handed to the trace minimizer.
+``successors`` path when it has one). Properties are checked as ``explorers.checking`` says:
+every state a walk visits against the ALWAYS properties, every step against the TRANSITION
+properties; a walk that reaches a state with no enabled action ends there, a deadlock when
+deadlock checking is on and otherwise checked against the TERMINAL properties; a walk that
+leaves ``within_bounds`` just ends. The first violation stops the simulation; its walk is the
+counterexample (``Path``), handed to the trace minimizer.
 
 SOMETIMES witnesses are collected across all walks; one never seen is reported, but that is a
 weaker claim than the exhaustive explorers': random walks that miss a state do not show it is

@@ -3,11 +3,12 @@
 The machine has one initialize rule, which picks an initial state, and one rule, which draws
 the index of an enabled action in ``model.actions(s)`` order and takes it with ``model.step``
 (the reference semantics, not the fast path). Both draw indices, so hypothesis's shrinking moves
-towards the first initial state, towards earlier actions and towards fewer steps. After every
-step the ALWAYS and TRANSITION properties are checked; a state with no enabled action is a
-deadlock when deadlock checking is on. A state outside ``within_bounds``, or a deadlock that is
-not checked, ends the behaviour (the example's remaining steps do nothing). The per-step checks
-and counts are ``explorers.simulate.Walks``, shared with the random simulation.
+towards the first initial state, towards earlier actions and towards fewer steps. Properties are
+checked as ``explorers.checking`` says: after every step the ALWAYS and TRANSITION properties; in
+a state with no enabled action, a deadlock when deadlock checking is on, else the TERMINAL
+properties. A state outside ``within_bounds``, or one with no enabled action, ends the behaviour
+(the example's remaining steps do nothing). The per-step checks and counts are
+``explorers.simulate.Walks``, shared with the random simulation.
 
 A failure raises ``ViolationFound`` (an ``AssertionError`` carrying the ``Violation`` and its
 path). Hypothesis then shrinks the example and replays the smallest one it found; ``explore``

@@ -123,13 +123,16 @@ def _decode(model, trace):
     """The recorded initial state, checked to be one of the model's."""
     names = tuple(model.itf_encode(next(iter(model.init_states()))))
     unknown = [v for v in trace.vars if v not in names]
+    mismatch = (f"the trace's variables {', '.join(trace.vars)} are not the model's "
+                f"({', '.join(names)})")
     if unknown or not trace.vars:
-        # a variable the model lacks (one it added since is fine: its codec fills the default)
-        raise TraceError(f"the trace's variables {', '.join(trace.vars)} are not the model's "
-                         f"({', '.join(names)})")
-    try:
+        raise TraceError(mismatch)
+    try:  # a variable the model added since the trace was written is filled by its codec
         state = model.itf_decode(trace.states[0])
     except Exception as e:  # the model's codec refusing the recorded values, however it does
+        if len(trace.vars) < len(names):
+            raise TraceError(f"{mismatch}: it has no default for "
+                             f"{next(n for n in names if n not in trace.vars)}") from None
         raise TraceError(f"state 0: cannot rebuild the model state ({type(e).__name__}: {e})") \
             from None
     inits = list(model.init_states())

@@ -4,10 +4,15 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 ``BeginTransaction``, ``Send``, ``CommitTransaction``, ``AbortTransaction``), the client's
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
-``ExpireTransaction``, ``ExpireTransactionalId``, ``ElectCoordinator``, ``Fetch``) and faults (``CrashProducer``,
+``Fetch``) and the faults of ``model.kafka.faults`` (the coordinator's ``ExpireTransaction``,
+``ElectCoordinator`` and ``ExpireTransactionalId`` among its rules; ``CrashProducer``,
 ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``, ``LoseResponse``, ``ExpireBatch``,
-``LoseProducerState``). A delivery action's arguments are the message and
-whether it was held back.
+``LoseProducerState`` and ``Rebalance`` last). A delivery action's arguments are the message and
+whether it was held back. The rule order is the order of successors, so it decides which of
+several shortest counterexamples the BFS reports.
+
+The spec carries no property: ``invariants/`` registers the Kafka properties for the model
+``kafka`` and the registry adds them (``_build``) when it binds a configuration.
 """
 from __future__ import annotations
 

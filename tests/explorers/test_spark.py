@@ -94,8 +94,9 @@ def test_kafka_counterexample_through_both_partitions_is_the_bfs_one(spark):
 
 def test_kafka_locality_keeps_most_transitions_in_their_partition():
     """Kafka places a state by its coordinator's and partition leaders' state and its fault
-    budgets (``_locality``): on tiny, 2 partitions, 5,544 of its 44,288 transitions cross
-    partitions, against 22,177 when the whole fingerprint places states."""
+    budgets (``_locality``): on tiny, 2 partitions, 5,518 of its 44,288 transitions cross
+    partitions, against 22,166 when the whole fingerprint places states. (Which transitions
+    cross depends on the hash values, so on the order of the budgets' fields: the fault table's.)"""
     cfg = registry.load(resolve_config_path("tiny"))
     model, plain = registry.bind(cfg), registry.bind(cfg)
     plain.locality = None
@@ -116,7 +117,7 @@ def test_kafka_locality_keeps_most_transitions_in_their_partition():
                     seen.add(ft)
                     nxt.append(t)
         level = nxt
-    assert (len(seen), *cross) == (14_693, 44_288, 5_544, 22_177)
+    assert (len(seen), *cross) == (14_693, 44_288, 5_518, 22_166)
 
 
 def test_placement_follows_the_view():
