@@ -67,8 +67,7 @@ class _Stop(Exception):
 
 def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     checks = Checks(model, options.properties, options.check_deadlock)
-    state_check = checks.state if checks.always else None
-    step_check = checks.step if checks.transition else None
+    always, transition = checks.always, checks.transition   # iterated inline: the hot loop
     max_depth = options.max_depth
     successors, key, packed = successors_of(model), key_function(model), getattr(model, "packed", False)
     within = model.within_bounds
@@ -114,7 +113,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     seen.add(fp)
                     frontier.append(s)
                     fps0.append(fp)
-                    if state_check and (p := state_check(s)):
+                    if p := checks.state(s):
                         raise _Stop(violation(p, path_to(0, len(fps0) - 1)))
                     witness(s)
             levels.append((fps0, array("l")))
@@ -144,18 +143,21 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     for a, t in out:
                         cov[a] = cov_get(a, 0) + 1
                         fp = t if packed else key(t)
-                        if step_check and (p := step_check(s, a, t)):
-                            base = path_to(depth, i)
-                            raise _Stop(violation(p, type(base)(base.states + (t,),
-                                                                base.actions + (a,))))
+                        if transition:
+                            for p, holds in transition:
+                                if not holds(s, a, t):
+                                    base = path_to(depth, i)
+                                    raise _Stop(violation(p, type(base)(base.states + (t,),
+                                                                        base.actions + (a,))))
                         if fp not in seen:
                             seen_add(fp)
                             nxt_append(t)
                             fps_append(fp)
                             par_append(i)
                             dcov[a] = dcov_get(a, 0) + 1
-                            if state_check and (p := state_check(t)):
-                                raise _Stop(violation(p, path_to(depth + 1, len(nxt) - 1)))
+                            for p, holds in always:
+                                if not holds(t):
+                                    raise _Stop(violation(p, path_to(depth + 1, len(nxt) - 1)))
                             if pending:
                                 witness(t)
                 expanding = None
