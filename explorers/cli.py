@@ -1,23 +1,32 @@
 """The ``kafka-mc`` command (DESIGN.md section 6).
 
 Exit codes: 0 all checks hold; 2 usage or input error; 11 deadlock; 12 safety violation
-(including a witness never reached); 13 liveness violation; 75 model error; 130 interrupted.
-Bad input of any kind (flags, configuration, trace file) is one line on stderr and exit 2.
+(including a witness never reached); 13 liveness violation; 75 model error; 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM; handled as Ctrl-C: the partial statistics are printed).
+Bad input of any kind (flags, configuration, trace file, output path) is one line on stderr and
+exit 2, before any search. A trace that cannot be written after a search does not lose its
+result: the verdict and counterexample are printed, then the write error as one line, and the
+exit code is the verdict's.
 """
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import signal
 import sys
+import tempfile
+import threading
 from importlib import metadata
 from pathlib import Path
 
 from model import registry
-from model.config import ConfigError, parse_assignment, resolve_config_path, shipped_configs
+from model.config import ConfigError, parse_assignment, resolve_config_path, shipped_configs, shown
 from explorers import report
 from explorers.bfs import BfsOptions, explore
 from explorers.checking import select_properties
-from explorers.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Violation
+from explorers.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, Violation
+from traces.files import same_file, write_atomically
 from traces.trace import Trace, TraceError, read, trace_metadata
 
 
@@ -135,7 +144,27 @@ def _positive(text: str) -> int:
     return value
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a batch scheduler's stop): handled as Ctrl-C is, then exit 143."""
+
+
+def _terminate(signum, frame):
+    _terminated.set()   # the explorer catches the interrupt itself and returns its partial result
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+    try:
+        code = _run(argv)
+        return EXIT_TERMINATED if code == EXIT_INTERRUPTED and _terminated.is_set() else code
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        _terminated.clear()
+
+
+def _run(argv) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
@@ -144,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay,
                 "minimize": cmd_minimize, "render": cmd_render}[args.command](args)
     except (UsageError, ConfigError, TraceError) as e:
-        print(f"kafka-mc: error: {e}", file=sys.stderr)
+        _error(str(e))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("kafka-mc: interrupted", file=sys.stderr)
@@ -152,6 +181,24 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as e:  # standard output on a full or failing device
+        if e.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _error(f"cannot write to standard output: {e.strerror}")
+            return EXIT_USAGE
+        raise
+
+
+_terminated = threading.Event()   # set when SIGTERM ended the command
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _error(message: str) -> None:
+    """One line on stderr."""
+    print(f"kafka-mc: error: {' '.join(message.splitlines())}", file=sys.stderr)
 
 
 def load_config(args):
@@ -164,7 +211,7 @@ def load_config(args):
         sets.append(("check.deadlock", args.deadlock))
     if args.invariants:
         sets.append(("check.invariants", args.invariants))
-    path = resolve_config_path(args.config) if args.config else None
+    path = resolve_config_path(args.config) if args.config is not None else None
     return registry.load(path, model=args.model, overrides=sets)
 
 
@@ -179,15 +226,57 @@ def cmd_check(args) -> int:
         select_properties(model, property_names(cfg))
     except KeyError as e:
         raise UsageError(e.args[0]) from None
+    out = Path(args.out)
+    created = check_out_dir(out)
     progress = report.ProgressPrinter()
     try:
         outcome = EXPLORERS[args.explorer](cfg, args, progress)
     finally:
         progress.close()
-    traces = write_traces(outcome, cfg, model, Path(args.out))
+        tidy_out_dir(created)   # what the search itself left there stays
+    traces, failure = write_traces(outcome, cfg, model, out)
     print(report.as_json(outcome, cfg, model, traces) if args.json
           else report.text(outcome, cfg, model, traces))
+    if failure:  # the verdict and counterexample are printed; the write error follows
+        sys.stdout.flush()
+        _error(failure)
     return outcome.exit_code
+
+
+def check_out_dir(out: Path) -> list[Path]:
+    """Make sure, before exploring, that ``--out`` can take the traces: create it (and any
+    missing parent) and write a probe file in it. Returns the directories it created, for
+    ``tidy_out_dir`` to remove again if the search writes nothing."""
+    if str(out) == "":
+        raise UsageError("--out is empty")
+    created = []
+    try:
+        if out.exists() or out.is_symlink():
+            if not out.is_dir():
+                raise UsageError(f"--out {shown(out)}: exists and is not a directory")
+        else:
+            missing = [out, *(p for p in out.parents if not p.exists())]
+            for d in reversed(missing):
+                d.mkdir()
+                created.append(d)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".kafka-mc-probe-"):
+            pass
+    except OSError as e:
+        tidy_out_dir(created)
+        raise UsageError(f"--out {shown(out)}: {e.strerror or e}") from None
+    except UsageError:
+        tidy_out_dir(created)
+        raise
+    return created
+
+
+def tidy_out_dir(created: list[Path]) -> None:
+    """Remove the directories ``check_out_dir`` created, innermost first, if they are empty."""
+    for d in reversed(created):
+        try:
+            d.rmdir()
+        except OSError:
+            return
 
 
 def property_names(cfg) -> list[str] | None:
@@ -259,19 +348,23 @@ EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                                                    "--master", "--checkpoint", "--recover")}}
 
 
-def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
+def write_traces(outcome, cfg, model, out: Path) -> tuple[dict[str, str], str]:
+    """The traces written (property -> file) and, if one could not be, why (one line)."""
     written = {}
     for v in outcome.violations:
         if v.path is None:
             continue
-        out.mkdir(parents=True, exist_ok=True)
         file = out / f"{v.property}.itf.json"
         meta = trace_metadata(cfg, property=v.property, kind=v.kind, claim=v.claim,
                               explorer=outcome.explorer, source=f"kafka-mc {_version()}",
                               seed=outcome.extra.get("seed"), model=model)
-        Trace.from_path(model, v.path, meta).write(file, model)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            Trace.from_path(model, v.path, meta).write(file, model)
+        except OSError as e:
+            return written, f"cannot write the trace {shown(file)}: {e.strerror or e}"
         written[v.property] = str(file)
-    return written
+    return written, ""
 
 
 def cmd_list(args) -> int:
@@ -322,8 +415,9 @@ def cmd_minimize(args) -> int:
     from traces.explain import steps
     from traces.minimize import minimize
 
-    model, states, small = minimize(read(args.trace))
     out = args.out or _sibling(args.trace, ".min.itf.json")
+    _not_the_input(out, args.trace)
+    model, states, small = minimize(read(args.trace))
     _write(out, small.to_json(model))
     print(f"minimized {small.meta['minimized_from']} steps to {len(small)}: {out}")
     print("\n".join(steps(model, states, small.actions, small.meta["property"],
@@ -334,6 +428,8 @@ def cmd_minimize(args) -> int:
 def cmd_render(args) -> int:
     from traces.render import render
 
+    if args.out:
+        _not_the_input(args.out, args.trace)
     text = render(read(args.trace), args.format, diff=args.diff, file=args.trace)
     if args.out:
         _write(args.out, text)
@@ -349,11 +445,16 @@ def _sibling(trace: str, suffix: str) -> str:
     return str(Path(trace).with_name(stem + suffix))
 
 
+def _not_the_input(out: str, trace: str) -> None:
+    if same_file(out, trace):
+        raise UsageError(f"--out {shown(out)} is the input trace: give another file")
+
+
 def _write(file: str, text: str) -> None:
     try:
-        Path(file).write_text(text, encoding="utf-8")
+        write_atomically(file, text)
     except OSError as e:
-        raise UsageError(f"cannot write {file}: {e.strerror}") from None
+        raise UsageError(f"cannot write {shown(file)}: {e.strerror or e}") from None
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from model.core import collision_probability
 
 # Exit codes (DESIGN.md section 6).
 EXIT_OK, EXIT_USAGE, EXIT_DEADLOCK, EXIT_SAFETY, EXIT_LIVENESS = 0, 2, 11, 12, 13
-EXIT_MODEL_ERROR, EXIT_INTERRUPTED = 75, 130
+EXIT_MODEL_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED = 75, 130, 143
 
 
 @dataclass(frozen=True)

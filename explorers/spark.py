@@ -130,6 +130,9 @@ def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
                 "spark.driver.extraJavaOptions": java_opts}  # local[N] executors run in the driver
         if local:
             conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+            # The web UI (off unless --spark-conf turns it on) binds to SPARK_LOCAL_IP, else to
+            # every interface: an embedded search serves nobody but this machine.
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         elif options.workers:
             conf["spark.cores.max"] = str(options.workers)
         for key, value in options.conf:
@@ -165,12 +168,18 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
     checks = Checks(model, options.properties, options.check_deadlock)
     identity = {"config": source.to_dict() if isinstance(source, Config) else
                 {"model": {"name": model.name}}, "checked": [p.name for p in checks.properties]}
-    resume = _resumable(spark_options, identity) if spark_options.recover else None
-    if spark is None:
-        with session(spark_options) as started:
-            return _Search(started, model, build, checks, identity, resume, options,
-                           spark_options).run()
-    return _Search(spark, model, build, checks, identity, resume, options, spark_options).run()
+    with spark_store.locked(spark_options.run_dir):   # one search per run directory
+        if spark_options.recover:
+            resume = _resumable(spark_options, identity)
+        else:
+            resume = None
+            if spark_options.run_dir is not None:
+                spark_store.start_fresh(spark_options.run_dir)
+        if spark is None:
+            with session(spark_options) as started:
+                return _Search(started, model, build, checks, identity, resume, options,
+                               spark_options).run()
+        return _Search(spark, model, build, checks, identity, resume, options, spark_options).run()
 
 
 def _resumable(options: SparkOptions, identity: dict) -> dict:
@@ -238,7 +247,6 @@ class _Search:
             if self.resume:
                 self._recover(self.resume)
             else:
-                spark_store.clear(self.run_dir)
                 self.violation = self._contract_violation() or self._start()
             if self.violation is None:
                 self._report(t0)
@@ -410,7 +418,7 @@ class _Search:
         if self.temporary:
             shutil.rmtree(self.run_dir, ignore_errors=True)
         elif self.spark_options.checkpoint_minutes is None and not self.spark_options.recover:
-            spark_store.clear(self.run_dir)
+            spark_store.remove_levels(self.run_dir)   # this search's own files, nothing else
 
 
 def _first_event(sums: Sequence) -> Event | None:

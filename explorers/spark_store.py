@@ -19,14 +19,18 @@ against ``checkpoint.json`` before anything is loaded.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import sys
 import uuid
 from array import array
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
+
+from model.config import shown
 
 from traces.itf import ItfError, canonical, decode, encode
 
@@ -159,6 +163,32 @@ def write_meta(run_dir: str, meta: dict) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62
+
+
+def _counts(v) -> bool:
+    return isinstance(v, list) and all(map(_count, v))
+
+
+def _names(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _tally(v) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
+
+
+# What checkpoint.json holds, checked before anything of the checkpoint is used.
+_META_TYPES = {
+    "level": _count, "partitions": lambda v: _count(v) and 1 <= v <= 1 << 16,
+    "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 10, "visited": _counts,
+    "frontier": _counts, "config": lambda v: isinstance(v, dict), "generated": _count,
+    "distinct": _count, "depth": _count, "fired": _tally, "found": _tally, "pending": _names,
+    "checked": _names,
+}
+
+
 def read_meta(run_dir: str) -> dict[str, Any]:
     """The committed checkpoint of a run directory, with its part files checked for size."""
     path = Path(run_dir) / "checkpoint.json"
@@ -171,11 +201,17 @@ def read_meta(run_dir: str) -> dict[str, Any]:
                               "missing; was the run started with --checkpoint?)") from None
     except (OSError, ValueError) as e:
         raise CheckpointError(f"{path}: unreadable ({e})") from None
-    need = {"format", "level", "partitions", "key_bytes", "visited", "frontier", "config",
-            "generated", "distinct", "depth", "fired", "found", "pending", "checked"}
-    if not isinstance(meta, dict) or not need <= set(meta) or meta["format"] != FORMAT:
-        raise CheckpointError(f"{path}: not a kafka-mc Spark checkpoint (format {FORMAT})")
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{shown(path)}: not a kafka-mc Spark checkpoint (format {FORMAT})")
+    for key, ok in _META_TYPES.items():
+        if key not in meta:
+            raise CheckpointError(f"{shown(path)}: {key} is missing")
+        if not ok(meta[key]):
+            raise CheckpointError(f"{shown(path)}: {key} has the wrong type or value")
     P = meta["partitions"]
+    for key in ("visited", "frontier"):
+        if len(meta[key]) != P:
+            raise CheckpointError(f"{shown(path)}: {key} must have one count per partition ({P})")
     for part in range(P):
         base = checkpoint_dir(run_dir, meta["level"]) / f"part-{part:05d}"
         sizes = {".visited": 8 * meta["visited"][part], ".fps": 8 * meta["frontier"][part],
@@ -189,10 +225,43 @@ def read_meta(run_dir: str) -> dict[str, Any]:
     return meta
 
 
-def clear(run_dir: str) -> None:
-    """Remove what a previous search left in a run directory (only this module's files)."""
+def start_fresh(run_dir: str) -> None:
+    """Prepare a run directory for a new search: refuse one that holds a checkpoint (a new search
+    never deletes a checkpoint it did not write), and drop the parent pointers an interrupted,
+    uncheckpointed search left."""
+    if (Path(run_dir) / "checkpoint.json").exists():
+        raise CheckpointError(
+            f"{shown(run_dir)} holds the checkpoint of an earlier search: resume it with "
+            f"--recover {shown(run_dir)}, or to start afresh delete that directory or give "
+            "another --out")
+    remove_levels(run_dir)
+
+
+def remove_levels(run_dir: str) -> None:
+    """Remove the parent pointers of a search (files this module wrote, nothing else)."""
+    shutil.rmtree(Path(run_dir) / "levels", ignore_errors=True)
+
+
+@contextmanager
+def locked(run_dir: str | None) -> Iterator[None]:
+    """Hold the run directory's lock (``.lock``, an exclusive ``flock``) for a search: a second
+    search on the same directory is refused instead of deleting or corrupting its files. The
+    kernel drops the lock if the process dies. ``None``: a private temporary directory, no lock."""
+    if run_dir is None:
+        yield
+        return
     root = Path(run_dir)
-    shutil.rmtree(root / "levels", ignore_errors=True)
-    for old in root.glob("checkpoint-*"):
-        shutil.rmtree(old, ignore_errors=True)
-    (root / "checkpoint.json").unlink(missing_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        raise CheckpointError(f"run directory {shown(run_dir)}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise CheckpointError(f"run directory {shown(run_dir)} is in use by another kafka-mc "
+                                  "search (give another --out)") from None
+        yield
+    finally:
+        os.close(fd)

@@ -8,6 +8,7 @@ the key and where it came from.
 """
 from __future__ import annotations
 
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,21 +45,28 @@ class Param:
         if not ok:
             want = {int: "an integer", bool: "true or false", str: "a string",
                     list: "a list of strings"}[self.type]
-            raise ConfigError(f"{where}: {self.key} must be {want}, got {value!r}")
-        if self.min is not None and value < self.min or self.max is not None and value > self.max:
+            raise ConfigError(f"{where}: {self.key} must be {want}, got {brief(value)}")
+        if self.type is list:
+            if self.min is not None and len(value) < self.min:
+                raise ConfigError(f"{where}: {self.key} is empty: nothing would be checked "
+                                  "(name properties, or \"all\")")
+        elif self.type is str:
+            if self.min is not None and len(value) < self.min:
+                raise ConfigError(f"{where}: {self.key} is empty")
+        elif self.min is not None and value < self.min or self.max is not None and value > self.max:
             rng = f"{self.min if self.min is not None else '-inf'}..{self.max if self.max is not None else 'inf'}"
-            raise ConfigError(f"{where}: {self.key} = {value!r} is out of range ({rng})")
+            raise ConfigError(f"{where}: {self.key} = {brief(value)} is out of range ({rng})")
         if self.choices is not None:
             items = value if self.type is list else [value]
             bad = [x for x in items if x not in self.choices]
             if bad:
-                raise ConfigError(f"{where}: {self.key} = {bad[0]!r} is not one of "
+                raise ConfigError(f"{where}: {self.key} = {brief(bad[0])} is not one of "
                                   f"{', '.join(map(str, self.choices))}")
         return tuple(value) if self.type is list else value
 
 
 CHECK_PARAMS = (
-    Param("check.invariants", list, ("all",), "properties to check (\"all\", or names)"),
+    Param("check.invariants", list, ("all",), "properties to check (\"all\", or names)", min=1),
     Param("check.max_depth", int, 0, "depth bound, 0 = unbounded", min=0),
     Param("check.deadlock", bool, None,
           "whether a state with no enabled action is an error (unset: the model's default)"),
@@ -104,43 +112,97 @@ class Config:
         return Config(self.model, tuple(sorted(merged.items())), self.source)
 
 
+MAX_CONFIG_BYTES = 1 << 20   # a configuration is a few hundred bytes; refuse what cannot be one
+
+
+def shown(text: object, limit: int = 200) -> str:
+    """A name or path from the user, safe to echo on one line: control characters escaped, and
+    cut after ``limit`` characters."""
+    text = str(text)
+    cut = text[:limit] + ("..." if len(text) > limit else "")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+
+
+def brief(value: object) -> str:
+    """A value from the user, as Python writes it, for one line of an error."""
+    return shown(repr(value), 100)
+
+
+def _toml(text: str, where: str) -> dict[str, Any]:
+    """``tomllib.loads``, with every way it can fail as one ConfigError (invalid TOML, arrays
+    nested beyond the interpreter's recursion limit, integers beyond Python's 4,300 digits)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: invalid TOML: nested too deeply") from None
+    except ValueError as e:   # int() of a huge literal
+        raise ConfigError(f"{where}: invalid TOML: {shown(e)}") from None
+
+
 def parse_assignment(text: str) -> tuple[str, Any]:
     """``section.key=value`` from ``--set``; the value is TOML, or else a bare string."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or "." not in key or not all(key.split(".")):
-        raise ConfigError(f"--set {text!r}: expected section.key=value")
+        raise ConfigError(f"--set {shown(text)!r}: expected section.key=value")
     try:
         value = tomllib.loads(f"v = {raw.strip()}")["v"]
     except tomllib.TOMLDecodeError:
         value = raw.strip()
+    except (RecursionError, ValueError):
+        raise ConfigError(f"--set {shown(key)}: the value is not TOML this tool can read "
+                          "(nested too deeply, or an integer too large)") from None
     return key, value
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
+    """The TOML of a configuration file: a regular file of at most ``MAX_CONFIG_BYTES`` of
+    UTF-8, not empty (an empty file is refused: it would mean the model's parameter defaults,
+    which are not the built-in configuration that no CONFIG means)."""
+    p, where = Path(path), f"config {shown(path)}"
     try:
+        st = p.stat()
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"{where}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{where}: not a regular file")
+        if st.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{where}: {st.st_size:,} bytes, more than a configuration can be "
+                              f"({MAX_CONFIG_BYTES:,})")
         with p.open("rb") as f:
-            return tomllib.load(f)
+            data = f.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
-        raise ConfigError(f"config {path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"config {path}: is a directory") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"config {path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"config {path}: invalid TOML: {e}") from None
+        raise ConfigError(f"{where}: no such file") from None
     except OSError as e:
-        raise ConfigError(f"config {path}: {e.strerror}") from None
+        raise ConfigError(f"{where}: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{where}: more than a configuration can be ({MAX_CONFIG_BYTES:,} bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where}: not UTF-8 text") from None
+    raw = _toml(text, where)
+    if not raw:
+        raise ConfigError(f"{where}: is empty (no setting); without CONFIG the built-in "
+                          "default runs")
+    return raw
 
 
 def resolve_config_path(name: str) -> Path:
     """A path, or the name of a configuration shipped in configs/ (``tiny`` -> configs/tiny.toml)."""
+    if not name:
+        raise ConfigError("the config name is empty (omit CONFIG for the built-in default)")
     p = Path(name)
-    if p.exists() or p.suffix == ".toml" or "/" in name:
-        return p
-    shipped = REPO_CONFIGS / f"{name}.toml"
-    return shipped if shipped.exists() else p
+    try:
+        if p.exists() or p.suffix == ".toml" or "/" in name:
+            return p
+        shipped = REPO_CONFIGS / f"{name}.toml"
+        return shipped if shipped.exists() else p
+    except (OSError, ValueError) as e:  # a name too long for the filesystem, a NUL byte
+        raise ConfigError(f"config {shown(name)[:80]}: {getattr(e, 'strerror', None) or e}") \
+            from None
 
 
 def shipped_configs() -> list[Path]:
@@ -155,10 +217,10 @@ def build_config(raw: Mapping[str, Any], params: Sequence[Param], model: str,
     values: dict[str, Any] = {}
     for section, body in raw.items():
         if section not in sections:
-            raise ConfigError(f"{source}: unknown section [{section}] for model {model} "
+            raise ConfigError(f"{source}: unknown section [{shown(section)}] for model {model} "
                               f"(known: {', '.join(sections)})")
         if not isinstance(body, dict):
-            raise ConfigError(f"{source}: [{section}] must be a table")
+            raise ConfigError(f"{source}: [{shown(section)}] must be a table")
         for name, value in body.items():
             key = f"{section}.{name}"
             if key == "model.name":
@@ -178,4 +240,4 @@ def _lookup(known: Mapping[str, Param], key: str, where: str, model: str) -> Par
         section = key.split(".", 1)[0]
         names = sorted(k.split(".", 1)[1] for k in known if k.startswith(section + "."))
         hint = f" (known: {', '.join(names)})" if names else ""
-        raise ConfigError(f"{where}: unknown key {key} for model {model}{hint}") from None
+        raise ConfigError(f"{where}: unknown key {shown(key)} for model {model}{hint}") from None

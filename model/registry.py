@@ -27,7 +27,7 @@ from functools import cache
 from importlib import metadata
 from typing import Any, Callable, Mapping
 
-from model.config import Config, ConfigError, Param, build_config, read_toml
+from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
 from model.core import Property
 from model.protocol import ProtocolSpec, RuleModel
 
@@ -106,7 +106,7 @@ def properties_for(model: str) -> tuple[Property, ...]:
 def entry(name: str) -> ModelEntry:
     known = models()
     if name not in known:
-        raise ConfigError(f"unknown model {name!r} (known: {', '.join(sorted(known))})")
+        raise ConfigError(f"unknown model {brief(name)} (known: {', '.join(sorted(known))})")
     return known[name]
 
 
@@ -114,15 +114,19 @@ def load(path: str | None = None, *, model: str | None = None,
          overrides: Mapping[str, Any] | list[tuple[str, Any]] = ()) -> Config:
     """The configuration in ``path`` (or the built-in default) with ``model``/``overrides`` applied."""
     overrides = list(overrides.items() if isinstance(overrides, Mapping) else overrides)
+    if model is not None and not model:
+        raise ConfigError("the model name is empty")
     if path is None:
         raw, source = {}, "<built-in>"
         name = model or DEFAULT_MODEL
         overrides = list(entry(name).defaults.items()) + overrides
     else:
-        raw, source = read_toml(path), str(path)
+        raw, source = read_toml(path), shown(path)
         declared = raw.get("model", {}).get("name") if isinstance(raw.get("model"), dict) else None
         if declared is not None and not isinstance(declared, str):
             raise ConfigError(f"{source}: model.name must be a string")
+        if declared == "":
+            raise ConfigError(f"{source}: model.name is empty")
         name = model or declared or DEFAULT_MODEL
     return build_config(raw, entry(name).params, name, source, overrides)
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Mapping
 
+from model.config import shown
+from traces.files import write_atomically
 from traces.itf import ItfError, decode, encode
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -63,7 +65,8 @@ class Trace:
         return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
     def write(self, file: str | FsPath, model=None) -> None:
-        FsPath(file).write_text(self.to_json(model), encoding="utf-8")
+        """Write the trace atomically (``traces.files``); ``OSError`` if it cannot be."""
+        write_atomically(file, self.to_json(model))
 
 
 def read(file: str | FsPath) -> Trace:
@@ -72,29 +75,29 @@ def read(file: str | FsPath) -> Trace:
         with open(file, "rb") as f:
             data = f.read(MAX_TRACE_BYTES + 1)
     except FileNotFoundError:
-        raise TraceError(f"{file}: no such file") from None
+        raise TraceError(f"{shown(file)}: no such file") from None
     except IsADirectoryError:
-        raise TraceError(f"{file}: is a directory") from None
+        raise TraceError(f"{shown(file)}: is a directory") from None
     except OSError as e:
-        raise TraceError(f"{file}: {e.strerror}") from None
+        raise TraceError(f"{shown(file)}: {e.strerror}") from None
     if len(data) > MAX_TRACE_BYTES:
-        raise TraceError(f"{file}: larger than {MAX_TRACE_BYTES >> 20} MiB")
+        raise TraceError(f"{shown(file)}: larger than {MAX_TRACE_BYTES >> 20} MiB")
     try:
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise TraceError(f"{file}: not UTF-8 text") from None
+        raise TraceError(f"{shown(file)}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
-        raise TraceError(f"{file}: not JSON ({e.msg} at line {e.lineno})") from None
+        raise TraceError(f"{shown(file)}: not JSON ({e.msg} at line {e.lineno})") from None
     except RecursionError:
-        raise TraceError(f"{file}: nested too deeply") from None
+        raise TraceError(f"{shown(file)}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer literal too long to convert
-        raise TraceError(f"{file}: not valid JSON ({e})") from None
+        raise TraceError(f"{shown(file)}: not valid JSON ({e})") from None
     try:
         return _parse(doc)
     except ItfError as e:
-        raise TraceError(f"{file}: {e}") from None
+        raise TraceError(f"{shown(file)}: {e}") from None
     except RecursionError:
-        raise TraceError(f"{file}: nested too deeply") from None
+        raise TraceError(f"{shown(file)}: nested too deeply") from None
 
 
 def _parse(doc: Any) -> Trace:
