@@ -187,4 +187,5 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         coverage=action_coverage(fired, by_name(dcov), kinds),
         never_enabled=tuple(k for k in kinds if k not in fired),
         checked=checks.checked, unchecked=checks.unchecked,
+        not_applicable=checks.not_applicable,
         violations=tuple(violations), interrupted=interrupted, complete=complete)

@@ -9,7 +9,9 @@ means the same whichever explorer checks it:
   bound is not terminal. With deadlock checking on, such a state is a deadlock first;
 * ``sometimes``: a witness, pending until a reached state satisfies it. One still pending when an
   exhaustive search completes is a vacuity error; random explorers report it with the caveat that
-  their samples may have missed it (``unwitnessed``);
+  their samples may have missed it (``unwitnessed``). A witness whose ``applies()`` is False
+  (the model says it cannot arise in this configuration: no second producer instance, so no
+  zombie to fence) is not applicable: listed as such, never pending, never a violation;
 * ``eventually``: liveness, on a state graph; these explorers list it as unchecked.
 
 Within one state the properties are checked in the model's order and the first that fails is the
@@ -53,15 +55,19 @@ class Checks:
         self.always = of[Expectation.ALWAYS]
         self.transition = of[Expectation.TRANSITION]
         self.terminal = of[Expectation.TERMINAL]
-        self.sometimes = of[Expectation.SOMETIMES]
+        self.not_applicable = tuple(p.name for p, _ in of[Expectation.SOMETIMES]
+                                    if p.applies is not None and not p.applies())
+        self.sometimes = tuple((p, h) for p, h in of[Expectation.SOMETIMES]
+                               if p.name not in self.not_applicable)
         self.eventually = tuple(p for p, _ in of[Expectation.EVENTUALLY])
         self.deadlock = (getattr(model, "check_deadlock", True) if check_deadlock is None
                          else check_deadlock)
 
     @property
     def checked(self) -> tuple[str, ...]:
-        """What these explorers check: everything but liveness."""
-        return tuple(p.name for p in self.properties if p.expectation is not Expectation.EVENTUALLY)
+        """What these explorers check: everything but liveness and witnesses that cannot arise."""
+        return tuple(p.name for p in self.properties if p.expectation is not Expectation.EVENTUALLY
+                     and p.name not in self.not_applicable)
 
     @property
     def unchecked(self) -> tuple[str, ...]:

@@ -65,6 +65,9 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         lines.append(f"Properties checked: {', '.join(outcome.checked)}")
     if outcome.unchecked:
         lines.append(f"Not checked by this explorer (liveness): {', '.join(outcome.unchecked)}")
+    if outcome.not_applicable:
+        lines.append("Not applicable in this configuration (witnesses that cannot arise): "
+                     f"{', '.join(outcome.not_applicable)}")
     lines.append("Coverage (transitions generated / new states found, per action):")
     width = max([len(c.name) for c in outcome.coverage] + [6])
     for c in outcome.coverage:
@@ -110,6 +113,7 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
                   "bytes_per_state": round(s.bytes_per_state, 1),
                   "collision_probability": s.collision_probability},
         "checked": list(outcome.checked), "unchecked": list(outcome.unchecked),
+        "not_applicable": list(outcome.not_applicable),
         "coverage": {c.name: {"fired": c.fired, "distinct": c.distinct} for c in outcome.coverage},
         "never_enabled": list(outcome.never_enabled),
         "violations": [{"property": v.property, "kind": v.kind, "claim": v.claim,

@@ -70,6 +70,7 @@ class Outcome:
     never_enabled: tuple[str, ...]
     checked: tuple[str, ...]          # property names checked
     unchecked: tuple[str, ...] = ()   # selected but beyond this explorer (eventually)
+    not_applicable: tuple[str, ...] = ()  # witnesses that cannot arise in this configuration
     violations: tuple[Violation, ...] = ()
     interrupted: bool = False
     complete: bool = True             # the whole (bounded) state space was explored

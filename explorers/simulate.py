@@ -152,6 +152,7 @@ class Walks:
                                      enabled=[k for k in self.kinds if k not in self.unseen_kinds]),
             never_enabled=tuple(k for k in self.kinds if k in self.unseen_kinds),
             checked=self.checks.checked, unchecked=self.checks.unchecked,
+            not_applicable=self.checks.not_applicable,
             violations=tuple(violations), interrupted=interrupted, complete=False, extra=extra)
 
 

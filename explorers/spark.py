@@ -383,6 +383,7 @@ class _Search:
             coverage=action_coverage(self.fired, self.found, kinds),
             never_enabled=tuple(k for k in kinds if k not in self.fired),
             checked=checks.checked, unchecked=checks.unchecked,
+            not_applicable=checks.not_applicable,
             violations=tuple(violations), interrupted=interrupted, complete=complete,
             extra={"partitions": self.P, "master": self.sc.master})
 

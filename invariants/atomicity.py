@@ -19,6 +19,13 @@ def committed_writes_visible(K, w) -> bool:
     return True
 
 
+def can_abort(K) -> bool:
+    """Whether a transaction can be aborted at all: the application may choose to, or a fault
+    (a timeout, a fencing restart, a failed batch, a rebalance, ...) may force it. Conservative:
+    with any fault budget it is taken to apply."""
+    return K.abort_allowed or (K.budgets.total > 0 and any(K.budgets[:-1]))
+
+
 PROPERTIES = (
     Property("txn_atomicity", Expectation.ALWAYS, txn_atomicity,
              "every client transaction's records end all committed or all aborted, on every "
@@ -30,5 +37,5 @@ PROPERTIES = (
              "some application sees commitTransaction succeed"),
     Property("an_abort_happens", Expectation.SOMETIMES,
              lambda K, w: any(b.control == Control.ABORT for part in w.partitions for b in part.log),
-             "some partition gets an ABORT marker"),
+             "some partition gets an ABORT marker", applies=can_abort),
 )

@@ -32,5 +32,8 @@ PROPERTIES = (
              "older instance sends is appended or changes coordinator state"),
     Property("a_zombie_is_fenced", Expectation.SOMETIMES,
              lambda K, w: any(p.replaced and p.state == ClientState.FATAL_ERROR for p in w.producers),
-             "a replaced producer instance is fenced (fatal error)"),
+             "a replaced producer instance is fenced (fatal error)",
+             # a zombie needs a second instance of a transactional.id and a crash to start it
+             applies=lambda K: K.producers_per_id > 1 and K.budgets.producer_crashes > 0
+             and K.budgets.total > 0),
 )

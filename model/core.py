@@ -41,12 +41,17 @@ class Expectation(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Property:
-    """A named claim. ``holds`` takes ``(state)``, or ``(before, action, after)`` for TRANSITION."""
+    """A named claim. ``holds`` takes ``(state)``, or ``(before, action, after)`` for TRANSITION.
+    ``applies`` (witnesses): whether the claim can arise in the configuration at all."""
 
     name: str
     expectation: Expectation
     holds: Callable[..., bool]
     claim: str = ""  # one sentence, shown when the property is violated
+    # A witness (SOMETIMES) that cannot arise in some configurations says so: ``applies()`` is
+    # False there (a spec's property takes the model's parameters, ``applies(p)``), and the check
+    # reports it as not applicable instead of never witnessed. None: it always applies.
+    applies: Callable[..., bool] | None = None
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,10 @@ class RuleModel(ModelBase):
         self.action_params = {r.name: r.params for r in spec.rules}
         self._rules = [(r.name, partial(r.enabled, p), partial(r.apply, p)) for r in spec.rules]
         self._apply = {name: apply for name, _, apply in self._rules}
-        self._properties = tuple(dc_replace(prop, holds=partial(prop.holds, p))
-                                 for prop in spec.properties)
+        self._properties = tuple(
+            dc_replace(prop, holds=partial(prop.holds, p),
+                       applies=prop.applies and partial(prop.applies, p))
+            for prop in spec.properties)
         if spec.view is not None:
             self.view = partial(spec.view, p)
         if spec.within_bounds is not None:

@@ -42,6 +42,19 @@ def test_sometimes_witnessed_or_reported():
     assert out.exit_code == 12 and v.kind == "sometimes" and v.path is None
 
 
+def test_a_witness_that_cannot_arise_is_not_applicable_not_a_violation():
+    """The model says from the configuration whether a witness can arise (``applies``): one that
+    cannot is listed as not applicable and is no violation; one that applies and is never reached
+    stays a vacuity error."""
+    far = Property("Far", SOMETIMES, lambda p, s: s[0] > p["max"],
+                   applies=lambda p: p["max"] > 5)     # cannot arise on a 3 x 3 grid
+    spec = grid_spec().derive("grid", add_properties=[far])
+    out = explore(spec.bind({"max": 3, "reset": True}))
+    assert out.exit_code == 0 and out.not_applicable == ("Far",) and "Far" not in out.checked
+    out = explore(spec.bind({"max": 6, "reset": True}))   # applies, never reached: vacuous
+    assert out.exit_code == 12 and [v.property for v in out.violations] == ["Far"]
+
+
 def test_eventually_is_left_to_the_graph_explorer():
     out = explore(grid(Ends=(EVENTUALLY, lambda p, s: s == (3, 3))))
     assert out.exit_code == 0 and out.unchecked == ("Ends",) and out.checked == ()

@@ -159,3 +159,18 @@ def test_quiescent_completion_judges_the_model_being_checked():
     assert any(t.state.name.startswith("Prepare") for t in last.coordinator.txns)
     assert last.network    # marker responses in flight: the old check called this "not quiescent"
     assert explore(registry.bind(cfg), BfsOptions(properties=["quiescent_completion"])).exit_code == 0
+
+
+def test_witnesses_that_cannot_arise_are_not_applicable():
+    """One producer instance (no zombie to fence), no consumer, no consume-transform-produce, no
+    abort and no fault: those witnesses cannot arise, are listed as not applicable, and the check
+    passes; with them possible again they apply and are witnessed."""
+    quiet = {"cluster.producers_per_id": 1, "cluster.consumers": 0,
+             "workload.abort_transactions": False, "faults.producer_crashes": 0}
+    out = explore(registry.bind(load(**quiet)))
+    assert out.exit_code == 0, out.violations
+    assert set(out.not_applicable) == {"a_zombie_is_fenced", "a_read_returns_committed_data",
+                                       "an_abort_happens", "an_offset_commit_is_committed"}
+    assert "a_commit_happens" in out.checked
+    out = explore(registry.bind(load()))
+    assert out.exit_code == 0 and out.not_applicable == ("an_offset_commit_is_committed",)
