@@ -403,3 +403,23 @@ def test_the_same_run_twice_gives_the_same_result_and_bytes(tmp_path, argv):
         traces = {p.name: p.read_bytes() for p in (tmp_path / str(i)).iterdir()}
         runs.append((_stable(doc), traces))
     assert runs[0] == runs[1] and runs[0][1]
+
+
+def test_a_spark_run_leaves_no_traceback_and_no_temporary_directory(tmp_path):
+    """The embedded Spark session's shutdown: nothing but progress on stderr, and neither
+    kafka-mc's temporary directories nor Spark's local directory left behind (the JVM's shutdown
+    hook removes Spark's a moment after the driver exits)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    r = subprocess.run([EXE, "check", "twophase-broken", "--explorer", "spark", "--spark-conf",
+                        f"spark.local.dir={scratch}", "--out", tmp_path / "out"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TMPDIR": str(scratch)})
+    assert r.returncode == 12, r.stderr
+    noise = [line for line in r.stderr.splitlines()
+             if not line.startswith(("progress:", "WARNING: Using incubator modules"))]
+    assert noise == []
+    deadline = time.monotonic() + 30
+    while any(scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert list(scratch.iterdir()) == []
