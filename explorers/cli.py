@@ -11,7 +11,6 @@ exit code is the verdict's.
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import signal
 import sys
@@ -149,7 +148,13 @@ class Terminated(KeyboardInterrupt):
 
 
 def _terminate(signum, frame):
-    _terminated.set()   # the explorer catches the interrupt itself and returns its partial result
+    """SIGTERM: what Ctrl-C does (pyspark's SIGINT handler cancels the running Spark jobs first),
+    remembered for the exit code. The explorer catches the interrupt and returns its partial
+    result."""
+    _terminated.set()
+    on_interrupt = signal.getsignal(signal.SIGINT)
+    if callable(on_interrupt) and on_interrupt is not signal.default_int_handler:
+        on_interrupt(signal.SIGINT, frame)
     raise Terminated()
 
 
@@ -164,7 +169,54 @@ def main(argv: list[str] | None = None) -> int:
         _terminated.clear()
 
 
+class StdoutError(OSError):
+    """Standard output failed (a full or failing device), as opposed to any other write."""
+
+
+class _Guarded:
+    """Standard output whose own write errors are told apart (``StdoutError``)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise StdoutError(e.errno, e.strerror) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _run(argv) -> int:
+    stdout, sys.stdout = sys.stdout, _Guarded(sys.stdout)
+    try:
+        code = _command(argv)
+        sys.stdout.flush()
+        return code
+    except StdoutError as e:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        _error(f"cannot write to standard output: {e.strerror}")
+        return EXIT_USAGE
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        return EXIT_OK
+    finally:
+        sys.stdout = stdout
+
+
+def _command(argv) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
@@ -178,15 +230,6 @@ def _run(argv) -> int:
     except KeyboardInterrupt:
         print("kafka-mc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    except OSError as e:  # standard output on a full or failing device
-        if e.errno in (errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            _error(f"cannot write to standard output: {e.strerror}")
-            return EXIT_USAGE
-        raise
 
 
 _terminated = threading.Event()   # set when SIGTERM ended the command
@@ -226,7 +269,7 @@ def cmd_check(args) -> int:
         select_properties(model, property_names(cfg))
     except KeyError as e:
         raise UsageError(e.args[0]) from None
-    out = Path(args.out)
+    out = Path(os.path.normpath(args.out)) if args.out else Path(args.out)
     created = check_out_dir(out)
     progress = report.ProgressPrinter()
     try:
@@ -234,7 +277,10 @@ def cmd_check(args) -> int:
     finally:
         progress.close()
         tidy_out_dir(created)   # what the search itself left there stays
-    traces, failure = write_traces(outcome, cfg, model, out)
+    try:
+        traces, failure = write_traces(outcome, cfg, model, out), ""
+    except TracesNotWritten as e:
+        traces, failure = e.written, str(e)
     print(report.as_json(outcome, cfg, model, traces) if args.json
           else report.text(outcome, cfg, model, traces))
     if failure:  # the verdict and counterexample are printed; the write error follows
@@ -249,6 +295,7 @@ def check_out_dir(out: Path) -> list[Path]:
     ``tidy_out_dir`` to remove again if the search writes nothing."""
     if str(out) == "":
         raise UsageError("--out is empty")
+    out = Path(os.path.normpath(out))
     created = []
     try:
         if out.exists() or out.is_symlink():
@@ -348,8 +395,16 @@ EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                                                    "--master", "--checkpoint", "--recover")}}
 
 
-def write_traces(outcome, cfg, model, out: Path) -> tuple[dict[str, str], str]:
-    """The traces written (property -> file) and, if one could not be, why (one line)."""
+class TracesNotWritten(Exception):
+    """A trace could not be written: ``written`` holds those that were, the message says why."""
+
+    def __init__(self, written: dict[str, str], message: str):
+        super().__init__(message)
+        self.written = written
+
+
+def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
+    """The traces written, property -> file; ``TracesNotWritten`` if one could not be."""
     written = {}
     for v in outcome.violations:
         if v.path is None:
@@ -362,9 +417,10 @@ def write_traces(outcome, cfg, model, out: Path) -> tuple[dict[str, str], str]:
             out.mkdir(parents=True, exist_ok=True)
             Trace.from_path(model, v.path, meta).write(file, model)
         except OSError as e:
-            return written, f"cannot write the trace {shown(file)}: {e.strerror or e}"
+            raise TracesNotWritten(written, f"cannot write the trace {shown(file)}: "
+                                            f"{e.strerror or e}") from None
         written[v.property] = str(file)
-    return written, ""
+    return written
 
 
 def cmd_list(args) -> int:

@@ -6,8 +6,8 @@ partition leaders and fault budgets, which 90% of steps leave alone, so most suc
 deduplicated where they are made instead of shipped). The driver holds only counts, coverage and
 the first violation of a level. Per level (one job, two stages):
 
-1. each partition expands its part of the frontier in its Python worker (deadlocks and transition
-   properties are checked there) and sends each owner one pickled bucket of candidates, deduped
+1. each partition expands its part of the frontier in its Python worker (deadlocks, terminal and
+   transition properties are checked there, as ``explorers.checking`` says) and sends each owner one pickled bucket of candidates, deduped
    within the partition -- so Spark's shuffle carries ``P x P`` large records, not one per state;
 2. each owner unions its cached visited set with the buckets addressed to it (a partitioner-aware
    union: the visited set never moves), keeps new states only, checks invariants and witnesses on
@@ -43,7 +43,7 @@ from pathlib import Path as FsPath
 from typing import Any, Callable, Iterator, Sequence
 
 from model import registry
-from model.config import Config
+from model.config import Config, shown
 from explorers import spark_store
 from explorers.bfs import BfsOptions, Progress
 from explorers.checking import Checks
@@ -168,9 +168,9 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
     checks = Checks(model, options.properties, options.check_deadlock)
     identity = {"config": source.to_dict() if isinstance(source, Config) else
                 {"model": {"name": model.name}}, "checked": [p.name for p in checks.properties]}
-    with spark_store.locked(spark_options.run_dir):   # one search per run directory
+    with spark_store.locked(spark_options.run_dir, create=not spark_options.recover):
         if spark_options.recover:
-            resume = _resumable(spark_options, identity)
+            resume = _resumable(spark_options, identity, [p.name for p, _ in checks.sometimes])
         else:
             resume = None
             if spark_options.run_dir is not None:
@@ -182,7 +182,7 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
         return _Search(spark, model, build, checks, identity, resume, options, spark_options).run()
 
 
-def _resumable(options: SparkOptions, identity: dict) -> dict:
+def _resumable(options: SparkOptions, identity: dict, witnesses) -> dict:
     """The checkpoint in ``options.run_dir``, if it belongs to this search."""
     if options.run_dir is None:
         raise CheckpointError("recovering needs the run directory of the checkpointed search")
@@ -196,6 +196,10 @@ def _resumable(options: SparkOptions, identity: dict) -> dict:
     if options.partitions not in (None, meta["partitions"]):
         raise CheckpointError(f"--recover {options.run_dir}: the checkpoint has "
                               f"{meta['partitions']} partitions (drop --partitions)")
+    unknown = sorted(set(meta["pending"]) - set(witnesses))
+    if unknown:
+        raise CheckpointError(f"--recover {options.run_dir}: the checkpoint waits for a witness "
+                              f"this search does not check ({unknown[0]})")
     return meta
 
 
@@ -262,6 +266,9 @@ class _Search:
             interrupted = True
         except (Py4JError, PySparkException) as e:
             raise SparkError(f"the Spark job failed ({_spark_reason(e)})") from None
+        except OSError as e:  # the driver's own files: a checkpoint or parent pointers
+            raise CheckpointError(f"run directory {shown(self.run_dir)}: "
+                                  f"{e.strerror or e}") from None
         finally:
             if self.level is not None:
                 self.level.unpersist()

@@ -35,7 +35,8 @@ from model.config import shown
 from traces.itf import ItfError, canonical, decode, encode
 
 MAGIC = b"KMCPTR2\n"
-FORMAT = 2  # 2: states are placed by their model's locality
+FORMAT = 3  # 2: states are placed by their model's locality; 3: Kafka's fault budgets in the
+           # fault table's order (fingerprints and placement changed)
 SCAN = 1 << 20  # fingerprints read at a time when looking one up
 
 
@@ -61,10 +62,16 @@ def _from_little(typecode: str, data: bytes) -> array:
 def _write_atomically(path: Path, parts: Iterable[bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as f:
-        for part in parts:
-            f.write(part)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            for part in parts:
+                f.write(part)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # --- parent pointers ------------------------------------------------------------------------------
@@ -182,7 +189,7 @@ def _tally(v) -> bool:
 # What checkpoint.json holds, checked before anything of the checkpoint is used.
 _META_TYPES = {
     "level": _count, "partitions": lambda v: _count(v) and 1 <= v <= 1 << 16,
-    "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 10, "visited": _counts,
+    "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 20, "visited": _counts,
     "frontier": _counts, "config": lambda v: isinstance(v, dict), "generated": _count,
     "distinct": _count, "depth": _count, "fired": _tally, "found": _tally, "pending": _names,
     "checked": _names,
@@ -243,14 +250,17 @@ def remove_levels(run_dir: str) -> None:
 
 
 @contextmanager
-def locked(run_dir: str | None) -> Iterator[None]:
+def locked(run_dir: str | None, create: bool = True) -> Iterator[None]:
     """Hold the run directory's lock (``.lock``, an exclusive ``flock``) for a search: a second
     search on the same directory is refused instead of deleting or corrupting its files. The
-    kernel drops the lock if the process dies. ``None``: a private temporary directory, no lock."""
+    kernel drops the lock if the process dies. ``None``: a private temporary directory, no lock.
+    ``create``: make the directory if missing (a new search), else refuse (a recovery)."""
     if run_dir is None:
         yield
         return
     root = Path(run_dir)
+    if not create and not root.is_dir():
+        raise CheckpointError(f"--recover {shown(run_dir)}: no such directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
         fd = os.open(root / ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)

@@ -9,8 +9,8 @@ or the fingerprint of its model's ``locality``). A *level RDD* holds, in partiti
   ``(key, fp, state)`` sorted by ``key``.
 
 One level is two partition functions. ``expand`` (map side) runs on partition ``i`` of level
-``d``: it expands the frontier, checks deadlocks and transition properties, counts transitions,
-drops the successors it has already produced and those it owns and has visited, and emits one
+``d``: it expands the frontier, checks deadlocks, terminal and transition properties, counts
+transitions, drops the successors it has already produced and those it owns and has visited, and emits one
 pickled bucket of candidate successors per owner (plus its own counts, in the bucket for ``i``).
 Spark's shuffle moves only those buckets.
 ``merge`` (reduce side) gets partition ``j``'s level-``d`` records and every bucket addressed to

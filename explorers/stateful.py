@@ -85,7 +85,8 @@ def as_state_machine(model: Model | Config, *, properties: Sequence[str] | None 
         TestTwoPhase = as_state_machine(registry.load("configs/twophase.toml")).TestCase
 
     Each example is a random behaviour; an ALWAYS or TRANSITION property failing, a deadlock (if
-    checked) or an exception in model code fails the test with the shrunk list of actions.
+    checked) or else a TERMINAL property failing where no action is enabled, or an exception in
+    model code fails the test with the shrunk list of actions.
     SOMETIMES witnesses need a whole run, so only ``explore`` reports them. Settings come from the
     active hypothesis profile (``kafka-mc-ci`` is derandomized) or ``TestTwoPhase.settings``.
     """

@@ -139,6 +139,11 @@ class ModelBase:
         configuration means something else is refused, naming the difference."""
         return {}
 
+    def setting_defaults(self) -> Mapping[str, Any]:
+        """The value each setting had before it existed (the old behaviour a flag's default
+        stands for): a trace that records settings but not this one meant that value."""
+        return {}
+
     def itf_encode(self, s) -> Mapping[str, Any]:
         """The state as named trace variables (ITF ``vars``); one variable by default."""
         return {"state": s}

@@ -22,6 +22,7 @@ never imports its properties (the import contract in the tests keeps it so).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
@@ -65,12 +66,28 @@ def register(entry: ModelEntry) -> None:
     REGISTERED[entry.name] = entry
 
 
+def _dist(ep: metadata.EntryPoint) -> str:
+    """The entry point's distribution name, normalised (PEP 503: kafka_mc and Kafka-MC are
+    kafka-mc)."""
+    return re.sub(r"[-_.]+", "-", ep.dist.name).lower() if ep.dist is not None else ""
+
+
 @cache
 def _entry_points(group: str) -> tuple[metadata.EntryPoint, ...]:
     """The group's entry points, kafka-mc's own first, then by distribution and name."""
     eps = metadata.entry_points(group=group)
-    return tuple(sorted(eps, key=lambda ep: (ep.dist is None or ep.dist.name != DISTRIBUTION,
-                                             ep.dist.name if ep.dist else "", ep.name, ep.value)))
+    return tuple(sorted(eps, key=lambda ep: (_dist(ep) != DISTRIBUTION, _dist(ep), ep.name,
+                                             ep.value)))
+
+
+def _load(ep: metadata.EntryPoint, group: str):
+    """An entry point's object; a package that fails to import is one clear error naming it."""
+    try:
+        return ep.load()
+    except Exception as e:  # whatever a broken plugin raises on import
+        raise ConfigError(f"entry point {ep.name} = {ep.value} ({group}, from "
+                          f"{_dist(ep) or 'an unknown distribution'}) cannot be loaded: "
+                          f"{type(e).__name__}: {e}") from None
 
 
 def refresh() -> None:
@@ -78,10 +95,14 @@ def refresh() -> None:
     _entry_points.cache_clear()
 
 
-def models() -> dict[str, ModelEntry]:
+def models(name: str | None = None) -> dict[str, ModelEntry]:
+    """The models registered (only those named ``name``, when given: a broken package that
+    registers another model does not stop this one)."""
     out: dict[str, ModelEntry] = {}
     for ep in _entry_points(MODELS_GROUP):
-        entry = ep.load()
+        if name is not None and ep.name != name:
+            continue
+        entry = _load(ep, MODELS_GROUP)
         if not isinstance(entry, ModelEntry) or entry.name != ep.name:
             raise ConfigError(f"entry point {ep.name} = {ep.value} ({MODELS_GROUP}) is not the "
                               f"ModelEntry of a model named {ep.name!r}")
@@ -95,7 +116,7 @@ def properties_for(model: str) -> tuple[Property, ...]:
     for ep in _entry_points(PROPERTIES_GROUP):
         if ep.name != model:
             continue
-        props = ep.load()
+        props = _load(ep, PROPERTIES_GROUP)
         if not (isinstance(props, tuple) and all(isinstance(p, Property) for p in props)):
             raise ConfigError(f"entry point {ep.name} = {ep.value} ({PROPERTIES_GROUP}) is not "
                               "a tuple of Property")
@@ -104,10 +125,11 @@ def properties_for(model: str) -> tuple[Property, ...]:
 
 
 def entry(name: str) -> ModelEntry:
-    known = models()
-    if name not in known:
-        raise ConfigError(f"unknown model {brief(name)} (known: {', '.join(sorted(known))})")
-    return known[name]
+    found = models(name) if name not in REGISTERED else REGISTERED
+    if name not in found:
+        known = sorted({ep.name for ep in _entry_points(MODELS_GROUP)} | set(REGISTERED))
+        raise ConfigError(f"unknown model {brief(name)} (known: {', '.join(known)})")
+    return found[name]
 
 
 def load(path: str | None = None, *, model: str | None = None,
@@ -142,4 +164,16 @@ def from_dict(sections: Mapping[str, Any], source: str = "<dict>") -> Config:
 
 def bind(cfg: Config):
     """The Model for a configuration, with the properties registered for it."""
-    return entry(cfg.model).build(cfg, properties_for(cfg.model))
+    props = properties_for(cfg.model)
+    names = [p.name for p in props]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"property {twice[0]} is registered twice for model {cfg.model} "
+                          f"({PROPERTIES_GROUP})")
+    try:
+        return entry(cfg.model).build(cfg, props)
+    except ValueError as e:   # a registered property named like one of the model's own
+        if "duplicate property" in str(e):
+            raise ConfigError(f"model {cfg.model}: {e} (a property set of {PROPERTIES_GROUP} "
+                              "repeats one of the model's own)") from None
+        raise

@@ -73,6 +73,21 @@ def test_the_import_graph_has_no_circle():
     assert nx.is_directed_acyclic_graph(g), nx.find_cycle(g)
 
 
+CONTRACT = {"model", "model.core", "model.protocol", "model.config", "model.codec",
+            "model.registry"}
+
+
+def test_explorers_and_trace_tools_import_only_the_contract():
+    """An allowlist, beyond the contract's denylist: of ``model`` they import these modules and
+    nothing else, and the ``model`` package itself imports nothing (importing the contract must
+    not load a model)."""
+    graph = grimp.build_graph(*PACKAGES)
+    used = {i for m in graph.modules if m.split(".")[0] in ("explorers", "traces")
+            for i in graph.find_modules_directly_imported_by(m) if i.split(".")[0] == "model"}
+    assert used <= CONTRACT, used - CONTRACT
+    assert graph.find_modules_directly_imported_by("model") == set()
+
+
 def test_models_and_properties_come_from_entry_points():
     assert {"kafka", "twophase", "twophase-broken"} <= set(registry.models())
     names = [p.name for p in registry.properties_for("kafka")]
@@ -115,3 +130,41 @@ def test_a_package_of_ones_own_adds_a_model_and_properties(tmp_path, monkeypatch
         monkeypatch.undo()
         registry.refresh()
     assert "twophase-mine" not in registry.models()
+
+
+def _plugin(tmp_path, monkeypatch, module: str, entry_points: str):
+    (tmp_path / "kmc_bad.py").write_text(module)
+    info = tmp_path / "kmc_bad-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kmc-bad\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.refresh()
+
+
+@pytest.fixture
+def fresh_registry():
+    yield
+    registry.refresh()
+
+
+def test_a_broken_plugin_is_one_clear_error_and_spares_other_models(tmp_path, monkeypatch,
+                                                                     fresh_registry):
+    from model.config import ConfigError
+    _plugin(tmp_path, monkeypatch, "raise ImportError('no module named zeta')\n",
+            "[kafka_mc.models]\nbroken = kmc_bad:MODEL\n")
+    with pytest.raises(ConfigError, match="entry point broken = kmc_bad:MODEL .* cannot be "
+                                          "loaded: ImportError: no module named zeta"):
+        registry.entry("broken")
+    assert registry.entry("twophase").name == "twophase"    # only the named model is loaded
+
+
+def test_a_plugin_property_named_like_a_builtin_one_is_refused(tmp_path, monkeypatch,
+                                                                fresh_registry):
+    from model.config import ConfigError
+    _plugin(tmp_path, monkeypatch,
+            "from model.core import Expectation, Property\n"
+            "PROPS = (Property('txn_atomicity', Expectation.ALWAYS, lambda K, w: True),)\n",
+            "[kafka_mc.properties]\nkafka = kmc_bad:PROPS\n")
+    with pytest.raises(ConfigError, match="property txn_atomicity is registered twice"):
+        registry.bind(registry.load(None))

@@ -74,7 +74,9 @@ def sentence(model, states: Sequence, actions: Sequence, prop: str, kind: str,
     claim = claim_of(model, prop, claim)
     if claim:
         return f"{prop} claims that {claim}; it fails {where}."
-    return f"The {'invariant' if kind == 'always' else 'transition property'} {prop} fails {where}."
+    what = {"always": "invariant", "transition": "transition property",
+            "terminal": "terminal property"}.get(kind, "property")
+    return f"The {what} {prop} fails {where}."
 
 
 def commands(trace_file: str) -> list[str]:

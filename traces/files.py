@@ -8,13 +8,31 @@ was and no partial one, and an existing symlink at the target is replaced, never
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 
 def write_atomically(file: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``file``; ``OSError`` if it cannot be written."""
+    """Write ``text`` (UTF-8) to ``file``; ``OSError`` if it cannot be written.
+
+    A target that is a character device or a FIFO (``/dev/stdout``, a pipe), possibly behind a
+    link, is written to directly: there is no file to replace. A new file gets the mode the
+    umask allows; a replaced regular file keeps its own."""
     target = Path(file)
+    try:
+        st = target.stat()                      # follows a link
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(21, "Is a directory", str(target))
+    own = target.lstat() if st is not None else None   # the file itself, not a link's target
+    mode = (stat.S_IMODE(own.st_mode) if own is not None and stat.S_ISREG(own.st_mode)
+            else 0o666 & ~_umask())
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp",
                                dir=target.parent if str(target.parent) else ".")
     try:
@@ -22,7 +40,7 @@ def write_atomically(file: str | os.PathLike, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -30,6 +48,12 @@ def write_atomically(file: str | os.PathLike, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:

@@ -79,11 +79,14 @@ def model_of(trace: Trace):
     except ConfigError as e:
         raise TraceError(str(e)) from None
     model = registry.bind(cfg)
-    recorded, now = meta.get("settings", {}), dict(model.settings())
+    recorded, now = meta.get("settings"), dict(model.settings())
+    if recorded is None:   # written before traces recorded settings: nothing to compare
+        return model
     if not isinstance(recorded, dict):
         raise TraceError("trace metadata: settings must be an object")
+    # A setting the trace predates (added to the model since) meant its default then.
+    recorded = {k: v for k, v in model.setting_defaults().items() if k in now} | recorded
     for key, value in sorted(recorded.items()):
-        # a setting the trace predates is not compared: its default is the old behaviour
         if key not in now or now[key] != value:
             has = f"has {now[key]!r}" if key in now else "no longer has it"
             raise TraceError(f"the trace was written where this configuration meant {key} = "
@@ -172,6 +175,8 @@ def violation_check(model, prop: Any, kind: Any) -> Callable[[Any, Any, Any], bo
     p = next((p for p in model.properties() if p.name == prop), None)
     if p is None:
         raise TraceError(f"the model has no property {prop!r}")
+    if kind == "always" and p.expectation.value == "terminal":
+        kind = "terminal"   # a trace written when the property was an invariant (before terminal)
     if p.expectation.value != kind:
         raise TraceError(f"{prop} is a {p.expectation.value} property, not {kind}")
     holds = p.holds

@@ -25,7 +25,7 @@ from model.kafka import (client, consumer, coordinator, diagram, faults, group_c
                          mutants, network, partition, producer)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
-from model.kafka.versions import PRESETS
+from model.kafka.versions import PRESETS, Features
 from model.kafka.world import Consumer, Coordinator, Partition, Producer, TxnMetadata, World
 from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
@@ -203,6 +203,10 @@ class KafkaModel(RuleModel):
     def settings(self):
         """The protocol flags the configured preset (and explicit flags) stand for."""
         return {f"protocol.{flag}": value for flag, value in self.params.features._asdict().items()}
+
+    def setting_defaults(self):
+        """A flag's default is the behaviour before the Kafka change it names."""
+        return {f"protocol.{flag}": value for flag, value in Features()._asdict().items()}
 
 
 def _build(cfg: Config, properties=()):

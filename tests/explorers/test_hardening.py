@@ -423,3 +423,72 @@ def test_a_spark_run_leaves_no_traceback_and_no_temporary_directory(tmp_path):
     while any(scratch.iterdir()) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert list(scratch.iterdir()) == []
+
+
+# --- from the review: files that are not files, modes, paths with .., plugins, old traces -------
+
+def test_a_device_or_fifo_output_is_written_to_not_replaced(tmp_path):
+    golden = GOLDEN / "twophase-broken-3.TCConsistent.itf.json"
+    code, out, err = kmc("render", golden, "--out", "/dev/null")
+    assert code == 0 and Path("/dev/null").is_char_device()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    code, _, _ = kmc("render", golden, "--out", fifo)
+    got = reader.communicate(timeout=30)[0]
+    assert code == 0 and b"TCConsistent" in got and fifo.is_fifo()
+
+
+def test_written_files_keep_their_mode_or_follow_the_umask(tmp_path):
+    kept = tmp_path / "kept"
+    kept.write_text("old")
+    kept.chmod(0o600)
+    files.write_atomically(kept, "new")
+    assert kept.read_text() == "new" and (kept.stat().st_mode & 0o777) == 0o600
+    old = os.umask(0o077)
+    try:
+        files.write_atomically(tmp_path / "fresh", "x")
+    finally:
+        os.umask(old)
+    assert ((tmp_path / "fresh").stat().st_mode & 0o777) == 0o600
+
+
+def test_an_out_with_dot_dot(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = kmc("check", "twophase-broken", "--out", "new/../x")
+    assert code == 12, err
+    assert (tmp_path / "x" / "TCConsistent.itf.json").exists() and not (tmp_path / "new").exists()
+
+
+def test_an_old_quiescent_completion_trace_still_replays(tmp_path):
+    """Written when quiescent_completion was an invariant (kind "always"): replayed as the
+    terminal property it is now."""
+    from traces.replay import replay
+    from traces.trace import read
+    cfg = ["check", "small", "--protocol", "kafka-4.2", "--invariant", "quiescent_completion"]
+    code, _, err = kmc(*cfg, "--out", tmp_path)
+    assert code == 12, err
+    path = tmp_path / "quiescent_completion.itf.json"
+    doc = json.loads(path.read_text())
+    assert doc["#meta"]["kind"] == "terminal"
+    doc["#meta"]["kind"] = "always"
+    path.write_text(json.dumps(doc))
+    assert replay(read(path)).reproduced
+
+
+def test_a_setting_the_trace_predates_means_its_default(tmp_path):
+    """A trace that records settings but not a flag added since meant that flag's default (the
+    behaviour before the change): replaying it where the flag is on now is refused."""
+    from traces.replay import replay
+    from traces.trace import TraceError, read
+    code, _, err = kmc("check", "tiny", "--protocol", "kafka-0.11", "--out", tmp_path)
+    path = tmp_path / "no_hanging_transactions.itf.json"
+    doc = json.loads(path.read_text())
+    assert doc["#meta"]["settings"]["protocol.bump_epoch_on_timeout"] is False
+    assert replay(read(path)).reproduced
+    del doc["#meta"]["settings"]["protocol.idempotent_marker_retry"]   # predates the flag
+    doc["#meta"]["config"]["protocol"]["idempotent_marker_retry"] = True   # on now
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceError, match="idempotent_marker_retry = False; this kafka-mc's model "
+                                         "has True"):
+        replay(read(path))
