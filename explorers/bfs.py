@@ -15,6 +15,10 @@ on every generated transition, terminal properties on expanded states without su
 cyclic garbage collector is paused during the search: states are immutable acyclic values, and
 CPython would otherwise rescan the growing frontiers again and again.
 
+With ``keep_going`` (``--continue``, TLC's ``-continue``) the search goes on after a violation:
+each property is reported once, with the first counterexample met, which is a shortest one, and
+is no longer checked after it.
+
 TLC's semantics for the state constraint and the depth bound: a state outside ``within_bounds``
 or at ``max_depth`` is counted and checked but not expanded, and is never a deadlock.
 """
@@ -56,6 +60,7 @@ class BfsOptions:
     check_deadlock: bool | None = None            # None: the model's default
     progress: Callable[[Progress], None] | None = None
     progress_interval: float = 2.0                # seconds between progress reports
+    keep_going: bool = False                      # --continue: report every violated property
 
 
 class _Stop(Exception):
@@ -99,6 +104,15 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         fps.append(lv[0][0][i])
         return rebuild(model, fps[::-1])
 
+    def found(what, path) -> None:
+        """A violation: the end of the search, or with ``keep_going`` one more to report and a
+        property no longer checked (the caller rereads ``checks``' tuples)."""
+        v = violation(what, path)
+        if not options.keep_going:
+            raise _Stop(v)
+        violations.append(v)
+        checks.retire(what)
+
     witnesses = checks.witnesses()
     witness, pending = witnesses.see, witnesses.open   # the list ``see`` shrinks
 
@@ -114,7 +128,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     frontier.append(s)
                     fps0.append(fp)
                     if p := checks.state(s):
-                        raise _Stop(violation(p, path_to(0, len(fps0) - 1)))
+                        found(p, path_to(0, len(fps0) - 1))
+                        always = checks.always
                     witness(s)
             levels.append((fps0, array("l")))
             next_fps = []
@@ -136,8 +151,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         continue
                     out = successors(s)
                     if not out:
-                        if found := checks.stuck(s):
-                            raise _Stop(violation(found, path_to(depth, i)))
+                        if stuck := checks.stuck(s):
+                            found(stuck, path_to(depth, i))
                         continue
                     generated += len(out)
                     for a, t in out:
@@ -147,8 +162,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             for p, holds in transition:
                                 if not holds(s, a, t):
                                     base = path_to(depth, i)
-                                    raise _Stop(violation(p, type(base)(base.states + (t,),
-                                                                        base.actions + (a,))))
+                                    found(p, type(base)(base.states + (t,), base.actions + (a,)))
+                                    transition = checks.transition
                         if fp not in seen:
                             seen_add(fp)
                             nxt_append(t)
@@ -157,7 +172,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             dcov[a] = dcov_get(a, 0) + 1
                             for p, holds in always:
                                 if not holds(t):
-                                    raise _Stop(violation(p, path_to(depth + 1, len(nxt) - 1)))
+                                    found(p, path_to(depth + 1, len(nxt) - 1))
+                                    always = checks.always
                             if pending:
                                 witness(t)
                 expanding = None

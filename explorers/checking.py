@@ -97,6 +97,16 @@ class Checks:
                 return p
         return None
 
+    def retire(self, found: Violation | Property) -> None:
+        """Stop checking what was just found violated (TLC's -continue: every property is
+        reported once, with the first, hence shortest, counterexample the search meets)."""
+        if isinstance(found, Violation):
+            self.deadlock = False
+            return
+        keep = lambda entries: tuple(e for e in entries if e[0].name != found.name)  # noqa: E731
+        self.always, self.transition, self.terminal = (keep(self.always), keep(self.transition),
+                                                       keep(self.terminal))
+
     def witnesses(self) -> "Witnesses":
         return Witnesses(self.sometimes)
 

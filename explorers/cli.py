@@ -11,6 +11,7 @@ exit code is the verdict's.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import os
 import signal
 import sys
@@ -81,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(0: every level), in OUT/spark")
     c.add_argument("--recover", metavar="DIR",
                    help="spark: resume the search checkpointed in DIR (e.g. out/spark)")
+    c.add_argument("--continue", dest="continue", action="store_const", const=True,
+                   help="bfs: keep exploring after a violation and report every violated "
+                        "property, each with its own shortest counterexample")
     c.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this property (repeatable; default: [check] invariants)")
     c.add_argument("--depth", type=_nonneg, metavar="N",
@@ -337,7 +341,8 @@ def search_options(cfg, args, progress) -> BfsOptions:
 
 
 def run_bfs(cfg, args, progress):
-    return explore(registry.bind(cfg), search_options(cfg, args, progress))
+    options = search_options(cfg, args, progress)
+    return explore(registry.bind(cfg), replace(options, keep_going=bool(getattr(args, "continue"))))
 
 
 def run_spark(cfg, args, progress):
@@ -389,7 +394,7 @@ def run_simulate(cfg, args, progress):
 EXPLORERS = {"bfs": run_bfs, "spark": run_spark, "stateful": run_stateful,
              "simulate": run_simulate}
 # flag -> the explorers it applies to (giving it to another explorer is a usage error)
-EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
+EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",), "--continue": ("bfs",),
                   "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
                                                    "--master", "--checkpoint", "--recover")}}

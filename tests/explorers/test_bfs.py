@@ -165,3 +165,22 @@ def test_unstable_views_are_a_model_error():
     out = explore(StringStates())
     (v,) = out.violations
     assert out.exit_code == 75 and "does not fingerprint stably" in v.detail
+
+
+def test_continue_reports_every_violated_property_with_its_own_shortest_counterexample():
+    """--continue (TLC's -continue): the search goes on after a violation; each property is
+    reported once, with the same shortest counterexample a search for it alone finds, and the
+    state space is exhausted (deadlock included)."""
+    props = {"Near": (ALWAYS, lambda p, s: s != (1, 0)), "Far": (ALWAYS, lambda p, s: s != (3, 2)),
+             "NoReset": (TRANSITION, lambda p, s, a, t: a != ("Reset",))}
+    model = grid(**props)
+    out = explore(model, BfsOptions(keep_going=True))
+    assert [(v.property, v.kind, len(v.path)) for v in out.violations] == [
+        ("Near", "always", 1), ("Far", "always", 5), ("NoReset", "transition", 7)]
+    for v in out.violations:
+        (alone,) = explore(model, BfsOptions(properties=[v.property])).violations
+        assert alone.path == v.path
+    assert out.complete and out.stats.distinct == 16 and out.exit_code == 12
+    stuck = explore(grid(reset=False, Near=props["Near"]), BfsOptions(keep_going=True))
+    assert [(v.property, len(v.path)) for v in stuck.violations] == [("Near", 1), ("deadlock", 6)]
+    assert stuck.exit_code == 12    # the most severe kind found: safety over deadlock

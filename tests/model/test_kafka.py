@@ -174,3 +174,19 @@ def test_witnesses_that_cannot_arise_are_not_applicable():
     assert "a_commit_happens" in out.checked
     out = explore(registry.bind(load()))
     assert out.exit_code == 0 and out.not_applicable == ("an_offset_commit_is_committed",)
+
+
+def test_continue_finds_what_the_first_violation_hid():
+    """KAFKA-6119 on kafka-0.11: the 19-step hanging transaction hides a zombie's append
+    (zombie_fencing, 23 steps) and a transaction stuck for good (quiescent_completion, 32 steps);
+    --continue reports all three, each with the counterexample a search for it alone finds."""
+    model = registry.bind(load(**{"protocol.version": "kafka-0.11"}))
+    out = explore(model, BfsOptions(keep_going=True))
+    assert [(v.property, v.kind, len(v.path)) for v in out.violations] == [
+        ("no_hanging_transactions", "always", 19), ("zombie_fencing", "transition", 23),
+        ("quiescent_completion", "terminal", 32)]
+    assert out.complete    # the whole space, as if nothing were checked
+    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (24106, 73289, 46)
+    for v in out.violations[1:]:
+        (alone,) = explore(model, BfsOptions(properties=[v.property])).violations
+        assert len(alone.path) == len(v.path)
