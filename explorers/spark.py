@@ -129,7 +129,10 @@ def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
                 "spark.python.unix.domain.socket.enabled": "true",
                 "spark.driver.extraJavaOptions": java_opts}  # local[N] executors run in the driver
         if local:
-            conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
+            conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
+                     # the Python workers' stderr to a file: explorers/spark_daemon.py says why
+                     "spark.python.daemon.module": "explorers.spark_daemon",
+                     "spark.executorEnv.KAFKA_MC_WORKER_LOG": str(FsPath(tmp) / "workers.log")}
             # The web UI (off unless --spark-conf turns it on) binds to SPARK_LOCAL_IP, else to
             # every interface: an embedded search serves nobody but this machine.
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
