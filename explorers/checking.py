@@ -129,9 +129,6 @@ class Witnesses:
     def __init__(self, sometimes):
         self.open = list(sometimes)
 
-    def __bool__(self) -> bool:
-        return bool(self.open)
-
     def see(self, s) -> None:
         for entry in self.open[:]:
             if entry[1](s):

@@ -184,16 +184,15 @@ class _Guarded:
         self._stream = stream
 
     def write(self, text):
-        try:
-            return self._stream.write(text)
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise StdoutError(e.errno, e.strerror) from None
+        return self._guarded(self._stream.write, text)
 
     def flush(self):
+        return self._guarded(self._stream.flush)
+
+    @staticmethod
+    def _guarded(call, *args):
         try:
-            return self._stream.flush()
+            return call(*args)
         except BrokenPipeError:
             raise
         except OSError as e:

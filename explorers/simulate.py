@@ -121,7 +121,7 @@ class Walks:
     def _check_state(self, s) -> Violation | None:
         if p := self.checks.state(s):
             return self._found(as_violation(p))
-        if self.witnesses:
+        if self.witnesses.open:
             self.witnesses.see(s)
         return None
 

@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import sys
-import uuid
 from array import array
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any, Iterable, Iterator
 
 from model.config import shown
 
+from traces.files import write_atomically
 from traces.itf import ItfError, canonical, decode, encode
 
 MAGIC = b"KMCPTR2\n"
@@ -61,17 +61,7 @@ def _from_little(typecode: str, data: bytes) -> array:
 
 def _write_atomically(path: Path, parts: Iterable[bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            for part in parts:
-                f.write(part)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomically(path, parts)
 
 
 # --- parent pointers ------------------------------------------------------------------------------

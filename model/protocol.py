@@ -76,10 +76,14 @@ class ProtocolSpec:
         return RuleModel(self, cfg)
 
 
+class DuplicateName(ValueError):
+    """Two rules, or two properties, of one spec share a name."""
+
+
 def _unique(kind: str, names: Sequence[str]) -> None:
     dup = {n for n in names if names.count(n) > 1}
     if dup:
-        raise ValueError(f"duplicate {kind} names: {sorted(dup)}")
+        raise DuplicateName(f"duplicate {kind} names: {sorted(dup)}")
 
 
 def _edit(kind, items, replace, add, remove):

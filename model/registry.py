@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
 from model.core import Property
-from model.protocol import ProtocolSpec, RuleModel
+from model.protocol import DuplicateName, ProtocolSpec, RuleModel
 
 MODELS_GROUP = "kafka_mc.models"
 PROPERTIES_GROUP = "kafka_mc.properties"
@@ -172,8 +172,6 @@ def bind(cfg: Config):
                           f"({PROPERTIES_GROUP})")
     try:
         return entry(cfg.model).build(cfg, props)
-    except ValueError as e:   # a registered property named like one of the model's own
-        if "duplicate property" in str(e):
-            raise ConfigError(f"model {cfg.model}: {e} (a property set of {PROPERTIES_GROUP} "
-                              "repeats one of the model's own)") from None
-        raise
+    except DuplicateName as e:   # a registered property named like one of the model's own
+        raise ConfigError(f"model {cfg.model}: {e} (a property set of {PROPERTIES_GROUP} "
+                          "repeats one of the model's own)") from None

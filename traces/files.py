@@ -1,4 +1,4 @@
-"""Writing output files safely.
+"""Writing output files safely (traces, renderings, and the Spark explorer's run directory).
 
 ``write_atomically`` writes to a new temporary file in the target's directory (created with
 ``O_EXCL``, so never through a link someone planted) and renames it over the target: a reader
@@ -11,10 +11,12 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import Iterable
 
 
-def write_atomically(file: str | os.PathLike, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``file``; ``OSError`` if it cannot be written.
+def write_atomically(file: str | os.PathLike, data: str | Iterable[bytes]) -> None:
+    """Write ``data`` (text, as UTF-8, or chunks of bytes streamed one by one) to ``file``;
+    ``OSError`` if it cannot be written.
 
     A target that is a character device or a FIFO (``/dev/stdout``, a pipe), possibly behind a
     link, is written to directly: there is no file to replace. A new file gets the mode the
@@ -24,9 +26,10 @@ def write_atomically(file: str | os.PathLike, text: str) -> None:
         st = target.stat()                      # follows a link
     except (FileNotFoundError, NotADirectoryError):
         st = None
+    chunks = (data.encode("utf-8"),) if isinstance(data, str) else data
     if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(target, "wb") as f:
+            f.writelines(chunks)
         return
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "Is a directory", str(target))
@@ -36,8 +39,8 @@ def write_atomically(file: str | os.PathLike, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:64]}.", suffix=".tmp",
                                dir=target.parent if str(target.parent) else ".")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.writelines(chunks)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
