@@ -283,25 +283,41 @@ def _maybe_complete(w: World, tid: int) -> World:
     return prepare_transition(w, tid, txn, target, NO_REPLY)
 
 
+def marker_awaited(w: World, m) -> bool:
+    """Whether the coordinator still waits for the answer to marker ``m`` (a WriteTxnMarkers or
+    its response): sent under its coordinator epoch for the transaction's producer id, epoch and
+    result, and not acknowledged yet. One that is not has no callback left (a duplicate, or the
+    answer to an earlier transaction's marker)."""
+    c = w.coordinator
+    txn = c.txns[m.tid]
+    return (m.coordinator_epoch == c.coordinator_epoch and m.partition in c.markers[m.tid]
+            and txn.producer_id == m.producer_id and txn.producer_epoch == m.producer_epoch
+            and txn.state == (T.PrepareCommit if m.committed else T.PrepareAbort))
+
+
 def handle_write_txn_markers_response(K, w: World, m) -> World:
     """TransactionMarkerRequestCompletionHandler.onComplete. Each response reaches the callback
-    of its own request: one for a marker no longer awaited (a duplicate, or the answer to an
-    earlier transaction's marker) has no callback left and is dropped."""
-    c = w.coordinator
-    if m.coordinator_epoch != c.coordinator_epoch:
-        return w  # the sending coordinator is gone; the new one resent the markers
-    txn = c.txns[m.tid]
-    awaited = (m.partition in c.markers[m.tid] and txn.producer_id == m.producer_id
-               and txn.producer_epoch == m.producer_epoch
-               and txn.state == (T.PrepareCommit if m.committed else T.PrepareAbort))
-    if not awaited:
+    of its own request; one no longer awaited is dropped (a response to the old coordinator
+    epoch: the new coordinator resent the markers)."""
+    if not marker_awaited(w, m):
         return w
+    c = w.coordinator
     if m.error == Errors.NONE:
         c = c._replace(markers=replace_at(c.markers, m.tid, c.markers[m.tid] - {m.partition}))
         return _maybe_complete(w._replace(coordinator=c), m.tid)
     # INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED: stop sending markers for this
     # transactional.id; the transaction stays in Prepare* on this coordinator.
     return w._replace(coordinator=c._replace(markers=replace_at(c.markers, m.tid, frozenset({-1}))))
+
+
+def marker_timed_out(K, w: World, m) -> World:
+    """A marker or its answer is lost: the request times out, InterBrokerSendThread completes
+    it as disconnected and TransactionMarkerRequestCompletionHandler.onComplete re-enqueues the
+    same marker (addTxnMarkersToBrokerQueue: producer id, epoch, result) while the coordinator
+    epoch is unchanged. If the first one was appended, the leader sees it twice."""
+    return w._replace(network=send(w.network, WriteTxnMarkers(
+        Rpc.WriteTxnMarkers, m.partition, m.tid, m.producer_id, m.producer_epoch, m.committed,
+        m.coordinator_epoch)))
 
 
 # --- timeouts and failover -------------------------------------------------------------------------------------

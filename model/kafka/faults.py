@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple
 
 from model.config import Param
 from model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
-from model.kafka.world import fast_replace
+from model.kafka.world import Rpc, fast_replace
 from model.protocol import Rule
 
 COORDINATOR, PRODUCER, NETWORK, LEADER, GROUP = ("coordinator", "producer", "network", "leader",
@@ -47,8 +47,33 @@ def _on_producer(K, a):
     return f"p{a[1]}"
 
 
-def _on_client_of(K, a):
-    return f"p{a[1].producer}"          # the client that times out
+def _on_sender(K, a):
+    """The lifeline of the sender that times out (of the request a lost response answers)."""
+    kind, source, target = diagram.endpoints(K, a[1])
+    return source if kind == "request" else target
+
+
+# Who sent a request, by Rpc: (still awaits it?, what it does when the request times out)
+_SENDERS = {Rpc.WriteTxnMarkers: (coordinator.marker_awaited, coordinator.marker_timed_out),
+            Rpc.VerifyAddPartition: (partition.verification_awaited,
+                                     partition.verification_timed_out)}
+_CLIENT = (producer.awaited, producer.request_timed_out)
+
+
+def _awaited(w, m) -> bool:
+    return _SENDERS.get(m.rpc & ~1, _CLIENT)[0](w, m)
+
+
+def _timed_out(K, w, m):
+    return _SENDERS.get(m.rpc & ~1, _CLIENT)[1](K, w, m)
+
+
+def _lost(a) -> str:
+    m = a[1]
+    then = {Rpc.WriteTxnMarkers: "the coordinator sends the marker again",
+            Rpc.VerifyAddPartition: "the leader fails the produce with a retriable error"
+            }.get(m.rpc & ~1, "the request is sent again")
+    return f"{diagram.label(m)} lost: request.timeout.ms, {then}"
 
 
 def _on_receiver(K, a):
@@ -97,17 +122,17 @@ FAULTS = (
                 network.duplicate_request),),
           NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} delivered twice"),
     Fault("request_losses",
-          "a client request is lost: request.timeout.ms, the client resends it",
-          (Rule("LoseRequest", ("message",), producer.lose_request_enabled,
-                producer.lose_request),),
-          NETWORK, _on_client_of,
-          lambda a: f"{diagram.label(a[1])} lost: request.timeout.ms, the request is sent again"),
+          "a request is lost (a client's, a marker, a leader's verification): request.timeout.ms, "
+          "the sender retries",
+          (Rule("LoseRequest", ("message",), *network.loss("request_losses", False, _awaited,
+                                                           _timed_out)),),
+          NETWORK, _on_sender, _lost),
     Fault("response_losses",
-          "a response to a client is lost: request.timeout.ms, the client resends its request",
-          (Rule("LoseResponse", ("message",), producer.lose_response_enabled,
-                producer.lose_response),),
-          NETWORK, _on_client_of,
-          lambda a: f"{diagram.label(a[1])} lost: request.timeout.ms, the request is sent again"),
+          "a response is lost (to a client, a marker's, a verification's): request.timeout.ms, "
+          "the sender retries",
+          (Rule("LoseResponse", ("message",), *network.loss("response_losses", True, _awaited,
+                                                            _timed_out)),),
+          NETWORK, _on_sender, _lost),
     Fault("batch_expiries", "delivery.timeout.ms expires a batch while its Produce request is in flight",
           (Rule("ExpireBatch", ("producer", "partition"), producer.expire_batch_enabled,
                 producer.expire_batch),),

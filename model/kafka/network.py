@@ -5,8 +5,10 @@ A message is a NamedTuple whose first field is its ``Rpc``. Messages travel on c
 connection: only the oldest message of a connection can be delivered. ``DelayRequest`` holds a
 message back (it leaves the FIFO and can be delivered at any later time, out of order);
 ``DuplicateRequest`` delivers a copy later (a retry over a new connection). ``LoseRequest`` and
-``LoseResponse`` (``model.kafka.producer``) drop a client's request or its answer; the client times out
-and resends.
+``LoseResponse`` (``loss``) drop a request or its answer while its sender still waits for it, and
+the sender's request times out: a client resends (``producer.request_timed_out``), the
+transaction coordinator re-enqueues a marker (``coordinator.marker_timed_out``), a leader fails
+a verification with a retriable error (``partition.verification_timed_out``).
 """
 from __future__ import annotations
 
@@ -235,6 +237,29 @@ def duplicate_request_enabled(K, w):
     if not budget(w, "request_duplicates"):
         return []
     return [(m,) for m in dict.fromkeys(w.network + w.delayed) if m.rpc in REQUESTS]
+
+
+def without(w, m):
+    """``w`` with message ``m`` gone from the network (held back or not)."""
+    if m in w.network:
+        return w._replace(network=remove(w.network, w.network.index(m)))
+    return w._replace(delayed=remove(w.delayed, w.delayed.index(m)))
+
+
+def loss(budget_name: str, responses: bool, awaited, timed_out):
+    """``enabled``/``apply`` of a rule losing a deliverable request (or response) whose sender
+    still waits for it (``awaited(w, m)``): the budget is spent, the message is gone and the
+    sender's request times out (``timed_out(K, w, m)``)."""
+    def enabled(K, w):
+        if not budget(w, budget_name):
+            return []
+        return [(m,) for _, _, m in deliverable(w.network, w.delayed)
+                if bool(m.rpc & 1) == responses and awaited(w, m)]
+
+    def apply(K, w, m):
+        return timed_out(K, without(spend(w, budget_name), m), m)
+
+    return enabled, apply
 
 
 def duplicate_request(K, w, m):

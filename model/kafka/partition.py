@@ -109,12 +109,32 @@ def verification_request(K, w, m, guard) -> VerifyAddPartition:
                               not K.tv2, guard, m)
 
 
+# Verification's retriable errors (ReplicaManager.appendRecordsWithTransactionVerification): the
+# leader fails the produce with NOT_ENOUGH_REPLICAS, which every client retries without a
+# metadata refresh; the group coordinator converts them for a TxnOffsetCommit
+# (GroupMetadataManager.maybeConvertOffsetCommitError), which the client retries too.
+VERIFICATION_RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR,
+                          Errors.NETWORK_EXCEPTION)
+
+
+def _retriable(m, error: Errors) -> Errors:
+    if m.rpc == Rpc.TxnOffsetCommit:
+        return (Errors.COORDINATOR_LOAD_IN_PROGRESS if error == Errors.NETWORK_EXCEPTION
+                else Errors.COORDINATOR_NOT_AVAILABLE)
+    return Errors.NOT_ENOUGH_REPLICAS
+
+
 def handle_verify_response(K, w: World, r) -> World:
-    """The coordinator answered a verification (AddPartitionsToTxnManager callback)."""
+    """The coordinator answered a verification (AddPartitionsToTxnManager's callback). A TV2
+    leader from 4.1 retries CONCURRENT_TRANSACTIONS itself (KAFKA-18654); other retriable errors
+    fail the produce for the client to resend it, which reuses the producer id's guard."""
     m = r.produce
     part = w.partitions[m.partition]
-    if r.error in (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR):  # KAFKA-18654 retry
+    if (r.error == Errors.CONCURRENT_TRANSACTIONS and K.tv2
+            and K.features.verification_retry_at_leader):
         return w._replace(network=send(w.network, verification_request(K, w, m, r.guard)))
+    if r.error in VERIFICATION_RETRIABLE:
+        return w._replace(network=send(w.network, _response(m, _retriable(m, r.error))))
     guarded = not K.features.verification_guard or guard_of(part, m.producer_id) == r.guard
     if r.error == Errors.NONE and guarded:
         part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
@@ -124,8 +144,26 @@ def handle_verify_response(K, w: World, r) -> World:
     return w._replace(network=send(w.network, _response(m, error)))
 
 
+def verification_awaited(w: World, m) -> bool:
+    """Whether the leader still waits for the answer to verification ``m`` (a request or its
+    response): the producer id's guard is the one it was sent with (a marker or the verified
+    append clears it)."""
+    return guard_of(w.partitions[m.partition], m.produce.producer_id) == m.guard
+
+
+def verification_timed_out(K, w: World, m) -> World:
+    """A verification or its answer is lost: AddPartitionsToTxnManager's request times out and
+    its callbacks get NETWORK_EXCEPTION (AddPartitionsToTxnHandler.onComplete, wasDisconnected /
+    wasTimedOut), a retriable verification error."""
+    return w._replace(network=send(w.network, _response(m.produce, _retriable(
+        m.produce, Errors.NETWORK_EXCEPTION))))
+
+
 def validate_and_append(K, part: Partition, e, m, producer):
-    """(error, partition) after the checks of ProducerAppendInfo, in code order."""
+    """(error, partition) after the checks of ProducerAppendInfo, in code order. A first batch
+    whose sequence is not 0 from a producer id the leader has no state for (it expired) is
+    rejected with UNKNOWN_PRODUCER_ID before 2.5; from 2.5 (KIP-360, KAFKA-8710) checkSequence
+    accepts any sequence when there is no producer epoch."""
     if m.rpc == Rpc.TxnOffsetCommit:
         return _append_offset_commit(part, e, m, producer)
     if e is not None and e.producer_epoch == m.producer_epoch and e.last_sequence == m.base_sequence:
@@ -133,9 +171,9 @@ def validate_and_append(K, part: Partition, e, m, producer):
     if e is not None and m.producer_epoch < e.producer_epoch:
         return Errors.INVALID_PRODUCER_EPOCH, part             # checkProducerEpoch
     if e is None or m.producer_epoch != e.producer_epoch or e.last_sequence == -1:
-        if m.base_sequence != 0:                               # checkSequence: a new epoch,
-            return (Errors.UNKNOWN_PRODUCER_ID if e is None    # or no state for the id at all
-                    else Errors.OUT_OF_ORDER_SEQUENCE_NUMBER), part
+        if m.base_sequence != 0 and (e is not None or not K.features.unknown_producer_any_sequence):
+            return (Errors.UNKNOWN_PRODUCER_ID if e is None     # checkSequence: no state for the
+                    else Errors.OUT_OF_ORDER_SEQUENCE_NUMBER), part   # id at all, or a new epoch
     elif m.base_sequence != e.last_sequence + 1:
         return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
     record = RecordId(producer.tid, producer.instance, m.txn, m.n)

@@ -15,7 +15,8 @@ Failed batches (TransactionManager.handleFailedBatch): a fenced epoch is fatal; 
 or delivery.timeout.ms expiring a batch in flight (``ExpireBatch``), makes the transaction
 abortable, and from 2.5 on a TV1 client must then bump its epoch (KIP-360): the abort's EndTxn is
 followed by InitProducerId(producer id, epoch), and abortTransaction() returns when it succeeds.
-Lost requests or responses (``LoseRequest``, ``LoseResponse``) time out and the client resends.
+Lost requests or responses (``LoseRequest``, ``LoseResponse``) time out and the client resends
+(``request_timed_out``).
 Abstractions: a failed batch does not adjust later sequence numbers (at most one batch is in
 flight per partition); UNKNOWN_PRODUCER_ID is handled as any abortable error (the idempotent
 producer's log-start-offset based sequence reset is not modelled).
@@ -31,11 +32,12 @@ next input offset; after an abort it fetches the committed offset again.
 from __future__ import annotations
 
 from model.kafka.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
-                           TxnOffsetCommit, deliverable, remove, send)
+                           TxnOffsetCommit, send)
 from model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
                          ClientState as C, Errors, Outcome, World, replace_at)
 
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)
+OFFSET_COMMIT_RETRIABLE = (Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS)
 IN_TXN = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION, C.ABORTABLE_ERROR)
 
 
@@ -312,13 +314,15 @@ def receive_end_txn_response(K, w, i, m):
 
 def receive_txn_offset_commit_response(K, w, i, m):
     """TxnOffsetCommitHandler.handleResponse: a stale generation makes the transaction abortable
-    (CommitFailedException); a fenced epoch or another error is fatal. (The retriable errors
-    cannot occur: the group coordinator does not move and retries its own verification.)"""
+    (CommitFailedException); the coordinator errors a failed verification is converted to are
+    retried; a fenced epoch or another error is fatal."""
     p = w.producers[i]
     if p.in_flight_request != Rpc.TxnOffsetCommit:
         return w
     if m.error == Errors.NONE:
         return with_producer(w, i, offsets=OFFSETS_DONE, in_flight_request=-1)
+    if m.error in OFFSET_COMMIT_RETRIABLE:
+        return _send(K, w, i)
     if m.error == Errors.ILLEGAL_GENERATION:
         state = p.state if p.state == C.ABORTING_TRANSACTION else C.ABORTABLE_ERROR
         return with_producer(w, i, offsets=OFFSETS_NONE, in_flight_request=-1, state=state)
@@ -326,17 +330,54 @@ def receive_txn_offset_commit_response(K, w, i, m):
 
 
 def receive_produce_response(K, w, i, m):
-    """Sender.completeBatch: success (a duplicate is one), a fenced epoch is fatal, any other
-    error fails the batch (Sender.failBatch -> TransactionManager.handleFailedBatch)."""
+    """Sender.completeBatch: success (a duplicate is one); NOT_ENOUGH_REPLICAS, retriable, resends
+    the batch with its sequence number (Sender.canRetry, reenqueueBatch); a fenced producer is
+    fatal; any other error fails the batch (Sender.failBatch ->
+    TransactionManager.handleFailedBatch)."""
     p = w.producers[i]
-    if m.request not in p.in_flight:
+    outcome = _completion(K.features, p, m)
+    if outcome == STALE:
         return w    # the batch already failed (expired): its callback has run
+    if outcome == RETRY:
+        return w._replace(network=send(w.network, m.request))
     in_flight = tuple(r for r in p.in_flight if r != m.request)
-    if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
+    if outcome == DONE:
         return with_producer(w, i, in_flight=in_flight)
-    if m.error in (Errors.INVALID_PRODUCER_EPOCH, Errors.PRODUCER_FENCED):
+    if outcome == FENCED:
         return with_producer(w, i, **fatal(p, in_flight=in_flight)._asdict())
     return with_producer(w, i, **_batch_failed(K, p)._replace(in_flight=in_flight)._asdict())
+
+
+STALE, RETRY, DONE, FENCED, FAILED = range(5)
+
+
+def _completion(features, p, m) -> int:
+    """How Sender.completeBatch ends a batch the ProduceResponse ``m`` answers. A leader answers
+    an old epoch with INVALID_PRODUCER_EPOCH (ProducerAppendInfo.checkProducerEpoch): a
+    ProducerFencedException, fatal, until KIP-588 (2.7, with KAFKA-9911's PRODUCER_FENCED) made it
+    an InvalidProducerEpochException, which maybeTransitionToErrorState makes abortable."""
+    if m.request not in p.in_flight:
+        return STALE
+    if m.error == Errors.NOT_ENOUGH_REPLICAS:
+        return RETRY
+    if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
+        return DONE
+    if m.error == Errors.PRODUCER_FENCED or (m.error == Errors.INVALID_PRODUCER_EPOCH
+                                             and not features.producer_fenced_error):
+        return FENCED
+    return FAILED
+
+
+def fails_a_batch(features, w: World, a) -> int:
+    """The producer whose batch step ``a`` fails (handleFailedBatch), else -1: it makes the
+    transaction abortable even when it already is (ABORTABLE_ERROR -> ABORTABLE_ERROR, a
+    transition Kafka's table allows that leaves no trace in the state)."""
+    if a[0] == "ExpireBatch":
+        return a[1]
+    if (a[0] == "ReceiveProduceResponse"
+            and _completion(features, w.producers[a[1].producer], a[1]) == FAILED):
+        return a[1].producer
+    return -1
 
 
 def _batch_failed(K, p):
@@ -386,7 +427,7 @@ def expire_batch(K, w, i, k):
 COORDINATOR_REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.TxnOffsetCommit)
 
 
-def _awaited(w: World, m) -> bool:
+def awaited(w: World, m) -> bool:
     """Whether the client still waits for the answer to request ``m``, or to the request response
     ``m`` answers (not if it was answered or failed, or ``m`` is a stale copy)."""
     r = m.rpc
@@ -395,42 +436,14 @@ def _awaited(w: World, m) -> bool:
     return (r & ~1) in COORDINATOR_REQUESTS and w.producers[m.producer].in_flight_request == r & ~1
 
 
-def lose_request_enabled(K, w):
-    return _lost(w, budget(w, "request_losses"), responses=False)
-
-
-def lose_response_enabled(K, w):
-    return _lost(w, budget(w, "response_losses"), responses=True)
-
-
-def _lost(w, budget, responses):
-    if not budget:
-        return []
-    return [(m,) for _, _, m in deliverable(w.network, w.delayed)
-            if bool(m.rpc & 1) == responses and _awaited(w, m)]
-
-
-def lose_request(K, w, m):
-    """A client request is lost: request.timeout.ms passes, NetworkClient disconnects and the
-    client resends the request (TxnRequestHandler.reenqueue after lookupCoordinator, to the
-    coordinator it finds now; the Sender retries a batch with the same sequence number)."""
-    return _retry(K, _without(spend(w, "request_losses"), m), m)
-
-
-def lose_response(K, w, m):
-    """The response to a client request is lost: the client times out and resends the request
-    as for a lost request (the request has taken effect; the retry must be answered as one)."""
-    return _retry(K, _without(spend(w, "response_losses"), m),
-                  m.request if m.rpc == Rpc.ProduceResponse else m)
-
-
-def _without(w, m):
-    if m in w.network:
-        return w._replace(network=remove(w.network, w.network.index(m)))
-    return w._replace(delayed=remove(w.delayed, w.delayed.index(m)))
-
-
-def _retry(K, w, m):
+def request_timed_out(K, w, m):
+    """A client request or its response is lost: request.timeout.ms passes, NetworkClient
+    disconnects and the client resends the request (TxnRequestHandler.reenqueue after
+    lookupCoordinator, to the coordinator it finds now; the Sender retries a batch with the same
+    sequence number). After a lost response the request has taken effect: the retry must be
+    answered as one."""
+    if m.rpc == Rpc.ProduceResponse:
+        m = m.request
     if m.rpc == Rpc.Produce:
         return w._replace(network=send(w.network, m))
     return _send(K, w, m.producer)

@@ -16,6 +16,8 @@ from typing import NamedTuple
 class Features(NamedTuple):
     bump_epoch_on_timeout: bool = False    # KAFKA-6119 (1.0): timeout abort fences via PrepareEpochFence
     producer_epoch_bump: bool = False      # KIP-360 (2.5): InitProducerId(pid, epoch); lastProducerEpoch
+    unknown_producer_any_sequence: bool = False  # KIP-360 / KAFKA-8710 (2.5): a leader with no
+                                           # state for a producer id accepts any first sequence
     stable_offset_fetch: bool = False      # KIP-447 (2.5): OffsetFetch(requireStable), generation fencing
     strict_end_txn_epoch: bool = False     # KAFKA-9600 (2.6): EndTxn epoch must equal the current one
     producer_fenced_error: bool = False    # KAFKA-9911 (2.7): the coordinator answers a fenced epoch
@@ -23,6 +25,8 @@ class Features(NamedTuple):
     partition_verification: bool = False   # KIP-890 part 1 (3.6): leaders verify before a txn's first write
     verification_guard: bool = False       # KAFKA-14884 (3.6): a verification guard cleared by markers
     transaction_version: int = 1           # 1, or 2 = KIP-890 part 2 (4.0): epoch bump at every EndTxn
+    verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries a
+                                           # verification answered CONCURRENT_TRANSACTIONS itself
     strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
     idempotent_marker_retry: bool = False  # KAFKA-19999: equal-epoch marker with no open txn is a no-op
 
@@ -50,9 +54,10 @@ _preset("kafka-1.0", "kafka-0.11",
         "late produce after a marker can open a hanging transaction.",
         bump_epoch_on_timeout=True)
 _preset("kafka-2.5", "kafka-1.0",
-        "2.5: KIP-360 producer-initiated epoch bump (lastProducerEpoch), KIP-447 OffsetFetch "
-        "requireStable and generation-fenced TxnOffsetCommit.",
-        producer_epoch_bump=True, stable_offset_fetch=True)
+        "2.5: KIP-360 producer-initiated epoch bump (lastProducerEpoch) and a leader accepting any "
+        "first sequence from a producer id it has no state for (UNKNOWN_PRODUCER_ID before), "
+        "KIP-447 OffsetFetch requireStable and generation-fenced TxnOffsetCommit.",
+        producer_epoch_bump=True, unknown_producer_any_sequence=True, stable_offset_fetch=True)
 _preset("kafka-2.6", "kafka-2.5",
         "2.6: EndTxn from a client must carry exactly the current epoch (KAFKA-9600); a fenced "
         "epoch is still answered with INVALID_PRODUCER_EPOCH.",
@@ -62,14 +67,20 @@ _preset("kafka-2.7", "kafka-2.6",
         producer_fenced_error=True)
 _preset("kafka-3.6", "kafka-2.7",
         "3.6 .. 3.9: KIP-890 part 1, leaders verify with the coordinator before a transaction's "
-        "first write, with a verification guard cleared by markers.",
+        "first write, with a verification guard cleared by markers; a verification answered "
+        "with a retriable error fails the produce with NOT_ENOUGH_REPLICAS and the client "
+        "resends it.",
         partition_verification=True, verification_guard=True)
 _preset("kafka-4.0", "kafka-3.6",
-        "4.0 .. 4.1 with transaction.version=2: every EndTxn bumps the epoch, partitions are "
-        "added implicitly by the leader, markers carry the bumped epoch; leaders accept a marker "
-        "whose epoch equals the stored one.",
+        "4.0 with transaction.version=2: every EndTxn bumps the epoch, partitions are added "
+        "implicitly by the leader, markers carry the bumped epoch; leaders accept a marker whose "
+        "epoch equals the stored one.",
         transaction_version=2)
-_preset("kafka-4.2", "kafka-4.0",
+_preset("kafka-4.1", "kafka-4.0",
+        "4.1: a TV2 leader retries a verification answered CONCURRENT_TRANSACTIONS itself "
+        "(KAFKA-18654) instead of failing the produce.",
+        verification_retry_at_leader=True)
+_preset("kafka-4.2", "kafka-4.1",
         "4.2: KIP-1228, TV2 leaders require a marker epoch strictly greater than the stored epoch.",
         strict_marker_epoch=True)
 _preset("latest", "kafka-4.2",

@@ -57,6 +57,10 @@ class Errors(IntEnum):
     DUPLICATE_SEQUENCE_NUMBER = 9
     UNKNOWN_PRODUCER_ID = 10
     ILLEGAL_GENERATION = 11
+    NOT_ENOUGH_REPLICAS = 12         # a leader's answer for a verification that must be retried
+    NETWORK_EXCEPTION = 13           # an inter-broker request timed out (AddPartitionsToTxnManager)
+    COORDINATOR_NOT_AVAILABLE = 14   # the group coordinator's answers for a retriable
+    COORDINATOR_LOAD_IN_PROGRESS = 15  # verification error (maybeConvertOffsetCommitError)
 
 
 class Rpc(IntEnum):

@@ -48,8 +48,8 @@ def test_a_forgotten_producer_id_lets_a_zombie_open_a_transaction_before_kip_890
     assert actions[produce][1].producer_epoch < actions[marker][1].producer_epoch  # a zombie
 
 
-@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 78_852),
-                                             ("faults.producer_state_losses", 28_817)])
+@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 83_004),
+                                             ("faults.producer_state_losses", 31_149)])
 def test_kip_890_verification_closes_both(fault, distinct):
     out = explore(bind("latest", **{fault: 1}))
     assert out.violations == () and out.stats.distinct == distinct
@@ -166,3 +166,149 @@ def test_a_fenced_bump_is_answered_as_the_version_does(preset, error):
                                              Errors.NOT_COORDINATOR))
     explore(model, BfsOptions(properties=["record"]))
     assert seen and {a[1].error for _, a, _ in seen} == {error}
+
+
+# --- inter-broker requests: markers and verification ------------------------------------------
+
+def _after_a_lost_marker_response(preset):
+    """States right after LoseResponse dropped a successful marker's response (the marker was
+    appended), with the marker the coordinator sent again."""
+    model = bind(preset, **{"faults.response_losses": 1, "faults.producer_crashes": 0})
+    seen = _recording(model, lambda s, a, t: a[0] == "LoseResponse"
+                      and a[1].rpc.name == "WriteTxnMarkersResponse" and a[1].error == Errors.NONE)
+    explore(model, BfsOptions(properties=["record"]))
+    return model, seen
+
+
+@pytest.mark.parametrize("preset, answer, appended", [
+    ("kafka-2.6", Errors.NONE, True),                 # TV1: the same epoch is accepted again
+    ("kafka-4.0", Errors.NONE, True),                 # TV2: an equal epoch is accepted
+    ("kafka-4.2", Errors.INVALID_PRODUCER_EPOCH, False),   # KIP-1228: must exceed the stored one
+    ("latest", Errors.NONE, False)])                  # KAFKA-19999: an idempotent no-op
+def test_a_marker_whose_response_is_lost_is_retried_and_answered_by_the_versions_checks(
+        preset, answer, appended):
+    """TransactionMarkerRequestCompletionHandler re-enqueues a marker whose request timed out;
+    the leader, which appended it, meets it a second time and answers as its version checks."""
+    model, seen = _after_a_lost_marker_response(preset)
+    assert seen
+    for s, a, t in seen:
+        lost = a[1]
+        assert t.budgets.response_losses == s.budgets.response_losses - 1
+        (resent,) = [m for m in t.network if m.rpc.name == "WriteTxnMarkers"]
+        assert (resent.partition, resent.producer_id, resent.producer_epoch, resent.committed,
+                resent.coordinator_epoch) == (lost.partition, lost.producer_id,
+                                              lost.producer_epoch, lost.committed,
+                                              lost.coordinator_epoch)
+        (deliver,) = [b for b in model.actions(t) if b[0] == "HandleWriteTxnMarkers"]
+        u = model.step(t, deliver)
+        log = u.partitions[resent.partition].log
+        assert u.network[-1].error == answer
+        assert (len(log) > len(t.partitions[resent.partition].log)) == appended
+        if appended:   # a second marker of a transaction already ended: nothing changes for readers
+            assert log[-1].control == log[-2].control and u.partitions[0].aborted == \
+                t.partitions[0].aborted
+
+
+@pytest.mark.parametrize("fault", ["faults.response_losses", "faults.coordinator_failovers"])
+def test_kafka_4_2_hangs_in_prepare_commit_on_a_resent_marker(fault):
+    """KAFKA-19999 from two generic faults: the marker resent after a lost response, or by the
+    next coordinator after a failover, is rejected by KIP-1228's strict epoch check, the
+    coordinator stops sending markers and the transaction stays in Prepare*. ``latest`` (the
+    fix) is clean on both."""
+    settings = {fault: 1, "faults.producer_crashes": 0}
+    (v,) = explore(bind("kafka-4.2", **settings),
+                   BfsOptions(properties=["quiescent_completion"])).violations
+    names = [a[0] for a in v.path.actions]
+    assert ("LoseResponse" if fault == "faults.response_losses" else "ElectCoordinator") in names
+    assert v.path.actions[-1][1].error == Errors.INVALID_PRODUCER_EPOCH
+    assert v.path.states[-1].coordinator.txns[0].state in (TxnState.PrepareCommit,
+                                                            TxnState.PrepareAbort)
+    assert explore(bind("latest", **settings)).violations == ()
+
+
+@pytest.mark.parametrize("preset, retried", [("kafka-3.6", "NOT_ENOUGH_REPLICAS"),
+                                             ("kafka-4.0", "NOT_ENOUGH_REPLICAS"),
+                                             ("latest", "NOT_ENOUGH_REPLICAS")])
+def test_a_lost_verification_fails_the_produce_and_the_client_resends_it(preset, retried):
+    """A leader's verification (AddPartitionsToTxn v4+) or its answer is lost: its callbacks get
+    NETWORK_EXCEPTION, the produce fails with NOT_ENOUGH_REPLICAS and the client resends the
+    batch with the same sequence number, which is verified again with the same guard."""
+    for fault in ("faults.request_losses", "faults.response_losses"):
+        model = bind(preset, **{fault: 1, "faults.producer_crashes": 0})
+        seen = _recording(model, lambda s, a, t: a[0] in ("LoseRequest", "LoseResponse")
+                          and a[1].rpc.name.startswith("VerifyAddPartition"))
+        resent = _recording(model, lambda s, a, t: a[0] == "ReceiveProduceResponse"
+                            and a[1].error.name == retried)
+        out = explore(model)
+        assert out.violations == () and seen and resent
+        for s, a, t in seen:
+            assert t.network[-1].error.name == retried and t.network[-1].request == a[1].produce
+        for s, a, t in resent:
+            assert t.network[-1] == a[1].request
+            assert t.producers[a[1].producer] == s.producers[a[1].producer]
+
+
+@pytest.mark.parametrize("preset, at_leader", [("kafka-4.0", False), ("kafka-4.1", True),
+                                               ("latest", True)])
+def test_concurrent_transactions_on_verification_is_retried_where_the_version_retries(
+        preset, at_leader):
+    """A verification answered CONCURRENT_TRANSACTIONS (the previous transaction still
+    completing): a TV2 leader from 4.1 asks again itself (KAFKA-18654); 4.0 fails the produce
+    with NOT_ENOUGH_REPLICAS for the client to resend. (A TV1 client adds the partition before it
+    produces, so its verification meets no completing transaction here.)"""
+    model = bind(preset, config="tiny", **{"workload.transactions_per_producer": 2,
+                                          "cluster.producers_per_id": 1,
+                                          "faults.producer_crashes": 0, "cluster.consumers": 0})
+    seen = _recording(model, lambda s, a, t: a[0] == "HandleVerifyAddPartitionResponse"
+                      and a[1].error == Errors.CONCURRENT_TRANSACTIONS)
+    assert explore(model).violations == ()
+    assert seen
+    for s, a, t in seen:
+        sent = t.network[-1]
+        if at_leader:
+            assert sent.rpc.name == "VerifyAddPartition" and sent.guard == a[1].guard
+        else:
+            assert sent.rpc.name == "ProduceResponse" and sent.error == Errors.NOT_ENOUGH_REPLICAS
+
+
+@pytest.mark.parametrize("preset, state", [("kafka-2.6", C.FATAL_ERROR),
+                                           ("kafka-2.7", C.ABORTABLE_ERROR),
+                                           ("latest", C.ABORTABLE_ERROR)])
+def test_a_produce_rejected_for_an_old_epoch_is_abortable_from_2_7(preset, state):
+    """A leader answers a batch of an old epoch with INVALID_PRODUCER_EPOCH: before KIP-588 the
+    client maps it to ProducerFencedException (fatal), from 2.7 to InvalidProducerEpochException,
+    which TransactionManager.maybeTransitionToErrorState makes abortable: the application aborts
+    (its EndTxn then meets the newer epoch and is fenced at the coordinator)."""
+    model = bind(preset, **{"faults.transaction_timeouts": 1})
+    seen = _recording(model, lambda s, a, t: a[0] == "ReceiveProduceResponse"
+                      and a[1].error == Errors.INVALID_PRODUCER_EPOCH
+                      and a[1].request in s.producers[a[1].producer].in_flight
+                      and s.producers[a[1].producer].state == C.IN_TRANSACTION)
+    assert explore(model).violations == ()
+    assert seen and {t.producers[a[1].producer].state for s, a, t in seen} == {state}
+
+
+def test_an_older_instance_epoch_bump_fences_the_newer_instance_an_availability_hazard():
+    """KIP-360 (2.5+): an instance whose batch failed bumps its epoch with InitProducerId(producer
+    id, epoch) after its abort; if a newer instance's transaction is Ongoing by then, the
+    coordinator checks the producer id only, fences the epoch and aborts the newer instance's
+    transaction. No record is exposed (every safety property holds, instance_fencing included,
+    which does not claim an InitProducerId): the newer application sees its producer fenced."""
+    model = bind("kafka-3.6", **{"faults.batch_expiries": 1, "cluster.consumers": 0})
+
+    def hazard(s, a, t):
+        if a[0] != "HandleInitProducerId" or a[1].producer_id == -1:
+            return False
+        m, txn = a[1], s.coordinator.txns[a[1].tid]
+        newer = [q for q in s.producers if q.tid == m.tid and q.instance != s.producers[
+            m.producer].instance and (q.producer_id, q.producer_epoch) > (m.producer_id,
+                                                                         m.producer_epoch)]
+        return bool(newer) and txn.state == TxnState.Ongoing and txn.pending_state == -1
+
+    seen = _recording(model, hazard)
+    out = explore(model)
+    assert out.violations == () and seen
+    for s, a, t in seen:
+        before, after = s.coordinator.txns[a[1].tid], t.coordinator.txns[a[1].tid]
+        assert after.producer_epoch == before.producer_epoch + 1
+        assert after.pending_state == TxnState.PrepareAbort
