@@ -34,8 +34,8 @@ from model.core import Model, ModelBase
 from explorers.checking import Checks, violation
 from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
     successors_of
-from explorers.result import (Outcome, Violation, action_coverage, by_name, peak_rss_mb,
-                              search_stats)
+from explorers.result import (Outcome, Violation, action_coverage, by_name, edge_coverage,
+                              machines_of, peak_rss_mb, search_stats)
 
 PROGRESS_EVERY = 2048  # expansions between clock reads
 
@@ -82,6 +82,9 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     levels: list[tuple[list[int], array]] = []  # per depth: fingerprints, parent indices
     cov: dict = {}
     dcov: dict = {}
+    machines = machines_of(model)
+    edges_taken = [set() for _ in machines]
+    edges = tuple((m.taken, got.update) for m, got in zip(machines, edges_taken))
     generated = 0
     depth = 0
     violations: list[Violation] = []
@@ -157,6 +160,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     generated += len(out)
                     for a, t in out:
                         cov[a] = cov_get(a, 0) + 1
+                        for taken, note in edges:
+                            note(taken(s, a, t))
                         fp = t if packed else key(t)
                         if transition:
                             for p, holds in transition:
@@ -204,4 +209,5 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         never_enabled=tuple(k for k in kinds if k not in fired),
         checked=checks.checked, unchecked=checks.unchecked,
         not_applicable=checks.not_applicable,
-        violations=tuple(violations), interrupted=interrupted, complete=complete)
+        violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
+        interrupted=interrupted, complete=complete)

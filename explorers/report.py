@@ -73,6 +73,12 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     for c in outcome.coverage:
         lines.append(f"  {c.name:<{width}}  {_n(c.fired):>12}  {_n(c.distinct):>10}")
     lines.append(f"  never enabled: {', '.join(outcome.never_enabled) if outcome.never_enabled else 'none'}")
+    if outcome.edges:
+        lines.append("Edges of the model's state machines taken (of their tables):")
+        for e in outcome.edges:
+            lines.append(f"  {e.machine}: {len(e.taken)} of {len(e.taken) + len(e.not_taken)}"
+                         + ("" if not e.not_taken else "; not taken: "
+                            + ", ".join(f"{a} -> {b}" for a, b in e.not_taken)))
     for v in outcome.violations:
         lines.append("")
         lines.append(_violation_headline(v))
@@ -116,6 +122,8 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         "not_applicable": list(outcome.not_applicable),
         "coverage": {c.name: {"fired": c.fired, "distinct": c.distinct} for c in outcome.coverage},
         "never_enabled": list(outcome.never_enabled),
+        "edges": {e.machine: {"taken": [list(x) for x in e.taken],
+                              "not_taken": [list(x) for x in e.not_taken]} for e in outcome.edges},
         "violations": [{"property": v.property, "kind": v.kind, "claim": v.claim,
                         "steps": len(v.path) if v.path is not None else None,
                         "actions": [model.format_action(a) for a in v.path.actions] if v.path else [],

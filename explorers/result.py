@@ -62,6 +62,27 @@ class ActionCoverage:
 
 
 @dataclass(frozen=True)
+class EdgeCoverage:
+    """Which edges of a state machine's table (``model.core.Machine``) a run took."""
+    machine: str
+    taken: tuple[tuple[str, str], ...]
+    not_taken: tuple[tuple[str, str], ...]
+
+
+def machines_of(model) -> tuple:
+    """The model's state machines whose edge coverage is reported (``ModelBase.machines``)."""
+    return tuple(getattr(model, "machines", lambda: ())())
+
+
+def edge_coverage(machines: Sequence, taken: Sequence[set]) -> tuple[EdgeCoverage, ...]:
+    """Per machine, its table's edges split into taken and not taken, in the table's order
+    (an edge outside the table is a conformance property's business, not coverage's)."""
+    return tuple(EdgeCoverage(m.name, tuple(e for e in m.edges if e in got),
+                              tuple(e for e in m.edges if e not in got))
+                 for m, got in zip(machines, taken))
+
+
+@dataclass(frozen=True)
 class Outcome:
     model: str
     explorer: str
@@ -72,6 +93,7 @@ class Outcome:
     unchecked: tuple[str, ...] = ()   # selected but beyond this explorer (eventually)
     not_applicable: tuple[str, ...] = ()  # witnesses that cannot arise in this configuration
     violations: tuple[Violation, ...] = ()
+    edges: tuple[EdgeCoverage, ...] = ()  # per machine of the model: its table's edges taken
     interrupted: bool = False
     complete: bool = True             # the whole (bounded) state space was explored
     extra: dict[str, Any] = field(default_factory=dict)

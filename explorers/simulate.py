@@ -28,8 +28,8 @@ from model.core import Model, ModelBase
 from explorers.bfs import Progress
 from explorers.checking import Checks, violation as as_violation
 from explorers.paths import key_function, successors_of
-from explorers.result import (Outcome, Path, Violation, action_coverage, by_name, peak_rss_mb,
-                              search_stats)
+from explorers.result import (Outcome, Path, Violation, action_coverage, by_name, edge_coverage,
+                              machines_of, peak_rss_mb, search_stats)
 from traces.minimize import shrink
 
 DEFAULT_RUNS = 10_000
@@ -73,6 +73,8 @@ class Walks:
         self.seen: set[int] = set()
         self.taken: dict = {}       # action -> steps that took it
         self.discovered: dict = {}  # action -> new states it found first
+        self.machines = machines_of(model)
+        self.edges = [set() for _ in self.machines]   # per machine: the edges of its table taken
         self.steps = self.walks = self.depth = self.length = 0
         self.progress, self.progress_interval = progress, progress_interval
         self.rss0, self.t0 = peak_rss_mb(), time.perf_counter()
@@ -105,6 +107,8 @@ class Walks:
         if self.length > self.depth:
             self.depth = self.length
         self.taken[a] = self.taken.get(a, 0) + 1
+        for m, got in zip(self.machines, self.edges):
+            got.update(m.taken(s, a, t))
         fp = self.key(t)
         if fp not in self.seen:
             self.seen.add(fp)
@@ -153,7 +157,8 @@ class Walks:
             never_enabled=tuple(k for k in self.kinds if k in self.unseen_kinds),
             checked=self.checks.checked, unchecked=self.checks.unchecked,
             not_applicable=self.checks.not_applicable,
-            violations=tuple(violations), interrupted=interrupted, complete=False, extra=extra)
+            violations=tuple(violations), edges=edge_coverage(self.machines, self.edges),
+            interrupted=interrupted, complete=False, extra=extra)
 
 
 def model_error(exc: BaseException, path: Path) -> Violation:

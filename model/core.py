@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Iterable, Mapping, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import (Any, Callable, Hashable, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar,
+                    runtime_checkable)
 
 S = TypeVar("S")
 Action = tuple  # (name, *args)
@@ -72,6 +73,17 @@ class Event:
 
 
 EVENT_KINDS = ("request", "response", "note", "fault")
+
+
+class Machine(NamedTuple):
+    """A state machine inside the model whose edge coverage explorers report (for the Kafka model,
+    the coordinator's ``TransactionState`` and the client's ``TransactionManager.State`` against
+    Kafka's tables): ``edges``, every (source, target) its table allows, and ``taken(s, a, t)``,
+    the edges step ``s --a--> t`` takes. A run reports which of ``edges`` it took and which not."""
+
+    name: str
+    edges: tuple[tuple[str, str], ...]
+    taken: Callable[[Any, Any, Any], Iterable[tuple[str, str]]]
 
 
 @runtime_checkable
@@ -132,6 +144,10 @@ class ModelBase:
 
     def format_action(self, a: Action) -> str:
         return format_action(a, self.action_params.get(a[0], ()))
+
+    def machines(self) -> tuple[Machine, ...]:
+        """The state machines whose edge coverage a run reports (none by default)."""
+        return ()
 
     def settings(self) -> Mapping[str, Any]:
         """What the configuration means to the model beyond its keys (a preset's resolved flags),

@@ -22,7 +22,7 @@ from functools import partial
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.kafka import (client, consumer, coordinator, diagram, faults, group_coordinator,
-                         mutants, network, partition, producer)
+                         mutants, network, partition, producer, tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
 from model.kafka.versions import PRESETS, Features
@@ -199,6 +199,11 @@ class KafkaModel(RuleModel):
 
     def describe(self, s, a, t):
         return diagram.describe(self.params, s, a, t, faults.BY_RULE)
+
+    def machines(self):
+        """The coordinator's and the client's state machines, against Kafka's tables for the
+        configured version."""
+        return tables.machines(self.params.features)
 
     def settings(self):
         """The protocol flags the configured preset (and explicit flags) stand for."""

@@ -148,3 +148,24 @@ def test_deadlock_and_model_error_exit_codes(monkeypatch, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "the model raised an exception" in text and "ZeroDivisionError" in text
     assert (tmp_path / "model_error.itf.json").exists()
+
+
+def test_report_and_json_list_the_edges_of_kafkas_tables_taken_and_not(tmp_path):
+    """Per state machine (TransactionState, TransactionManager.State): which edges of Kafka's
+    table for the configured version the run took, and which not (tiny: one transaction per
+    producer, so Complete* -> Ongoing is among the edges not taken; TV1's 2.6 table has no
+    TV2 edge)."""
+    r = run("check", "tiny", "--protocol", "kafka-2.6", "--json", cwd=tmp_path)
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0, r.stderr
+    coord, client = doc["edges"]["TransactionState"], doc["edges"]["TransactionManager.State"]
+    assert ["Ongoing", "PrepareCommit"] in coord["taken"] and ["Empty", "Ongoing"] in coord["taken"]
+    assert ["CompleteCommit", "Ongoing"] in coord["not_taken"]
+    assert ["IN_TRANSACTION", "COMMITTING_TRANSACTION"] in client["taken"]
+    assert len(coord["taken"]) + len(coord["not_taken"]) == 16
+    t = run("check", "tiny", "--protocol", "kafka-2.6", cwd=tmp_path)
+    n = len(coord["taken"])
+    assert f"  TransactionState: {n} of 16; not taken: " in t.stdout
+    assert "CompleteCommit -> Ongoing" in t.stdout
+    toy = json.loads(run("check", "twophase", "--json", cwd=tmp_path).stdout)
+    assert toy["edges"] == {}           # a model without machines reports none

@@ -5,7 +5,10 @@ import json
 import pytest
 
 from explorers.cli import write_traces
+from explorers.bfs import explore as bfs
 from explorers.simulate import SimulateOptions, explore
+from model import registry
+from model.config import resolve_config_path
 from model.core import Expectation as E
 from model.protocol import Rule
 from tests.explorers.test_stateful import GRID_BROKEN, assert_behaviour, kafka_mc, twophase
@@ -143,3 +146,14 @@ def test_cli_flags_for_another_explorer_are_usage_errors(tmp_path, args, message
     r = kafka_mc("check", "twophase-broken", *args, cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and message in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_random_walks_report_the_edges_they_took_a_subset_of_the_bfs():
+    """Edge coverage of Kafka's tables is reported by every explorer; random walks take some of
+    the edges an exhaustive search takes, never one it does not."""
+    model = registry.bind(registry.load(resolve_config_path("tiny"),
+                                        overrides={"protocol.version": "kafka-2.6"}))
+    full = {e.machine: set(e.taken) for e in bfs(model).edges}
+    walks = {e.machine: set(e.taken) for e in explore(model, SimulateOptions(runs=300, seed=1)).edges}
+    assert set(walks) == set(full) == {"TransactionState", "TransactionManager.State"}
+    assert all(walks[m] and walks[m] <= full[m] for m in full)
