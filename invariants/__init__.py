@@ -8,8 +8,9 @@ modules import the model; nothing in ``model/`` imports them. A new concern: a m
 """
 from __future__ import annotations
 
-from invariants import atomicity, duplicates, fencing, hanging, isolation, offsets, transitions
+from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, offsets,
+                        transitions)
 
 PROPERTIES = (atomicity.PROPERTIES + isolation.PROPERTIES + fencing.PROPERTIES
               + duplicates.PROPERTIES + transitions.PROPERTIES + hanging.PROPERTIES
-              + offsets.PROPERTIES)
+              + offsets.PROPERTIES + anomalies.PROPERTIES)
