@@ -40,7 +40,7 @@ def summary(out):
     s = out.stats
     return {"counts": (s.distinct, s.generated, s.depth), "exit": out.exit_code,
             "complete": out.complete, "coverage": out.coverage, "never": out.never_enabled,
-            "checked": (out.checked, out.unchecked),
+            "checked": (out.checked, out.unchecked, out.not_applicable),
             "violations": [(v.property, v.kind, v.path, v.detail.splitlines()[-1:])
                            for v in out.violations]}
 
@@ -213,6 +213,59 @@ def test_grid_property_kinds_agree_with_bfs(spark, case):
         assert got.exit_code == 75 and got.violations[0].path.states[-1] == (1, 1)
     if case == "witness raises before it is seen":
         assert got.exit_code == 75
+
+
+def _fails_then_raises(p, s):
+    """Violated at (3, 1), the first state of sum 4 (partition 1 of 2); raises at the next
+    two, (2, 2) (partition 1) and (1, 3) (partition 0), which the BFS no longer checks."""
+    if sum(s) == 4 and s != (3, 1):
+        raise ValueError("property broke")
+    return s != (3, 1)
+
+
+def _raises_at_sum_3(p, s):
+    if sum(s) == 3:
+        raise ValueError("property broke")
+    return True
+
+
+ZERO, DONE = (ALWAYS, lambda p, s: s != (0, 0)), (E.TERMINAL, lambda p, s: False)
+CONTINUE_CASES = {
+    # name: model builder (each searched with keep_going)
+    "the bfs test's toy": partial(grid, Near=(ALWAYS, lambda p, s: s != (1, 0)),
+                                  Far=(ALWAYS, lambda p, s: s != (3, 2)),
+                                  NoReset=(TRANSITION, lambda p, s, a, t: a != ("Reset",))),
+    "deadlock, witnesses, liveness": partial(   # Corner is witnessed where Top fails
+        grid, reset=False, Near=(ALWAYS, lambda p, s: s != (1, 0)),
+        Top=(ALWAYS, lambda p, s: s != (3, 3)),
+        Corner=(SOMETIMES, lambda p, s: s == (3, 3)), Far=(SOMETIMES, lambda p, s: s[0] > 3),
+        Ends=(EVENTUALLY, lambda p, s: s == (3, 3))),
+    "several in one state": partial(grid, reset=False, A=ZERO, B=ZERO, T1=DONE, T2=DONE),
+    "a property raises once reported": partial(grid, P=(ALWAYS, _fails_then_raises),
+                                               Q=(ALWAYS, lambda p, s: s != (0, 2))),
+    # at (3, 0), the first state of sum 3, A fails, B raises (the search ends), C is not looked
+    # at; so at (1, 2), in the other partition
+    "a model error ends it": partial(grid, Near=(ALWAYS, lambda p, s: s != (1, 0)),
+                                     A=(ALWAYS, lambda p, s: sum(s) != 3),
+                                     B=(ALWAYS, _raises_at_sum_3),
+                                     C=(ALWAYS, lambda p, s: sum(s) != 3)),
+}
+
+
+@pytest.mark.parametrize("case", CONTINUE_CASES)
+def test_continue_agrees_with_bfs(spark, case):
+    """--continue: every violated property once, the same shortest counterexample as the BFS's,
+    in the same order, the same counts (the whole space, unless a model error ends it)."""
+    got = agree(spark, CONTINUE_CASES[case], bfs.BfsOptions(keep_going=True))
+    reported = [(v.property, None if v.path is None else len(v.path)) for v in got.violations]
+    assert reported == {
+        "the bfs test's toy": [("Near", 1), ("Far", 5), ("NoReset", 7)],
+        "deadlock, witnesses, liveness": [("Near", 1), ("Top", 6), ("deadlock", 6),
+                                          ("Far", None)],
+        "several in one state": [("A", 0), ("B", 0), ("deadlock", 6), ("T1", 6), ("T2", 6)],
+        "a property raises once reported": [("Q", 2), ("P", 4)],
+        "a model error ends it": [("Near", 1), ("A", 3), ("model_error", 2)],
+    }[case]
 
 
 def test_per_action_coverage_follows_bfs_discovery_order_and_progress_is_per_level(spark):
