@@ -29,7 +29,8 @@ retires those properties for the next levels (``Level.retired``) and goes on. On
 ends the search, counted as a violation is without ``keep_going``; an exception in a property's
 check is one only if raised before that property's first violation (the BFS stops checking it
 there). A report is kept as the successor positions along its path (``path_positions``), from
-which its counterexample is replayed (``explorers.paths.follow``).
+which its counterexample is replayed (``explorers.paths.follow``); a checkpoint stores them, so a
+recovered search reports the same.
 
 The model is rebuilt in each Python worker from its ``Config`` (``registry.bind``), never
 shipped. Tasks are deterministic and write files atomically, so Spark's retries and lineage
@@ -186,6 +187,7 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
     with spark_store.locked(spark_options.run_dir, create=not spark_options.recover):
         if spark_options.recover:
             resume = _resumable(spark_options, identity, [p.name for p, _ in checks.sometimes])
+            _reported_before(resume, model, checks, options.keep_going, spark_options.run_dir)
         else:
             resume = None
             if spark_options.run_dir is not None:
@@ -216,6 +218,31 @@ def _resumable(options: SparkOptions, identity: dict, witnesses) -> dict:
         raise CheckpointError(f"--recover {options.run_dir}: the checkpoint waits for a witness "
                               f"this search does not check ({unknown[0]})")
     return meta
+
+
+def _reported_before(meta: dict, model, checks: Checks, keep_going: bool, run_dir: str) -> None:
+    """The violations a checkpointed ``--continue`` search reported: only for a search that keeps
+    going, each a property this search checks, once, on a path that replays."""
+    reports = meta["violations"]
+    if reports and not keep_going:
+        raise CheckpointError(f"--recover {run_dir}: the checkpoint has reported violations "
+                              "already (a --continue search): recover it with --continue")
+    known = {(p.expectation.value, p.name) for p in checks.properties} | (
+        {(DEADLOCK.kind, DEADLOCK.property)} if checks.deadlock else set())
+    seen = set()
+    for r in reports:
+        what = (r["kind"], r["property"])
+        if what not in known:
+            raise CheckpointError(f"--recover {run_dir}: the checkpoint reports a violation of "
+                                  f"{what[1]} ({what[0]}), which this search does not check")
+        if what in seen:
+            raise CheckpointError(f"--recover {run_dir}: the checkpoint reports {what[1]} twice")
+        seen.add(what)
+        try:
+            follow(model, r["path"])
+        except IndexError:
+            raise CheckpointError(f"--recover {run_dir}: the counterexample of {what[1]} in the "
+                                  "checkpoint does not replay") from None
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -436,7 +463,8 @@ class _Search:
             "key_bytes": INIT_KEY_BYTES + STEP_KEY_BYTES * self.depth,
             "visited": [v for v, _ in sizes], "frontier": [f for _, f in sizes],
             "generated": self.generated, "distinct": self.distinct, "depth": self.depth,
-            "fired": dict(self.fired), "found": dict(self.found), "pending": self.pending})
+            "fired": dict(self.fired), "found": dict(self.found), "pending": self.pending,
+            "violations": self.reported})
         self.last_checkpoint = time.monotonic()
 
     def _recover(self, meta: dict) -> None:
@@ -449,6 +477,7 @@ class _Search:
         self.generated, self.distinct, self.depth = meta["generated"], meta["distinct"], meta["depth"]
         self.fired, self.found = Counter(meta["fired"]), Counter(meta["found"])
         self.pending, self.frontier = list(meta["pending"]), sum(meta["frontier"])
+        self.reported = list(meta["violations"])
 
     def _tidy(self) -> None:
         if self.temporary:
@@ -489,8 +518,8 @@ def _first_event(sums: Sequence, firsts: dict | None = None) -> Event | None:
 
 
 def _report(e: Event) -> dict:
-    """A reported violation as the driver keeps it: what it violates and its counterexample as
-    successor positions (``path_positions``)."""
+    """A reported violation as the driver keeps it and a checkpoint stores it: what it violates
+    and its counterexample as successor positions (``path_positions``)."""
     return {"kind": e.kind, "property": e.property, "path": path_positions(e)}
 
 

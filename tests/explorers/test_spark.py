@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -298,6 +299,41 @@ def test_interrupted_search_resumes_from_its_checkpoint(spark, tmp_path):
     resumed = spark_explorer.explore(cfg, spark_options=SparkOptions(run_dir=run_dir, recover=True),
                                      spark=spark)
     assert summary(resumed) == summary(bfs.explore(registry.bind(cfg)))
+
+
+def test_continue_resumes_from_its_checkpoint_with_what_it_reported(spark, tmp_path):
+    """A --continue search interrupted after its first report resumes from its checkpoint: the
+    report survives (checkpoint.json's ``violations``, the property stays retired) and the result
+    is the uninterrupted BFS's. Without --continue that checkpoint is refused."""
+    build = CONTINUE_CASES["the bfs test's toy"]
+
+    def stop_at_level_3(p):
+        if p.depth == 3:
+            raise KeyboardInterrupt
+
+    run_dir = str(tmp_path / "run")
+    keep_going = bfs.BfsOptions(keep_going=True)
+    first = spark_explorer.explore(build, replace(keep_going, progress=stop_at_level_3),
+                                   SparkOptions(run_dir=run_dir, checkpoint_minutes=0), spark=spark)
+    assert first.interrupted and [v.property for v in first.violations] == ["Near"]
+    meta = json.loads((tmp_path / "run" / "checkpoint.json").read_text())
+    assert (meta["level"], meta["violations"]) == (
+        2, [{"kind": "always", "property": "Near", "path": [0, 0]}])  # (0, 0), then IncX
+    with pytest.raises(spark_explorer.CheckpointError, match="recover it with --continue"):
+        spark_explorer.explore(build, spark_options=SparkOptions(run_dir=run_dir, recover=True),
+                               spark=spark)
+    for report, message in [({"property": "Gone"}, "Gone .always., which this search does not"),
+                            ({"path": [0, 9]}, "counterexample of Near in the checkpoint does not")]:
+        edited = {**meta, "violations": [{**meta["violations"][0], **report}]}
+        (tmp_path / "run" / "checkpoint.json").write_text(json.dumps(edited))
+        with pytest.raises(spark_explorer.CheckpointError, match=message):
+            spark_explorer.explore(build, keep_going, SparkOptions(run_dir=run_dir, recover=True),
+                                   spark=spark)
+    (tmp_path / "run" / "checkpoint.json").write_text(json.dumps(meta))
+    resumed = spark_explorer.explore(build, keep_going, SparkOptions(run_dir=run_dir, recover=True),
+                                     spark=spark)
+    assert summary(resumed) == summary(bfs.explore(build(), keep_going))
+    assert [v.property for v in resumed.violations] == ["Near", "Far", "NoReset"]
 
 
 # --- the command line (each run starts its own Spark) ------------------------------------------
