@@ -362,6 +362,39 @@ def test_cli_violation_trace_and_checkpoint(tmp_path):
     assert checkpoint["level"] == 4 and checkpoint["distinct"] == 141  # the last complete level
 
 
+def _comparable(doc: dict) -> dict:
+    """A --json result without what differs between explorers: names, timings, memory, where
+    the traces went."""
+    stats = {k: doc["stats"][k]
+             for k in ("generated", "distinct", "depth", "collision_probability")}
+    violations = [{**v, "trace": Path(v["trace"]).name} for v in doc["violations"]]
+    return {**doc, "explorer": None, "stats": stats, "violations": violations}
+
+
+def test_cli_continue_on_kafka_0_11_tiny_is_the_bfs_result(tmp_path):
+    """--continue --explorer spark on tiny with kafka-0.11: the BFS's figures (24,106 distinct
+    states, 73,289 generated, depth 46, complete; the 19-step hanging transaction and the two
+    violations it hid, 23 and 32 steps: tests/model/test_kafka.py), and the same --json result
+    and traces as --explorer bfs but for the explorer's name and timings."""
+    docs = {}
+    for explorer, extra in (("bfs", ()), ("spark", ("--workers", "2"))):
+        r = run("check", "tiny", "--protocol", "kafka-0.11", "--continue", "--json",
+                "--explorer", explorer, *extra, "--out", explorer, cwd=tmp_path)
+        assert r.returncode == 12, r.stderr
+        docs[explorer] = json.loads(r.stdout)
+    got = docs["spark"]
+    assert (got["stats"]["distinct"], got["stats"]["generated"], got["stats"]["depth"],
+            got["complete"]) == (24106, 73289, 46, True)
+    assert [(v["property"], v["kind"], v["steps"]) for v in got["violations"]] == [
+        ("no_hanging_transactions", "always", 19), ("zombie_fencing", "transition", 23),
+        ("quiescent_completion", "terminal", 32)]
+    assert _comparable(got) == _comparable(docs["bfs"])
+    for v in got["violations"]:
+        traces = [json.loads((tmp_path / e / Path(v["trace"]).name).read_text()) for e in docs]
+        assert [t["#meta"].pop("explorer") for t in traces] == ["bfs", "spark"]
+        assert traces[0] == traces[1]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--explorer", "bfs", "--partitions", "2"], "--partitions does not apply to --explorer bfs"),
     (["--explorer", "spark", "--spark-conf", "oops"], "expected KEY=VALUE"),
