@@ -17,7 +17,10 @@ CPython would otherwise rescan the growing frontiers again and again.
 
 With ``keep_going`` (``--continue``, TLC's ``-continue``) the search goes on after a violation:
 each property is reported once, with the first counterexample met, which is a shortest one, and
-is no longer checked after it.
+is no longer checked after it. Every property failing at a state or step is reported there (an
+initial state too; a stuck state: the deadlock and each failing terminal property), so each
+property's counterexample is the first in BFS order that violates it, whatever the others do;
+only a model error still ends the search.
 
 TLC's semantics for the state constraint and the depth bound: a state outside ``within_bounds``
 or at ``max_depth`` is counted and checked but not expanded, and is never a deadlock.
@@ -130,9 +133,10 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     seen.add(fp)
                     frontier.append(s)
                     fps0.append(fp)
-                    if p := checks.state(s):
-                        found(p, path_to(0, len(fps0) - 1))
-                        always = checks.always
+                    for p, holds in always:
+                        if not holds(s):
+                            found(p, path_to(0, len(fps0) - 1))
+                            always = checks.always
                     witness(s)
             levels.append((fps0, array("l")))
             next_fps = []
@@ -154,7 +158,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         continue
                     out = successors(s)
                     if not out:
-                        if stuck := checks.stuck(s):
+                        for stuck in checks.stuck_failures(s):
                             found(stuck, path_to(depth, i))
                         continue
                     generated += len(out)

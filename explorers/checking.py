@@ -17,10 +17,16 @@ means the same whichever explorer checks it:
 Within one state the properties are checked in the model's order and the first that fails is the
 violation. The ``Checks`` methods return the failing ``Property`` (or None) and leave the path to
 the explorer, which owns the search order; ``violation`` turns one into the reported value.
+
+With ``--continue`` every property is reported once, at the first place in the search order where
+it fails: every property not yet reported that fails at a state or step is reported there, in
+the model's order (a stuck state: the deadlock, then each failing terminal property), and then
+retired (``retire``), so what is reported for one property does not depend on the others.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import copy
+from typing import Iterable, Iterator, Sequence
 
 from model.core import Expectation, Model, Property
 from explorers.result import Violation
@@ -90,12 +96,17 @@ class Checks:
     def stuck(self, s) -> Violation | Property | None:
         """An expanded state with no enabled action: ``DEADLOCK`` when deadlocks are errors, else
         the first ``terminal`` property failing in it."""
+        return next(self.stuck_failures(s), None)
+
+    def stuck_failures(self, s) -> Iterator[Violation | Property]:
+        """What an expanded state with no enabled action violates, lazily (a caller that stops at
+        the first evaluates nothing after it): ``DEADLOCK`` when deadlocks are errors, then each
+        failing ``terminal`` property in the model's order."""
         if self.deadlock:
-            return DEADLOCK
+            yield DEADLOCK
         for p, holds in self.terminal:
             if not holds(s):
-                return p
-        return None
+                yield p
 
     def retire(self, found: Violation | Property) -> None:
         """Stop checking what was just found violated (TLC's -continue: every property is
@@ -106,6 +117,15 @@ class Checks:
         keep = lambda entries: tuple(e for e in entries if e[0].name != found.name)  # noqa: E731
         self.always, self.transition, self.terminal = (keep(self.always), keep(self.transition),
                                                        keep(self.terminal))
+
+    def without(self, reported: Iterable[tuple[str, str]]) -> "Checks":
+        """A copy that no longer checks what was reported already, given as ``(kind, property)``
+        of each violation: the checks of a ``--continue`` search after those reports."""
+        live = copy.copy(self)
+        named = {p.name: p for p in self.properties}
+        for kind, name in reported:
+            live.retire(DEADLOCK if kind == DEADLOCK.kind else named[name])
+        return live
 
     def witnesses(self) -> "Witnesses":
         return Witnesses(self.sometimes)

@@ -11,7 +11,6 @@ exit code is the verdict's.
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 import os
 import signal
 import sys
@@ -83,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--recover", metavar="DIR",
                    help="spark: resume the search checkpointed in DIR (e.g. out/spark)")
     c.add_argument("--continue", dest="continue", action="store_const", const=True,
-                   help="bfs: keep exploring after a violation and report every violated "
+                   help="bfs, spark: keep exploring after a violation and report every violated "
                         "property, each with its own shortest counterexample")
     c.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this property (repeatable; default: [check] invariants)")
@@ -336,12 +335,12 @@ def property_names(cfg) -> list[str] | None:
 def search_options(cfg, args, progress) -> BfsOptions:
     return BfsOptions(properties=property_names(cfg), max_depth=cfg["check.max_depth"],
                       check_deadlock=cfg.get("check.deadlock"), progress=progress,
-                      progress_interval=args.progress_interval)
+                      progress_interval=args.progress_interval,
+                      keep_going=bool(getattr(args, "continue")))
 
 
 def run_bfs(cfg, args, progress):
-    options = search_options(cfg, args, progress)
-    return explore(registry.bind(cfg), replace(options, keep_going=bool(getattr(args, "continue"))))
+    return explore(registry.bind(cfg), search_options(cfg, args, progress))
 
 
 def run_spark(cfg, args, progress):
@@ -393,7 +392,8 @@ def run_simulate(cfg, args, progress):
 EXPLORERS = {"bfs": run_bfs, "spark": run_spark, "stateful": run_stateful,
              "simulate": run_simulate}
 # flag -> the explorers it applies to (giving it to another explorer is a usage error)
-EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",), "--continue": ("bfs",),
+EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
+                  "--continue": ("bfs", "spark"),
                   "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
                                                    "--master", "--checkpoint", "--recover")}}

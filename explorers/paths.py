@@ -58,6 +58,21 @@ def rebuild(model: Model, fps: Sequence[int]) -> Path:
     return Path(tuple(states), tuple(actions))
 
 
+def follow(model: Model, positions: Sequence[int]) -> Path:
+    """The behaviour that starts in initial state ``positions[0]`` and takes at step ``i`` the
+    successor ``positions[i]`` (indices in the model's deterministic order). A BFS-tree path
+    given so is the one ``rebuild`` finds from its fingerprints (a state's first discovery from
+    its parent is its first successor with that fingerprint)."""
+    succ = successors_of(model)
+    state = list(model.init_states())[positions[0]]
+    states, actions = [state], []
+    for i in positions[1:]:
+        action, state = succ(state)[i]
+        states.append(state)
+        actions.append(action)
+    return Path(tuple(states), tuple(actions))
+
+
 def check_fingerprint_contract(model: Model) -> None:
     """Raise ``ViewError`` if a view of the first states would not fingerprint stably (checked
     where it is cheap: the initial states and their first successors)."""

@@ -4,7 +4,8 @@ The visited set lives on the executors, hash-partitioned: a state's owner is pic
 fingerprint of the state or, when the model names one, of its ``locality`` (Kafka: coordinator,
 partition leaders and fault budgets, which 90% of steps leave alone, so most successors are
 deduplicated where they are made instead of shipped). The driver holds only counts, coverage and
-the first violation of a level. Per level (one job, two stages):
+the first violation of a level (with ``--continue``, of each property). Per level (one job, two
+stages):
 
 1. each partition expands its part of the frontier in its Python worker (deadlocks, terminal and
    transition properties are checked there, as ``explorers.checking`` says) and sends each owner one pickled bucket of candidates, deduped
@@ -19,6 +20,17 @@ same parent for every state, the same first violation and the same per-action co
 single-process BFS, and stops with the same counts: a level with a violation is counted again up
 to that violation. Counterexamples are rebuilt by walking the parent pointers back and replaying
 (``explorers.paths.rebuild``), into the same ``Path`` the BFS returns.
+
+With ``keep_going`` (``--continue``) each partition reports, per level, the first violation of
+each property not reported in an earlier level, and the exceptions of property checks
+(``spark_tasks.Reports``); the driver keeps each property's first in BFS order -- the BFS's own
+counterexample, as the BFS's reports do not depend on one another (``explorers.checking``) --
+retires those properties for the next levels (``Level.retired``) and goes on. Only a model error
+ends the search, counted as a violation is without ``keep_going``; an exception in a property's
+check is one only if raised before that property's first violation (the BFS stops checking it
+there). A report is kept as the successor positions along its path (``path_positions``), from
+which its counterexample is replayed (``explorers.paths.follow``); a checkpoint stores them, so a
+recovered search reports the same.
 
 The model is rebuilt in each Python worker from its ``Config`` (``registry.bind``), never
 shipped. Tasks are deterministic and write files atomically, so Spark's retries and lineage
@@ -39,6 +51,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
+from operator import attrgetter
 from pathlib import Path as FsPath
 from typing import Any, Callable, Iterator, Sequence
 
@@ -46,13 +59,13 @@ from model import registry
 from model.config import Config, shown
 from explorers import spark_store
 from explorers.bfs import BfsOptions, Progress
-from explorers.checking import Checks
-from explorers.paths import check_fingerprint_contract, rebuild
+from explorers.checking import DEADLOCK, Checks, violation
+from explorers.paths import check_fingerprint_contract, follow, rebuild
 from explorers.result import (Outcome, Path, Violation, action_coverage, peak_rss_mb,
                               search_stats)
 from explorers.spark_store import CheckpointError
 from explorers.spark_tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, Summaries, \
-    bucket, load_checkpoint, save_checkpoint
+    bucket, load_checkpoint, path_positions, save_checkpoint
 
 LOG4J2 = """\
 rootLogger.level = error
@@ -174,6 +187,7 @@ def explore(source: Config | Callable[[], Any], options: BfsOptions = BfsOptions
     with spark_store.locked(spark_options.run_dir, create=not spark_options.recover):
         if spark_options.recover:
             resume = _resumable(spark_options, identity, [p.name for p, _ in checks.sometimes])
+            _reported_before(resume, model, checks, options.keep_going, spark_options.run_dir)
         else:
             resume = None
             if spark_options.run_dir is not None:
@@ -204,6 +218,31 @@ def _resumable(options: SparkOptions, identity: dict, witnesses) -> dict:
         raise CheckpointError(f"--recover {options.run_dir}: the checkpoint waits for a witness "
                               f"this search does not check ({unknown[0]})")
     return meta
+
+
+def _reported_before(meta: dict, model, checks: Checks, keep_going: bool, run_dir: str) -> None:
+    """The violations a checkpointed ``--continue`` search reported: only for a search that keeps
+    going, each a property this search checks, once, on a path that replays."""
+    reports = meta["violations"]
+    if reports and not keep_going:
+        raise CheckpointError(f"--recover {run_dir}: the checkpoint has reported violations "
+                              "already (a --continue search): recover it with --continue")
+    known = {(p.expectation.value, p.name) for p in checks.properties} | (
+        {(DEADLOCK.kind, DEADLOCK.property)} if checks.deadlock else set())
+    seen = set()
+    for r in reports:
+        what = (r["kind"], r["property"])
+        if what not in known:
+            raise CheckpointError(f"--recover {run_dir}: the checkpoint reports a violation of "
+                                  f"{what[1]} ({what[0]}), which this search does not check")
+        if what in seen:
+            raise CheckpointError(f"--recover {run_dir}: the checkpoint reports {what[1]} twice")
+        seen.add(what)
+        try:
+            follow(model, r["path"])
+        except IndexError:
+            raise CheckpointError(f"--recover {run_dir}: the counterexample of {what[1]} in the "
+                                  "checkpoint does not replay") from None
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -239,7 +278,8 @@ class _Search:
         self.found: Counter = Counter()
         self.level = None           # the cached RDD of the current level
         self.summaries = self.sc.accumulator({}, Summaries())
-        self.violation: Violation | None = None
+        self.violation: Violation | None = None   # the one that ended the search
+        self.reported: list[dict] = []  # --continue: {kind, property, path} (``_report``)
         self.last_checkpoint = time.monotonic()
 
     # --- the loop ---
@@ -279,8 +319,13 @@ class _Search:
         seconds = time.perf_counter() - t0
         return self._outcome(seconds, rss0, interrupted, complete)
 
+    def _task(self, depth: int) -> Level:
+        retired = tuple((r["kind"], r["property"]) for r in self.reported)
+        return Level(self.job, depth, tuple(self.pending), self.summaries,
+                     keep_going=self.options.keep_going, retired=retired)
+
     def _start(self) -> Violation | None:
-        task = Level(self.job, -1, tuple(self.pending), self.summaries)
+        task = self._task(-1)
         seed = self._seed()
 
         def level0(stop_at=None):
@@ -294,7 +339,7 @@ class _Search:
 
     def _step(self) -> None:
         prev, depth = self.level, self.depth
-        task = Level(self.job, depth, tuple(self.pending), self.summaries)
+        task = self._task(depth)
 
         def next_level(stop_at=None):
             t = replace(task, stop_at=stop_at)
@@ -310,13 +355,17 @@ class _Search:
 
     def _advance(self, make_level: Callable, depth: int, initial: bool = False) -> Violation | None:
         """Build the next level from the one at ``depth`` (``initial``: build level 0); on a
-        violation, count that level again up to it and return it."""
+        violation that ends the search, count that level again up to it and return it. With
+        ``keep_going``, the violations reported before it (or in the whole level) are kept."""
         from pyspark import StorageLevel
 
         built = 0 if initial else depth + 1
         level = make_level().persist(StorageLevel.MEMORY_AND_DISK)
         sums = self._summaries(level, built, None)
-        event = _first_event(sums)
+        firsts = _firsts(sums)
+        event = _first_event(sums, firsts)
+        self.reported += [_report(e) for e in sorted(firsts.values(), key=attrgetter("order"))
+                          if event is None or e.order < event.order]
         if event is not None:
             level.unpersist()
             sums = self._summaries(make_level(event.at), built, event.at)
@@ -381,7 +430,10 @@ class _Search:
 
     def _outcome(self, seconds: float, rss0: float, interrupted: bool, complete: bool) -> Outcome:
         model, checks = self.model, self.checks
-        violations = [self.violation] if self.violation is not None else []
+        named = {p.name: p for p in checks.properties}
+        violations = [violation(DEADLOCK if r["kind"] == DEADLOCK.kind else named[r["property"]],
+                                follow(model, r["path"])) for r in self.reported]
+        violations += [self.violation] if self.violation is not None else []
         if complete:
             named = {p.name: p for p, _ in checks.sometimes}
             violations += checks.unwitnessed([named[n] for n in self.pending])
@@ -411,7 +463,8 @@ class _Search:
             "key_bytes": INIT_KEY_BYTES + STEP_KEY_BYTES * self.depth,
             "visited": [v for v, _ in sizes], "frontier": [f for _, f in sizes],
             "generated": self.generated, "distinct": self.distinct, "depth": self.depth,
-            "fired": dict(self.fired), "found": dict(self.found), "pending": self.pending})
+            "fired": dict(self.fired), "found": dict(self.found), "pending": self.pending,
+            "violations": self.reported})
         self.last_checkpoint = time.monotonic()
 
     def _recover(self, meta: dict) -> None:
@@ -424,6 +477,7 @@ class _Search:
         self.generated, self.distinct, self.depth = meta["generated"], meta["distinct"], meta["depth"]
         self.fired, self.found = Counter(meta["fired"]), Counter(meta["found"])
         self.pending, self.frontier = list(meta["pending"]), sum(meta["frontier"])
+        self.reported = list(meta["violations"])
 
     def _tidy(self) -> None:
         if self.temporary:
@@ -432,9 +486,24 @@ class _Search:
             spark_store.remove_levels(self.run_dir)   # this search's own files, nothing else
 
 
-def _first_event(sums: Sequence) -> Event | None:
-    """The level's first event in BFS order. A witness's exception counts only if it was raised
-    before the witness was first seen (the BFS stops evaluating a witness once seen)."""
+def _firsts(sums: Sequence) -> dict[tuple[str, str], Event]:
+    """``--continue``: the first violation in BFS order of each property the level reported, by
+    (kind, property)."""
+    firsts: dict[tuple[str, str], Event] = {}
+    for s in sums:
+        for e in (*s.expansion.reported, *s.reported):
+            what = (e.kind, e.property)
+            if what not in firsts or e.order < firsts[what].order:
+                firsts[what] = e
+    return firsts
+
+
+def _first_event(sums: Sequence, firsts: dict | None = None) -> Event | None:
+    """The level's first event in BFS order that ends the search: without ``--continue`` any
+    violation or model error, with it a model error. An exception in a witness counts only if
+    it was raised before the witness was first seen, one in a property's check (``--continue``)
+    only if raised before that property's first violation (``firsts``): the BFS evaluates
+    neither after that."""
     events = [e for s in sums for e in (s.event, s.expansion.event) if e is not None]
     first_seen: dict[str, bytes] = {}
     for s in sums:
@@ -442,7 +511,16 @@ def _first_event(sums: Sequence) -> Event | None:
             first_seen[name] = min(at, first_seen.get(name, at))
     events += [e for s in sums for name, e in s.witness_errors.items()
                if name not in first_seen or e.at < first_seen[name]]
-    return min(events, key=lambda e: e.at, default=None)
+    firsts = firsts or {}
+    events += [e for s in sums for what, e in (*s.expansion.errors.items(), *s.errors.items())
+               if what not in firsts or e.order < firsts[what].order]
+    return min(events, key=attrgetter("order"), default=None)
+
+
+def _report(e: Event) -> dict:
+    """A reported violation as the driver keeps it and a checkpoint stores it: what it violates
+    and its counterexample as successor positions (``path_positions``)."""
+    return {"kind": e.kind, "property": e.property, "path": path_positions(e)}
 
 
 def _spark_reason(e: BaseException) -> str:

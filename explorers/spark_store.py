@@ -4,7 +4,8 @@ Executors write and the driver reads these files, so on a real cluster the run d
 on a filesystem every machine sees at the same path (NFS, a mounted bucket). Layout::
 
     levels/00007/part-00003.ptr      parent pointers of the states of level 7 owned by partition 3
-    checkpoint.json                  the last complete checkpoint (written last: the commit point)
+    checkpoint.json                  the last complete checkpoint (written last: the commit point;
+                                     counts, witnesses pending, violations reported so far)
     checkpoint-00007/part-00003.*    that checkpoint's per-partition data
 
 A ``.ptr`` file is the magic ``KMCPTR2\\n``, the count ``n`` (uint64), then four columns, all
@@ -35,8 +36,9 @@ from traces.files import write_atomically
 from traces.itf import ItfError, canonical, decode, encode
 
 MAGIC = b"KMCPTR2\n"
-FORMAT = 3  # 2: states are placed by their model's locality; 3: Kafka's fault budgets in the
-           # fault table's order (fingerprints and placement changed)
+FORMAT = 4  # 2: states are placed by their model's locality; 3: Kafka's fault budgets in the
+           # fault table's order (fingerprints and placement changed); 4: the violations a
+           # --continue search reported (``violations``)
 SCAN = 1 << 20  # fingerprints read at a time when looking one up
 
 
@@ -176,13 +178,25 @@ def _tally(v) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
 
 
+REPORTED_KINDS = ("always", "transition", "terminal", "deadlock")
+
+
+def _reports(v) -> bool:
+    """Violations reported so far: ``{kind, property, path}``, ``path`` the successor positions
+    from an initial state (``explorers.paths.follow``)."""
+    return isinstance(v, list) and all(
+        isinstance(r, dict) and set(r) == {"kind", "property", "path"}
+        and r["kind"] in REPORTED_KINDS and isinstance(r["property"], str)
+        and _counts(r["path"]) and len(r["path"]) >= 1 for r in v)
+
+
 # What checkpoint.json holds, checked before anything of the checkpoint is used.
 _META_TYPES = {
     "level": _count, "partitions": lambda v: _count(v) and 1 <= v <= 1 << 16,
     "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 20, "visited": _counts,
     "frontier": _counts, "config": lambda v: isinstance(v, dict), "generated": _count,
     "distinct": _count, "depth": _count, "fired": _tally, "found": _tally, "pending": _names,
-    "checked": _names,
+    "checked": _names, "violations": _reports,
 }
 
 

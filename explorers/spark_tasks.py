@@ -30,7 +30,13 @@ placed in that order too (``Event.at``): ``key`` for one that happens before the
 successors are visited (deadlock, an exception in ``successors``), ``key + index + 0`` for one at
 a transition (transition property, fingerprinting), ``key + index + 1`` for one at a newly found
 state (invariant, witness). With ``stop_at`` set to the first event of a level, the same
-functions count only what the BFS had done when it stopped there.
+functions count only what the BFS had done when it stopped there. Several checks at one place
+(the invariants of one new state, say) are ordered by ``Event.rank``: the model's order of the
+properties, the witnesses after them.
+
+With ``keep_going`` (``--continue``) a partition does not stop at a violation: ``Reports`` keeps
+the first of each property not yet reported (``Level.retired``), and the first exception of each
+property's check, which the driver may find void (a violation of that property came first).
 
 Every function is deterministic and writes its files atomically, so Spark may re-run any task.
 """
@@ -45,8 +51,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from model.core import ModelBase, fingerprint
-from explorers.checking import Checks, violation
+from model.core import Expectation, ModelBase, fingerprint
+from explorers.checking import DEADLOCK, Checks, violation
 from explorers.paths import gc_paused, key_function, successors_of
 from explorers import spark_store
 
@@ -99,13 +105,19 @@ class Event:
     path when all three are None (an exception while computing the initial states)."""
 
     at: bytes
-    kind: str                    # always, transition, deadlock, model_error
+    kind: str                    # always, transition, terminal, deadlock, model_error
     property: str
     claim: str = ""
     base: tuple[int, int, int] | None = None
     last: int | None = None
     step: tuple | None = None
     detail: str = ""
+    rank: int = -1               # the order of the checks made at one ``at`` (``Checker.rank``)
+
+    @property
+    def order(self) -> tuple[bytes, int]:
+        """Where the event falls in BFS order, checks at one place included."""
+        return self.at, self.rank
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,8 @@ class Expansion:
     generated: int = 0
     fired: dict = field(default_factory=dict)   # action name -> transitions
     event: Event | None = None
+    reported: tuple = ()                        # keep_going: ``Reports.events``
+    errors: dict = field(default_factory=dict)  # keep_going: ``Reports.errors``
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,8 @@ class Summary:
     witness_errors: dict                         # sometimes-property -> Event (valid only if
                                                  # raised before any witness of it, in BFS order)
     event: Event | None = None
+    reported: tuple = ()                         # keep_going: ``Reports.events``
+    errors: dict = field(default_factory=dict)   # keep_going: ``Reports.errors``
 
 
 class Checker:
@@ -144,6 +160,64 @@ class Checker:
         self.within = model.within_bounds
         self.place = placement(model, job.partitions)
         self.bounded = getattr(self.within, "__func__", None) is not ModelBase.within_bounds
+        # the order of the checks at one place: properties in the model's order, witnesses after
+        # them (a new state's invariants are checked before its witnesses); deadlock: -1
+        n = len(checks.properties)
+        self.rank = {p.name: i + n * (p.expectation is Expectation.SOMETIMES)
+                     for i, p in enumerate(checks.properties)}
+        self._live: dict = {}
+
+    def live(self, retired: tuple) -> Checks:
+        """The checks of a ``--continue`` search once ``retired`` ((kind, property) pairs) have
+        been reported."""
+        if retired not in self._live:
+            self._live = {retired: self.checks.without(retired)}
+        return self._live[retired]
+
+
+class Reports:
+    """A ``--continue`` level in one partition: the first violation of each property not yet
+    reported (``events``, in BFS order) and the first exception each property's check raised
+    (``errors``, by (kind, property)). Either one retires the property here. An exception is a
+    model error only if no partition reported a violation of that property before it (the BFS
+    no longer checks a reported property): the driver decides. All the checks at one place run,
+    each placed by its ``rank``, so the driver can cut the level at the first model error."""
+
+    def __init__(self, live: Checks, rank: dict):
+        self.always, self.transition, self.terminal = live.always, live.transition, live.terminal
+        self.deadlock, self.rank = live.deadlock, rank
+        self.events: list[Event] = []
+        self.errors: dict = {}
+
+    def check(self, kind: str, args: tuple, at: bytes, base) -> tuple:
+        """Check the live properties of ``kind`` (always, transition, terminal) on ``args`` at
+        ``at``; ``base``: the state being expanded (a model error's path). Returns those left."""
+        entries, met = getattr(self, kind), set()
+        for p, holds in entries:
+            try:
+                ok = holds(*args)
+            except Exception as exc:
+                self.errors[(kind, p.name)] = _model_error(at, exc, base, self.rank[p.name])
+                met.add(p.name)
+                continue
+            if not ok:
+                self.events.append(Event(at, kind, p.name, p.claim, rank=self.rank[p.name]))
+                met.add(p.name)
+        if met:
+            setattr(self, kind, tuple(e for e in entries if e[0].name not in met))
+        return getattr(self, kind)
+
+    def stuck(self, s, at: bytes, base) -> None:
+        """An expanded state with no enabled action: a deadlock, and the terminal properties."""
+        if self.deadlock:
+            self.events.append(Event(at, DEADLOCK.kind, DEADLOCK.property, DEADLOCK.claim))
+            self.deadlock = False
+        if self.terminal:
+            self.check("terminal", (s,), at, base)
+
+    def found(self) -> dict:
+        """What goes into the partition's ``Expansion`` or ``Summary``."""
+        return {"reported": tuple(self.events), "errors": self.errors}
 
 
 _CHECKERS: dict[str, Checker] = {}
@@ -162,6 +236,17 @@ def _at(key: bytes, pos: int, phase: int) -> bytes:
     return key + pos.to_bytes(STEP_KEY_BYTES, "big") + bytes((phase,))
 
 
+def path_positions(e: Event) -> list[int]:
+    """The counterexample of a reported violation as successor positions (``paths.follow``):
+    the key of the stuck state (deadlock, terminal), of the new state (always), or of the state
+    expanded followed by the step's position (transition), which is the event's place without
+    its phase byte."""
+    key = e.at if e.kind in (DEADLOCK.kind, "terminal") else e.at[:-1]
+    return [int.from_bytes(key[:INIT_KEY_BYTES], "big")] + [
+        int.from_bytes(key[i:i + STEP_KEY_BYTES], "big")
+        for i in range(INIT_KEY_BYTES, len(key), STEP_KEY_BYTES)]
+
+
 def _cut(out: list, rest: bytes, cov: dict) -> list:
     """The transitions of the state where the level's first event is (``rest``: the event's
     place after the state's key) that the BFS would have handed on before stopping."""
@@ -176,9 +261,9 @@ def _trace(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc)).rstrip()
 
 
-def _model_error(at: bytes, exc: BaseException, base=None) -> Event:
+def _model_error(at: bytes, exc: BaseException, base=None, rank: int = -1) -> Event:
     return Event(at, "model_error", "model_error", "the model raised an exception", base=base,
-                 detail=_trace(exc))
+                 detail=_trace(exc), rank=rank)
 
 
 @dataclass(frozen=True)
@@ -191,6 +276,8 @@ class Level:
     pending: tuple[str, ...]        # sometimes-properties not yet witnessed
     summaries: Any                  # a Spark accumulator of ``Summaries``
     stop_at: bytes | None = None    # count only what happens before this event (inclusive)
+    keep_going: bool = False        # --continue: report every property (``Reports``)
+    retired: tuple = ()             # keep_going: (kind, property) reported in earlier levels
 
     # --- map side -----------------------------------------------------------------------------
 
@@ -206,7 +293,9 @@ class Level:
         cov_get = cov.get
         generated, event = 0, None
         successors, key, packed, within, bounded = c.successors, c.key, c.packed, c.within, c.bounded
-        transition = c.transition if stop is None else ()
+        keep = self.keep_going and stop is None
+        reports = Reports(c.live(self.retired), c.rank) if keep else None
+        transition = () if stop is not None else reports.transition if keep else c.transition
         for k, fp, s in frontier:
             if stop is not None and k >= stop:
                 break
@@ -221,6 +310,9 @@ class Level:
                 event = _model_error(k, exc, (depth, index, fp))
                 break
             if not out:
+                if keep:
+                    reports.stuck(s, k, (depth, index, fp))
+                    continue
                 try:
                     found = c.checks.stuck(s) if stop is None else None
                 except Exception as exc:
@@ -239,7 +331,10 @@ class Level:
                 for pos, (a, t) in enumerate(out):
                     cov[a] = cov_get(a, 0) + 1
                     ft = t if packed else key(t)
-                    if transition:
+                    if keep and transition:
+                        transition = reports.check("transition", (s, a, t), _at(k, pos, 0),
+                                                   (depth, index, fp))
+                    elif transition:
                         for p, holds in transition:
                             if not holds(s, a, t):
                                 event = Event(_at(k, pos, 0), "transition", p.name, p.claim,
@@ -263,7 +358,7 @@ class Level:
         fired: Counter = Counter()
         for a, n in cov.items():
             fired[a[0]] += n
-        summary = Expansion(generated, dict(fired), event)
+        summary = Expansion(generated, dict(fired), event, **(reports.found() if keep else {}))
         buckets: list[list] = [[] for _ in range(P)]
         if P == 1:
             buckets[0] = list(cands.values())
@@ -337,8 +432,9 @@ class Level:
 
     @staticmethod
     def _witness(t, at: bytes, base, open_witnesses: list, witnessed: dict,
-                 witness_errors: dict) -> None:
-        """The witnesses still open, on a newly found state that satisfies the invariants."""
+                 witness_errors: dict, rank: dict) -> None:
+        """The witnesses still open, on a newly found state (one that satisfies the invariants,
+        unless the search keeps going)."""
         for entry in open_witnesses[:]:
             p, holds = entry
             try:
@@ -346,13 +442,17 @@ class Level:
                     witnessed[p.name] = at
                     open_witnesses.remove(entry)
             except Exception as exc:
-                witness_errors[p.name] = _model_error(at, exc, base)
+                witness_errors[p.name] = _model_error(at, exc, base, rank[p.name])
                 open_witnesses.remove(entry)
 
     def _admit(self, index, visited: array, new: list, expansion: Expansion, width: int):
         """Record the new states (in key order), check them, and yield the level's records."""
         c, level, stop = checker(self.job), self.depth + 1, self.stop_at
         checking, always = stop is None, c.always
+        keep = self.keep_going and checking
+        if keep:
+            reports = Reports(c.live(self.retired), c.rank)
+            always = reports.always
         open_witnesses = [c.sometimes[n] for n in self.pending if n in c.sometimes] if checking else []
         fps, parents, parent_parts, positions = array("q"), array("q"), array("i"), array("i")
         frontier, found = [], Counter()
@@ -371,17 +471,21 @@ class Level:
                     pass
             k = pk + pos.to_bytes(width, "big")
             if event is None and checking:  # invariants, then witnesses, as the BFS does
-                try:
-                    for p, holds in always:
-                        if not holds(t):
-                            event = Event(k + b"\1", "always", p.name, p.claim,
-                                          (self.depth, ppart, pfp) if level else None, last=ft)
-                            break
-                except Exception as exc:
-                    event = _model_error(k + b"\1", exc, (self.depth, ppart, pfp) if level else None)
+                base = (self.depth, ppart, pfp) if level else None
+                if keep:
+                    if always:
+                        always = reports.check("always", (t,), k + b"\1", base)
+                else:
+                    try:
+                        for p, holds in always:
+                            if not holds(t):
+                                event = Event(k + b"\1", "always", p.name, p.claim, base, last=ft)
+                                break
+                    except Exception as exc:
+                        event = _model_error(k + b"\1", exc, base)
                 if open_witnesses and event is None:
-                    self._witness(t, k + b"\1", (self.depth, ppart, pfp) if level else None,
-                                  open_witnesses, witnessed, witness_errors)
+                    self._witness(t, k + b"\1", base, open_witnesses, witnessed, witness_errors,
+                                  c.rank)
             fps.append(ft)
             parents.append(pfp)
             parent_parts.append(ppart)
@@ -393,8 +497,9 @@ class Level:
             spark_store.write_parents(self.job.run_dir, level, index, fps, parents, parent_parts,
                                       positions)
         visited.extend(fps)
-        self.summaries.add({(level, stop, index): Summary(len(fps), expansion, dict(found),
-                                                          witnessed, witness_errors, event)})
+        self.summaries.add({(level, stop, index): Summary(
+            len(fps), expansion, dict(found), witnessed, witness_errors, event,
+            **(reports.found() if keep else {}))})
         yield from level_records(visited, frontier)
 
 

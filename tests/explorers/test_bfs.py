@@ -184,3 +184,19 @@ def test_continue_reports_every_violated_property_with_its_own_shortest_countere
     stuck = explore(grid(reset=False, Near=props["Near"]), BfsOptions(keep_going=True))
     assert [(v.property, len(v.path)) for v in stuck.violations] == [("Near", 1), ("deadlock", 6)]
     assert stuck.exit_code == 12    # the most severe kind found: safety over deadlock
+
+
+def test_continue_reports_every_property_failing_in_one_state():
+    """With --continue each property's counterexample is the first in BFS order that violates
+    it, whatever the others do: two invariants failing in the initial state are both reported
+    there, and a stuck state is a deadlock and a violation of each terminal property failing in
+    it (here the only stuck state, so nothing would be found later)."""
+    zero = (ALWAYS, lambda p, s: s != (0, 0))
+    done = (E.TERMINAL, lambda p, s: False)
+    out = explore(grid(reset=False, A=zero, B=zero, T1=done, T2=done), BfsOptions(keep_going=True))
+    assert [(v.property, v.kind, len(v.path)) for v in out.violations] == [
+        ("A", "always", 0), ("B", "always", 0), ("deadlock", "deadlock", 6),
+        ("T1", "terminal", 6), ("T2", "terminal", 6)]
+    assert out.complete and out.exit_code == 12
+    stop = explore(grid(reset=False, A=zero, B=zero, T1=done, T2=done))
+    assert [v.property for v in stop.violations] == ["A"]   # without it: the first, as before

@@ -150,19 +150,33 @@ def test_a_run_directory_in_use_is_refused(tmp_path):
     one_line_error(code, out, err, expect="in use by another kafka-mc search")
 
 
-@pytest.mark.parametrize("meta", [
-    {"level": "3"}, {"partitions": 0}, {"visited": [1, "2"]}, {"fired": {"a": -1}},
-    {"pending": [1]}, {"frontier": [1]},
+REPORT = {"kind": "always", "property": "TCConsistent", "path": [0, 1]}
+
+
+@pytest.mark.parametrize("meta, expect", [
+    ({}, "part-00000.visited: missing or truncated"),   # the rest is valid, but for its files
+    ({"format": 3}, "not a kafka-mc Spark checkpoint (format 4)"),
+    ({"level": "3"}, "level has the wrong type"), ({"partitions": 0}, "partitions has the wrong"),
+    ({"visited": [1, "2"]}, "visited has the wrong"), ({"fired": {"a": -1}}, "fired has the wrong"),
+    ({"pending": [1]}, "pending has the wrong"), ({"frontier": [1]}, "one count per partition"),
+    ({"violations": None}, "violations is missing"),
+    ({"violations": {}}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "kind": "sometimes"}]}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "path": []}]}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "path": [0, -1]}]}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "claim": ""}]}, "violations has the wrong type"),
 ])
-def test_a_hand_edited_checkpoint_is_refused(tmp_path, meta):
+def test_a_hand_edited_checkpoint_is_refused(tmp_path, meta, expect):
     run = tmp_path / "spark"
     run.mkdir()
-    good = {"format": 2, "level": 3, "partitions": 2, "key_bytes": 8, "visited": [1, 1],
-            "frontier": [1, 1], "config": {}, "generated": 1, "distinct": 2, "depth": 3,
-            "fired": {}, "found": {}, "pending": [], "checked": []}
-    (run / "checkpoint.json").write_text(json.dumps(good | meta))
+    good = {"format": spark_store.FORMAT, "level": 3, "partitions": 2, "key_bytes": 8,
+            "visited": [1, 1], "frontier": [1, 1], "config": {}, "generated": 1, "distinct": 2,
+            "depth": 3, "fired": {}, "found": {}, "pending": [], "checked": [],
+            "violations": [REPORT]}
+    edited = {k: v for k, v in (good | meta).items() if v is not None}
+    (run / "checkpoint.json").write_text(json.dumps(edited))
     code, out, err = spark_check(tmp_path, "--recover", run)
-    one_line_error(code, out, err, expect="checkpoint.json")
+    one_line_error(code, out, err, expect=expect)
 
 
 # --- no vacuous success --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def summary(out):
     s = out.stats
     return {"counts": (s.distinct, s.generated, s.depth), "exit": out.exit_code,
             "complete": out.complete, "coverage": out.coverage, "never": out.never_enabled,
-            "checked": (out.checked, out.unchecked),
+            "checked": (out.checked, out.unchecked, out.not_applicable),
             "violations": [(v.property, v.kind, v.path, v.detail.splitlines()[-1:])
                            for v in out.violations]}
 
@@ -215,6 +216,59 @@ def test_grid_property_kinds_agree_with_bfs(spark, case):
         assert got.exit_code == 75
 
 
+def _fails_then_raises(p, s):
+    """Violated at (3, 1), the first state of sum 4 (partition 1 of 2); raises at the next
+    two, (2, 2) (partition 1) and (1, 3) (partition 0), which the BFS no longer checks."""
+    if sum(s) == 4 and s != (3, 1):
+        raise ValueError("property broke")
+    return s != (3, 1)
+
+
+def _raises_at_sum_3(p, s):
+    if sum(s) == 3:
+        raise ValueError("property broke")
+    return True
+
+
+ZERO, DONE = (ALWAYS, lambda p, s: s != (0, 0)), (E.TERMINAL, lambda p, s: False)
+CONTINUE_CASES = {
+    # name: model builder (each searched with keep_going)
+    "the bfs test's toy": partial(grid, Near=(ALWAYS, lambda p, s: s != (1, 0)),
+                                  Far=(ALWAYS, lambda p, s: s != (3, 2)),
+                                  NoReset=(TRANSITION, lambda p, s, a, t: a != ("Reset",))),
+    "deadlock, witnesses, liveness": partial(   # Corner is witnessed where Top fails
+        grid, reset=False, Near=(ALWAYS, lambda p, s: s != (1, 0)),
+        Top=(ALWAYS, lambda p, s: s != (3, 3)),
+        Corner=(SOMETIMES, lambda p, s: s == (3, 3)), Far=(SOMETIMES, lambda p, s: s[0] > 3),
+        Ends=(EVENTUALLY, lambda p, s: s == (3, 3))),
+    "several in one state": partial(grid, reset=False, A=ZERO, B=ZERO, T1=DONE, T2=DONE),
+    "a property raises once reported": partial(grid, P=(ALWAYS, _fails_then_raises),
+                                               Q=(ALWAYS, lambda p, s: s != (0, 2))),
+    # at (3, 0), the first state of sum 3, A fails, B raises (the search ends), C is not looked
+    # at; so at (1, 2), in the other partition
+    "a model error ends it": partial(grid, Near=(ALWAYS, lambda p, s: s != (1, 0)),
+                                     A=(ALWAYS, lambda p, s: sum(s) != 3),
+                                     B=(ALWAYS, _raises_at_sum_3),
+                                     C=(ALWAYS, lambda p, s: sum(s) != 3)),
+}
+
+
+@pytest.mark.parametrize("case", CONTINUE_CASES)
+def test_continue_agrees_with_bfs(spark, case):
+    """--continue: every violated property once, the same shortest counterexample as the BFS's,
+    in the same order, the same counts (the whole space, unless a model error ends it)."""
+    got = agree(spark, CONTINUE_CASES[case], bfs.BfsOptions(keep_going=True))
+    reported = [(v.property, None if v.path is None else len(v.path)) for v in got.violations]
+    assert reported == {
+        "the bfs test's toy": [("Near", 1), ("Far", 5), ("NoReset", 7)],
+        "deadlock, witnesses, liveness": [("Near", 1), ("Top", 6), ("deadlock", 6),
+                                          ("Far", None)],
+        "several in one state": [("A", 0), ("B", 0), ("deadlock", 6), ("T1", 6), ("T2", 6)],
+        "a property raises once reported": [("Q", 2), ("P", 4)],
+        "a model error ends it": [("Near", 1), ("A", 3), ("model_error", 2)],
+    }[case]
+
+
 def test_per_action_coverage_follows_bfs_discovery_order_and_progress_is_per_level(spark):
     seen = []
     got = agree(spark, partial(grid, max=3), bfs.BfsOptions(progress=seen.append))
@@ -247,6 +301,41 @@ def test_interrupted_search_resumes_from_its_checkpoint(spark, tmp_path):
     assert summary(resumed) == summary(bfs.explore(registry.bind(cfg)))
 
 
+def test_continue_resumes_from_its_checkpoint_with_what_it_reported(spark, tmp_path):
+    """A --continue search interrupted after its first report resumes from its checkpoint: the
+    report survives (checkpoint.json's ``violations``, the property stays retired) and the result
+    is the uninterrupted BFS's. Without --continue that checkpoint is refused."""
+    build = CONTINUE_CASES["the bfs test's toy"]
+
+    def stop_at_level_3(p):
+        if p.depth == 3:
+            raise KeyboardInterrupt
+
+    run_dir = str(tmp_path / "run")
+    keep_going = bfs.BfsOptions(keep_going=True)
+    first = spark_explorer.explore(build, replace(keep_going, progress=stop_at_level_3),
+                                   SparkOptions(run_dir=run_dir, checkpoint_minutes=0), spark=spark)
+    assert first.interrupted and [v.property for v in first.violations] == ["Near"]
+    meta = json.loads((tmp_path / "run" / "checkpoint.json").read_text())
+    assert (meta["level"], meta["violations"]) == (
+        2, [{"kind": "always", "property": "Near", "path": [0, 0]}])  # (0, 0), then IncX
+    with pytest.raises(spark_explorer.CheckpointError, match="recover it with --continue"):
+        spark_explorer.explore(build, spark_options=SparkOptions(run_dir=run_dir, recover=True),
+                               spark=spark)
+    for report, message in [({"property": "Gone"}, "Gone .always., which this search does not"),
+                            ({"path": [0, 9]}, "counterexample of Near in the checkpoint does not")]:
+        edited = {**meta, "violations": [{**meta["violations"][0], **report}]}
+        (tmp_path / "run" / "checkpoint.json").write_text(json.dumps(edited))
+        with pytest.raises(spark_explorer.CheckpointError, match=message):
+            spark_explorer.explore(build, keep_going, SparkOptions(run_dir=run_dir, recover=True),
+                                   spark=spark)
+    (tmp_path / "run" / "checkpoint.json").write_text(json.dumps(meta))
+    resumed = spark_explorer.explore(build, keep_going, SparkOptions(run_dir=run_dir, recover=True),
+                                     spark=spark)
+    assert summary(resumed) == summary(bfs.explore(build(), keep_going))
+    assert [v.property for v in resumed.violations] == ["Near", "Far", "NoReset"]
+
+
 # --- the command line (each run starts its own Spark) ------------------------------------------
 
 def run(*args, cwd, env=None, timeout=300):
@@ -271,6 +360,39 @@ def test_cli_violation_trace_and_checkpoint(tmp_path):
     assert replay.returncode == 12, replay.stdout + replay.stderr
     checkpoint = json.loads((tmp_path / "o" / "spark" / "checkpoint.json").read_text())
     assert checkpoint["level"] == 4 and checkpoint["distinct"] == 141  # the last complete level
+
+
+def _comparable(doc: dict) -> dict:
+    """A --json result without what differs between explorers: names, timings, memory, where
+    the traces went."""
+    stats = {k: doc["stats"][k]
+             for k in ("generated", "distinct", "depth", "collision_probability")}
+    violations = [{**v, "trace": Path(v["trace"]).name} for v in doc["violations"]]
+    return {**doc, "explorer": None, "stats": stats, "violations": violations}
+
+
+def test_cli_continue_on_kafka_0_11_tiny_is_the_bfs_result(tmp_path):
+    """--continue --explorer spark on tiny with kafka-0.11: the BFS's figures (24,106 distinct
+    states, 73,289 generated, depth 46, complete; the 19-step hanging transaction and the two
+    violations it hid, 23 and 32 steps: tests/model/test_kafka.py), and the same --json result
+    and traces as --explorer bfs but for the explorer's name and timings."""
+    docs = {}
+    for explorer, extra in (("bfs", ()), ("spark", ("--workers", "2"))):
+        r = run("check", "tiny", "--protocol", "kafka-0.11", "--continue", "--json",
+                "--explorer", explorer, *extra, "--out", explorer, cwd=tmp_path)
+        assert r.returncode == 12, r.stderr
+        docs[explorer] = json.loads(r.stdout)
+    got = docs["spark"]
+    assert (got["stats"]["distinct"], got["stats"]["generated"], got["stats"]["depth"],
+            got["complete"]) == (24106, 73289, 46, True)
+    assert [(v["property"], v["kind"], v["steps"]) for v in got["violations"]] == [
+        ("no_hanging_transactions", "always", 19), ("zombie_fencing", "transition", 23),
+        ("quiescent_completion", "terminal", 32)]
+    assert _comparable(got) == _comparable(docs["bfs"])
+    for v in got["violations"]:
+        traces = [json.loads((tmp_path / e / Path(v["trace"]).name).read_text()) for e in docs]
+        assert [t["#meta"].pop("explorer") for t in traces] == ["bfs", "spark"]
+        assert traces[0] == traces[1]
 
 
 @pytest.mark.parametrize("args, message", [
