@@ -61,8 +61,8 @@ from explorers import spark_store
 from explorers.bfs import BfsOptions, Progress
 from explorers.checking import DEADLOCK, Checks, violation
 from explorers.paths import check_fingerprint_contract, follow, rebuild
-from explorers.result import (Outcome, Path, Violation, action_coverage, peak_rss_mb,
-                              search_stats)
+from explorers.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
+                              machines_of, peak_rss_mb, search_stats)
 from explorers.spark_store import CheckpointError
 from explorers.spark_tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, Summaries, \
     bucket, load_checkpoint, path_positions, save_checkpoint
@@ -275,6 +275,8 @@ class _Search:
         self.pending = [p.name for p, _ in checks.sometimes]
         self.generated = self.distinct = self.depth = self.frontier = 0
         self.fired: Counter = Counter()
+        self.machines = machines_of(model)
+        self.edges: list[set] = [set() for _ in self.machines]   # per machine: edges taken
         self.found: Counter = Counter()
         self.level = None           # the cached RDD of the current level
         self.summaries = self.sc.accumulator({}, Summaries())
@@ -374,6 +376,8 @@ class _Search:
         self.distinct += new
         for s in sums:
             self.fired.update(s.expansion.fired)
+            for got, edges in zip(self.edges, s.expansion.edges):
+                got.update(edges)
             self.found.update(s.found)
         if event is not None:  # as the BFS reports it: the level being built counts if begun
             self.depth = depth + bool(new)
@@ -446,7 +450,8 @@ class _Search:
             never_enabled=tuple(k for k in kinds if k not in self.fired),
             checked=checks.checked, unchecked=checks.unchecked,
             not_applicable=checks.not_applicable,
-            violations=tuple(violations), interrupted=interrupted, complete=complete,
+            violations=tuple(violations), edges=edge_coverage(self.machines, self.edges),
+            interrupted=interrupted, complete=complete,
             extra={"partitions": self.P, "master": self.sc.master})
 
     # --- checkpoints ---
@@ -464,12 +469,15 @@ class _Search:
             "visited": [v for v, _ in sizes], "frontier": [f for _, f in sizes],
             "generated": self.generated, "distinct": self.distinct, "depth": self.depth,
             "fired": dict(self.fired), "found": dict(self.found), "pending": self.pending,
-            "violations": self.reported})
+            "violations": self.reported, "edges": [sorted(map(list, e)) for e in self.edges]})
         self.last_checkpoint = time.monotonic()
 
     def _recover(self, meta: dict) -> None:
         from pyspark import StorageLevel
 
+        if len(meta["edges"]) != len(self.machines):
+            raise CheckpointError(f"--recover {self.run_dir}: edges must list one set per state "
+                                  f"machine of the model ({len(self.machines)})")
         load = partial(load_checkpoint, self.job, meta)
         self.level = self._seed().mapPartitionsWithIndex(load, True).persist(
             StorageLevel.MEMORY_AND_DISK)
@@ -478,6 +486,7 @@ class _Search:
         self.fired, self.found = Counter(meta["fired"]), Counter(meta["found"])
         self.pending, self.frontier = list(meta["pending"]), sum(meta["frontier"])
         self.reported = list(meta["violations"])
+        self.edges = [set(map(tuple, e)) for e in meta["edges"]]
 
     def _tidy(self) -> None:
         if self.temporary:

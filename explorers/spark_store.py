@@ -38,7 +38,8 @@ from traces.itf import ItfError, canonical, decode, encode
 MAGIC = b"KMCPTR2\n"
 FORMAT = 4  # 2: states are placed by their model's locality; 3: Kafka's fault budgets in the
            # fault table's order (fingerprints and placement changed); 4: the violations a
-           # --continue search reported (``violations``)
+           # --continue search reported (``violations``) and the edges of the model's state
+           # machines taken (``edges``)
 SCAN = 1 << 20  # fingerprints read at a time when looking one up
 
 
@@ -178,6 +179,13 @@ def _tally(v) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
 
 
+def _edges(v) -> bool:
+    """Per state machine of the model, the edges taken: lists of [source, target] names."""
+    return isinstance(v, list) and all(
+        isinstance(e, list) and all(isinstance(x, list) and len(x) == 2
+                                    and all(isinstance(n, str) for n in x) for x in e) for e in v)
+
+
 REPORTED_KINDS = ("always", "transition", "terminal", "deadlock")
 
 
@@ -196,7 +204,7 @@ _META_TYPES = {
     "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 20, "visited": _counts,
     "frontier": _counts, "config": lambda v: isinstance(v, dict), "generated": _count,
     "distinct": _count, "depth": _count, "fired": _tally, "found": _tally, "pending": _names,
-    "checked": _names, "violations": _reports,
+    "checked": _names, "violations": _reports, "edges": _edges,
 }
 
 

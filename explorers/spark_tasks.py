@@ -54,6 +54,7 @@ from typing import Any, Callable, Iterable, Iterator
 from model.core import Expectation, ModelBase, fingerprint
 from explorers.checking import DEADLOCK, Checks, violation
 from explorers.paths import gc_paused, key_function, successors_of
+from explorers.result import machines_of
 from explorers import spark_store
 
 INIT_KEY_BYTES, STEP_KEY_BYTES = 4, 2
@@ -127,6 +128,7 @@ class Expansion:
     generated: int = 0
     fired: dict = field(default_factory=dict)   # action name -> transitions
     event: Event | None = None
+    edges: tuple = ()                           # per machine of the model: edges taken (frozensets)
     reported: tuple = ()                        # keep_going: ``Reports.events``
     errors: dict = field(default_factory=dict)  # keep_going: ``Reports.errors``
 
@@ -159,6 +161,7 @@ class Checker:
         self.packed = getattr(model, "packed", False)
         self.within = model.within_bounds
         self.place = placement(model, job.partitions)
+        self.machines = machines_of(model)
         self.bounded = getattr(self.within, "__func__", None) is not ModelBase.within_bounds
         # the order of the checks at one place: properties in the model's order, witnesses after
         # them (a new state's invariants are checked before its witnesses); deadlock: -1
@@ -291,6 +294,8 @@ class Level:
         cands: dict = {}  # fingerprint -> its first candidate (the frontier is in key order)
         cov: dict = {}
         cov_get = cov.get
+        taken = [set() for _ in c.machines]
+        edges = tuple((m.taken, got.update) for m, got in zip(c.machines, taken))
         generated, event = 0, None
         successors, key, packed, within, bounded = c.successors, c.key, c.packed, c.within, c.bounded
         keep = self.keep_going and stop is None
@@ -330,6 +335,8 @@ class Level:
             try:
                 for pos, (a, t) in enumerate(out):
                     cov[a] = cov_get(a, 0) + 1
+                    for edges_of, note in edges:
+                        note(edges_of(s, a, t))
                     ft = t if packed else key(t)
                     if keep and transition:
                         transition = reports.check("transition", (s, a, t), _at(k, pos, 0),
@@ -358,7 +365,8 @@ class Level:
         fired: Counter = Counter()
         for a, n in cov.items():
             fired[a[0]] += n
-        summary = Expansion(generated, dict(fired), event, **(reports.found() if keep else {}))
+        summary = Expansion(generated, dict(fired), event, tuple(map(frozenset, taken)),
+                            **(reports.found() if keep else {}))
         buckets: list[list] = [[] for _ in range(P)]
         if P == 1:
             buckets[0] = list(cands.values())

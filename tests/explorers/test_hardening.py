@@ -165,6 +165,9 @@ REPORT = {"kind": "always", "property": "TCConsistent", "path": [0, 1]}
     ({"violations": [{**REPORT, "path": []}]}, "violations has the wrong type"),
     ({"violations": [{**REPORT, "path": [0, -1]}]}, "violations has the wrong type"),
     ({"violations": [{**REPORT, "claim": ""}]}, "violations has the wrong type"),
+    ({"edges": None}, "edges is missing"),
+    ({"edges": [[["Empty", "Ongoing", "Dead"]]]}, "edges has the wrong type"),
+    ({"edges": [[["Empty", 1]]]}, "edges has the wrong type"),
 ])
 def test_a_hand_edited_checkpoint_is_refused(tmp_path, meta, expect):
     run = tmp_path / "spark"
@@ -172,7 +175,7 @@ def test_a_hand_edited_checkpoint_is_refused(tmp_path, meta, expect):
     good = {"format": spark_store.FORMAT, "level": 3, "partitions": 2, "key_bytes": 8,
             "visited": [1, 1], "frontier": [1, 1], "config": {}, "generated": 1, "distinct": 2,
             "depth": 3, "fired": {}, "found": {}, "pending": [], "checked": [],
-            "violations": [REPORT]}
+            "violations": [REPORT], "edges": [[["Empty", "Ongoing"]], []]}
     edited = {k: v for k, v in (good | meta).items() if v is not None}
     (run / "checkpoint.json").write_text(json.dumps(edited))
     code, out, err = spark_check(tmp_path, "--recover", run)
