@@ -42,17 +42,17 @@ PINNED = {
     "kafka-1.0": Pinned((17994, 55269, 46), (49644, 122057, 18), HANGING, frozenset()),
     "kafka-2.5": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
     "kafka-2.6": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
-    "kafka-2.7": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
-    "kafka-3.6": Pinned((32842, 104973, 50), (4265391, 17150269, 59), (),
+    "kafka-2.7": Pinned((21610, 65665, 46), (50428, 123275, 18), HANGING, IDEMPOTENT),
+    "kafka-3.6": Pinned((37582, 118593, 50), (4982021, 19810846, 59), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-4.0": Pinned((15215, 45926, 44), (1533775, 5772439, 49), (),
+    "kafka-4.0": Pinned((16651, 49692, 44), (1680860, 6275575, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((14693, 44288, 44), (1446371, 5417953, 49), (),
+    "kafka-4.1": Pinned((16129, 48054, 44), (1588798, 5904073, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     # KAFKA-19999: the marker the coordinator resends after its first response was lost is
     # rejected by KIP-1228's strict epoch check (23 steps; after a failover, 24).
-    "kafka-4.2": Pinned((14693, 44288, 44), (238126, 761684, 24), ("quiescent_completion",),
+    "kafka-4.2": Pinned((16129, 48054, 44), (242866, 772872, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((14693, 44288, 44), (1360589, 5133618, 49), (),
+    "latest": Pinned((16129, 48054, 44), (1498676, 5606666, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

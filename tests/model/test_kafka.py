@@ -34,7 +34,7 @@ def _small(preset):
 @pytest.fixture(scope="module")
 def small_runs():
     """Every preset's exhaustive run of the default config, two at a time (3.6, the largest at
-    four million states, first)."""
+    five million states, first)."""
     order = sorted(PRESETS, key=lambda p: p != "kafka-3.6")
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         return {r[0]: r[1:] for r in pool.imap_unordered(_small, order)}
