@@ -94,13 +94,19 @@ def send_enabled(K, w):
 
 
 def send_record(K, w, i, k):
-    """KafkaProducer.send -> TransactionManager.maybeAddPartition (TV1: the partition must be
-    added to the transaction before its batch may be drained)."""
+    """KafkaProducer.send -> TransactionManager.maybeAddPartition. TV1: the partition must be
+    added to the transaction before its batch may be drained. TV2: the partition is in the
+    transaction at once and the transaction has started (transactionStarted), so an
+    abortTransaction() before the batch is drained still sends EndTxn(abort), which the
+    coordinator may meet in Empty or Complete* (the "empty abort", KAFKA-18464)."""
     p = w.producers[i]
-    new = p.new_partitions
-    if not K.tv2 and k not in p.partitions | p.pending_partitions:
+    new, partitions = p.new_partitions, p.partitions
+    if K.tv2:
+        partitions = partitions | {k}
+    elif k not in p.partitions | p.pending_partitions:
         new = new | {k}
-    return with_producer(w, i, queued=p.queued | {(k, p.records)}, records=p.records + 1, new_partitions=new)
+    return with_producer(w, i, queued=p.queued | {(k, p.records)}, records=p.records + 1,
+                         new_partitions=new, partitions=partitions)
 
 
 def commit_transaction_enabled(K, w):
@@ -173,8 +179,7 @@ def send_produce(K, w, i, k, n):
     seq = p.next_sequence[k]
     request = Produce(Rpc.Produce, i, k, p.producer_id, p.producer_epoch, seq, p.txn, n)
     w = with_producer(w, i, queued=p.queued - {(k, n)}, in_flight=tuple(sorted(p.in_flight + (request,))),
-              next_sequence=replace_at(p.next_sequence, k, seq + 1),
-              partitions=p.partitions | {k} if K.tv2 else p.partitions)
+              next_sequence=replace_at(p.next_sequence, k, seq + 1))
     return w._replace(network=send(w.network, request))
 
 

@@ -29,7 +29,7 @@ CONFIGS = [{},                                                         # tiny: r
                                                     # batch: ABORTABLE_ERROR -> ABORTABLE_ERROR
 
 # Every coordinator edge is exercised (TV2's "empty abort", EndTxn(abort) for a transaction the
-# coordinator never saw, needs a batch that expired before it was added).
+# coordinator never saw, by an abort before the first batch was drained).
 UNEXERCISED_COORDINATOR = {p: () for p in PRESETS}
 # The client edges never taken, per preset, and why: tests/presets.py.
 

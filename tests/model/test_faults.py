@@ -48,8 +48,8 @@ def test_a_forgotten_producer_id_lets_a_zombie_open_a_transaction_before_kip_890
     assert actions[produce][1].producer_epoch < actions[marker][1].producer_epoch  # a zombie
 
 
-@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 83_004),
-                                             ("faults.producer_state_losses", 31_149)])
+@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 89_409),
+                                             ("faults.producer_state_losses", 34_266)])
 def test_kip_890_verification_closes_both(fault, distinct):
     out = explore(bind("latest", **{fault: 1}))
     assert out.violations == () and out.stats.distinct == distinct
@@ -312,3 +312,18 @@ def test_an_older_instance_epoch_bump_fences_the_newer_instance_an_availability_
         before, after = s.coordinator.txns[a[1].tid], t.coordinator.txns[a[1].tid]
         assert after.producer_epoch == before.producer_epoch + 1
         assert after.pending_state == TxnState.PrepareAbort
+
+
+@pytest.mark.parametrize("preset, settings, violated", [
+    ("kafka-0.11", {}, {"zombie_fencing", "instance_fencing"}),            # KAFKA-6119
+    ("kafka-1.0", {}, set()),
+    ("kafka-1.0", {"faults.producer_state_losses": 1}, {"zombie_fencing", "instance_fencing"}),
+    ("kafka-2.7", {"faults.producer_state_losses": 1}, {"zombie_fencing", "instance_fencing"}),
+    ("kafka-3.6", {"faults.producer_state_losses": 1}, set()),
+    ("latest", {"faults.producer_state_losses": 1, "faults.transactional_id_expirations": 1},
+     set())])
+def test_which_presets_meet_the_fencing_claims(preset, settings, violated):
+    """invariants/fencing.py's table: the epoch claim and the instance claim, per preset."""
+    out = explore(bind(preset, **settings), BfsOptions(
+        properties=["zombie_fencing", "instance_fencing"], keep_going=True))
+    assert {v.property for v in out.violations} == violated

@@ -137,7 +137,7 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
                                    lambda w: any(p.producer_id == 1 for p in w.producers)),)
     out = explore(model)
-    assert out.violations == () and out.stats.distinct == 46_608
+    assert out.violations == () and out.stats.distinct == 53_849
     assert "ExpireTransactionalId" not in out.never_enabled
 
 
@@ -193,3 +193,19 @@ def test_continue_finds_what_the_first_violation_hid():
     for v in out.violations[1:]:
         (alone,) = explore(model, BfsOptions(properties=[v.property])).violations
         assert len(alone.path) == len(v.path)
+
+
+def test_tv2_aborts_a_transaction_started_at_send_with_an_empty_abort():
+    """configs/two-transactions.toml: a TV2 client starts the transaction at send()
+    (maybeAddPartition, transactionStarted), so aborting before the batch was drained still sends
+    EndTxn(abort); the coordinator meets it in Empty or Complete* and aborts with an epoch bump
+    (KAFKA-18464). A TV1 client sends no EndTxn for a transaction with no partition added."""
+    tv2 = registry.bind(load("two-transactions"))
+    out = explore(tv2)
+    assert out.exit_code == 0 and out.stats.distinct == 856
+    (coordinator,) = [e for e in out.edges if e.machine == "TransactionState"]
+    assert {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort"),
+            ("CompleteAbort", "PrepareAbort")} <= set(coordinator.taken)
+    tv1 = explore(registry.bind(load("two-transactions", **{"protocol.version": "kafka-3.6"})))
+    (coordinator,) = [e for e in tv1.edges if e.machine == "TransactionState"]
+    assert tv1.exit_code == 0 and ("Empty", "PrepareAbort") not in coordinator.taken
