@@ -20,6 +20,22 @@ the next InitProducerId starts over with a new producer id.
 Abstractions: one ``__transaction_state`` partition, so one coordinator for every
 transactional.id; time is not modelled (a transaction may time out whenever it is Ongoing,
 within the budget); producer ids are never exhausted (no epoch overflow or id rotation).
+
+Not modelled, from the fidelity audit (each a gap a check on these paths would miss):
+
+- epochs are unbounded: ``isEpochExhausted`` / ``prepareProducerIdRotation`` and TV2's next
+  producer id never happen, and there is no small ``epoch_max`` stand-in (real 16-bit epochs are
+  the symbolic checks' business);
+- every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.1 and later do; 4.0.0 wrote
+  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367); and a commit at the retry
+  epoch in CompleteAbort is not answered PRODUCER_FENCED (KAFKA-20785);
+- a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
+  retrying markers or timing transactions out under its old coordinator epoch for a while; a
+  transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
+  ``hasFailedEpochFence``, KAFKA-9666);
+- the InitProducerId that fences an Ongoing transaction is answered CONCURRENT_TRANSACTIONS at
+  once, not after the PrepareAbort append completes (``sendRetriableErrorCallback``); the client
+  retries either way.
 """
 from __future__ import annotations
 

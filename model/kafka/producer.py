@@ -21,6 +21,15 @@ Abstractions: a failed batch does not adjust later sequence numbers (at most one
 flight per partition); UNKNOWN_PRODUCER_ID is handled as any abortable error (the idempotent
 producer's log-start-offset based sequence reset is not modelled).
 
+Not modelled, from the fidelity audit: UNKNOWN_PRODUCER_ID and INVALID_PRODUCER_ID_MAPPING on
+the coordinator's responses are fatal here, abortable in Kafka when an epoch bump is possible
+(``EndTxnHandler``, ``abortableErrorIfPossible``), after which the client would bump through
+InitProducerId(producer id, epoch); batch expiry in flight (``ExpireBatch``) exists on every
+preset, though only from 2.1 (KIP-91, delivery.timeout.ms) in Kafka, and 2.1 .. 2.4 made the
+transactional producer fatal when a batch being retried expired (unresolved sequences);
+TRANSACTION_ABORTABLE and 4.x's INITIALIZING -> ABORTABLE_ERROR are absent (the edge is listed as
+unreachable in tests/presets.py).
+
 Consume-transform-produce (``workload.consume_transform_produce``): the application owns the
 input partition in its consumer group (``model.kafka.group_coordinator``), fetches the committed
 offset, consumes one input record per transaction and calls ``sendOffsetsToTransaction`` with the
