@@ -250,13 +250,15 @@ def path_positions(e: Event) -> list[int]:
         for i in range(INIT_KEY_BYTES, len(key), STEP_KEY_BYTES)]
 
 
-def _cut(out: list, rest: bytes, cov: dict) -> list:
-    """The transitions of the state where the level's first event is (``rest``: the event's
-    place after the state's key) that the BFS would have handed on before stopping."""
+def _cut(out: list, rest: bytes, cov: dict, s=None, edges: tuple = ()) -> list:
+    """The transitions of the state ``s`` where the level's first event is (``rest``: the
+    event's place after the state's key) that the BFS would have handed on before stopping."""
     at, phase = int.from_bytes(rest[:-1], "big"), rest[-1]
-    if not phase:  # stopped at this transition: it is counted, its target is not looked at
-        a = out[at][0]
+    if not phase:  # stopped at this transition: it is counted (its action and the machines'
+        a, t = out[at]  # edges it takes, as the BFS notes them), its target is not looked at
         cov[a] = cov.get(a, 0) + 1
+        for edges_of, note in edges:
+            note(edges_of(s, a, t))
     return out[:at + phase]
 
 
@@ -330,7 +332,7 @@ class Level:
                 continue
             generated += len(out)
             if stop is not None and stop.startswith(k):  # the level stops in this state
-                out = _cut(out, stop[len(k):], cov)
+                out = _cut(out, stop[len(k):], cov, s, edges)
             pos = 0
             try:
                 for pos, (a, t) in enumerate(out):

@@ -13,12 +13,14 @@ stronger where the producer id changes (a transactional.id that expired and star
 new id), and "previous" means initialized earlier, not started earlier: an instance whose
 InitProducerId was held back initializes last and fences the one started after it.
 
-Which presets meet them: kafka-0.11 meets neither (KAFKA-6119: the fence does not bump the
-epoch, the zombie's late batch lands; tests/model/test_kafka.py). 1.0 .. 2.7 meet both unless a
-leader forgets the producer id (``faults.producer_state_losses``): the zombie's late batch then
-passes an unknown producer's checks and is appended (tests/model/test_faults.py). From 3.6 the
-leader verifies the batch with the coordinator first, and both hold on every shipped
-configuration.
+Which presets meet them (tests/model/test_faults.py): kafka-0.11 meets neither (KAFKA-6119: the
+fence does not bump the epoch, the zombie's late batch lands). 1.0 .. 2.7 meet both with crashes
+alone, and break both when the older instance's batch is still in flight and no marker of the
+newer epoch has reached the leader: after it expired on the client (``faults.batch_expiries``:
+the instance aborts at its epoch, the newer instance initializes, the late batch is appended) or
+after the leader forgot the producer id (``faults.producer_state_losses``: the batch passes an
+unknown producer's checks). From 3.6 the leader verifies the batch with the coordinator first,
+and both hold.
 
 Not claimed: an older instance's own InitProducerId. From 2.5 (KIP-360) an instance whose
 transaction failed sends InitProducerId(producer id, epoch) to bump its epoch; if a newer

@@ -43,16 +43,16 @@ PINNED = {
     "kafka-2.5": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
     "kafka-2.6": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
     "kafka-2.7": Pinned((21610, 65665, 46), (50428, 123275, 18), HANGING, IDEMPOTENT),
-    "kafka-3.6": Pinned((37582, 118593, 50), (4982021, 19810846, 59), (),
+    "kafka-3.6": Pinned((37582, 118593, 50), (4983319, 19819745, 59), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-4.0": Pinned((18768, 55197, 44), (1834260, 6776624, 49), (),
+    "kafka-4.0": Pinned((18768, 55197, 44), (1834970, 6780978, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((18150, 53279, 44), (1734710, 6378726, 49), (),
+    "kafka-4.1": Pinned((18150, 53279, 44), (1735532, 6383416, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     # KAFKA-19999: the marker the coordinator resends after its first response was lost is
     # rejected by KIP-1228's strict epoch check (23 steps; after a failover, 24).
-    "kafka-4.2": Pinned((18150, 53279, 44), (274048, 856481, 24), ("quiescent_completion",),
+    "kafka-4.2": Pinned((18150, 53279, 44), (274334, 857843, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((18150, 53279, 44), (1638560, 6062303, 49), (),
+    "latest": Pinned((18150, 53279, 44), (1639382, 6066993, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

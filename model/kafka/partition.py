@@ -110,27 +110,28 @@ def verification_request(K, w, m, guard) -> VerifyAddPartition:
 
 
 # Verification's retriable errors (ReplicaManager.appendRecordsWithTransactionVerification): the
-# leader fails the produce with NOT_ENOUGH_REPLICAS, which every client retries without a
-# metadata refresh; the group coordinator converts them for a TxnOffsetCommit
-# (GroupMetadataManager.maybeConvertOffsetCommitError), which the client retries too.
+# leader fails a produce with NOT_ENOUGH_REPLICAS, which every client retries without a metadata
+# refresh. For a TxnOffsetCommit the group coordinator passes them on but for NETWORK_EXCEPTION,
+# which it converts to COORDINATOR_LOAD_IN_PROGRESS (maybeConvertOffsetCommitError); the
+# client's TxnOffsetCommitHandler retries all three.
 VERIFICATION_RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR,
                           Errors.NETWORK_EXCEPTION)
 
 
 def _retriable(m, error: Errors) -> Errors:
     if m.rpc == Rpc.TxnOffsetCommit:
-        return (Errors.COORDINATOR_LOAD_IN_PROGRESS if error == Errors.NETWORK_EXCEPTION
-                else Errors.COORDINATOR_NOT_AVAILABLE)
+        return Errors.COORDINATOR_LOAD_IN_PROGRESS if error == Errors.NETWORK_EXCEPTION else error
     return Errors.NOT_ENOUGH_REPLICAS
 
 
 def handle_verify_response(K, w: World, r) -> World:
-    """The coordinator answered a verification (AddPartitionsToTxnManager's callback). A TV2
-    leader from 4.1 retries CONCURRENT_TRANSACTIONS itself (KAFKA-18654); other retriable errors
-    fail the produce for the client to resend it, which reuses the producer id's guard."""
+    """The coordinator answered a verification (AddPartitionsToTxnManager's callback). From 4.1
+    a TV2 leader retries a produce's CONCURRENT_TRANSACTIONS itself (KAFKA-18654, in the produce
+    path); other retriable errors fail the request for the client to resend it, which reuses the
+    producer id's guard."""
     m = r.produce
     part = w.partitions[m.partition]
-    if (r.error == Errors.CONCURRENT_TRANSACTIONS and K.tv2
+    if (r.error == Errors.CONCURRENT_TRANSACTIONS and K.tv2 and m.rpc == Rpc.Produce
             and K.features.verification_retry_at_leader):
         return w._replace(network=send(w.network, verification_request(K, w, m, r.guard)))
     if r.error in VERIFICATION_RETRIABLE:
@@ -146,9 +147,11 @@ def handle_verify_response(K, w: World, r) -> World:
 
 def verification_awaited(w: World, m) -> bool:
     """Whether the leader still waits for the answer to verification ``m`` (a request or its
-    response): the producer id's guard is the one it was sent with (a marker or the verified
-    append clears it)."""
-    return guard_of(w.partitions[m.partition], m.produce.producer_id) == m.guard
+    response): always, as AddPartitionsToTxnManager calls back every request it sent, even one
+    whose guard a marker has cleared meanwhile. (A copy made by ``DuplicateRequest`` is not told
+    from the original: its loss fails the produce too, which the client ignores unless the same
+    batch is in flight.)"""
+    return True
 
 
 def verification_timed_out(K, w: World, m) -> World:

@@ -46,7 +46,8 @@ from model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSE
                          ClientState as C, Errors, Outcome, World, replace_at)
 
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)
-OFFSET_COMMIT_RETRIABLE = (Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS)
+OFFSET_COMMIT_RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR,
+                           Errors.COORDINATOR_LOAD_IN_PROGRESS)
 IN_TXN = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION, C.ABORTABLE_ERROR)
 
 
@@ -328,8 +329,9 @@ def receive_end_txn_response(K, w, i, m):
 
 def receive_txn_offset_commit_response(K, w, i, m):
     """TxnOffsetCommitHandler.handleResponse: a stale generation makes the transaction abortable
-    (CommitFailedException); the coordinator errors a failed verification is converted to are
-    retried; a fenced epoch or another error is fatal."""
+    (CommitFailedException); the retriable errors a failed verification leaves (the client
+    retries them: RetriableException, or NOT_COORDINATOR after a lookup) are retried; a fenced
+    epoch or another error is fatal."""
     p = w.producers[i]
     if p.in_flight_request != Rpc.TxnOffsetCommit:
         return w

@@ -25,8 +25,9 @@ class Features(NamedTuple):
     partition_verification: bool = False   # KIP-890 part 1 (3.6): leaders verify before a txn's first write
     verification_guard: bool = False       # KAFKA-14884 (3.6): a verification guard cleared by markers
     transaction_version: int = 1           # 1, or 2 = KIP-890 part 2 (4.0): epoch bump at every EndTxn
-    verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries a
-                                           # verification answered CONCURRENT_TRANSACTIONS itself
+    verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries
+                                           # a produce's verification answered
+                                           # CONCURRENT_TRANSACTIONS itself
     strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
     idempotent_marker_retry: bool = False  # KAFKA-19999: equal-epoch marker with no open txn is a no-op
 
@@ -77,8 +78,8 @@ _preset("kafka-4.0", "kafka-3.6",
         "epoch equals the stored one.",
         transaction_version=2)
 _preset("kafka-4.1", "kafka-4.0",
-        "4.1: a TV2 leader retries a verification answered CONCURRENT_TRANSACTIONS itself "
-        "(KAFKA-18654) instead of failing the produce.",
+        "4.1: a TV2 leader retries a produce's verification answered CONCURRENT_TRANSACTIONS "
+        "itself (KAFKA-18654) instead of failing the produce.",
         verification_retry_at_leader=True)
 _preset("kafka-4.2", "kafka-4.1",
         "4.2: KIP-1228, TV2 leaders require a marker epoch strictly greater than the stored epoch.",

@@ -59,8 +59,8 @@ class Errors(IntEnum):
     ILLEGAL_GENERATION = 11
     NOT_ENOUGH_REPLICAS = 12         # a leader's answer for a verification that must be retried
     NETWORK_EXCEPTION = 13           # an inter-broker request timed out (AddPartitionsToTxnManager)
-    COORDINATOR_NOT_AVAILABLE = 14   # the group coordinator's answers for a retriable
-    COORDINATOR_LOAD_IN_PROGRESS = 15  # verification error (maybeConvertOffsetCommitError)
+    COORDINATOR_LOAD_IN_PROGRESS = 14  # the group coordinator's for NETWORK_EXCEPTION
+                                       # (maybeConvertOffsetCommitError)
 
 
 class Rpc(IntEnum):

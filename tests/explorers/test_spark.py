@@ -17,7 +17,7 @@ from tests.grid import grid, grid_spec
 from model import registry
 from traces.trace import Trace, trace_metadata
 from model.config import resolve_config_path
-from model.core import Expectation as E
+from model.core import Expectation as E, Machine
 from model.protocol import Rule
 from explorers import bfs
 from explorers import spark as spark_explorer
@@ -177,6 +177,22 @@ def _raise_after(limit):
 
 
 SMALL = {"max": 2, "reset": True}
+
+
+def _moves(s, a, t):
+    return ((repr(s), repr(t)),)
+
+
+def _grid_with_moves(**props):
+    """The grid with one state machine whose edges are its moves (each transition a distinct
+    edge), so edge coverage shows exactly which transitions an explorer counted."""
+    model = grid(max=2, **props)
+    table = tuple(sorted({(repr((x, y)), repr(t)) for x in range(3) for y in range(3)
+                          for _, t in model.successors((x, y))}))
+    model.machines = lambda: (Machine("moves", table, _moves),)
+    return model
+
+
 GRID_CASES = {
     # name: (model builder, BfsOptions)
     "always violated": (partial(grid, max=2, Sum=(ALWAYS, lambda p, s: s[0] + s[1] < 3)), {}),
@@ -189,6 +205,10 @@ GRID_CASES = {
         Monotone=(TRANSITION, lambda p, s, a, t: a == ("Reset",) or t >= s),
         Corner=(SOMETIMES, lambda p, s: s == (2, 2)), Far=(SOMETIMES, lambda p, s: s[0] > 2),
         Ends=(EVENTUALLY, lambda p, s: s == (2, 2))), {}),
+    # the violating step is counted and its edge noted before the search stops (Spark: ``_cut``)
+    "transition violated at a new edge": (partial(_grid_with_moves, NoStep=(
+        TRANSITION, lambda p, s, a, t: (s, t) != ((1, 1), (2, 1)))), {}),
+    "edges of a clean run": (partial(_grid_with_moves), {}),
     "deadlock": (partial(grid, max=2, reset=False), {}),
     "deadlock ignored, depth bound": (partial(grid, max=3, reset=False),
                                       {"check_deadlock": False, "max_depth": 3}),

@@ -318,8 +318,10 @@ def test_an_older_instance_epoch_bump_fences_the_newer_instance_an_availability_
     ("kafka-0.11", {}, {"zombie_fencing", "instance_fencing"}),            # KAFKA-6119
     ("kafka-1.0", {}, set()),
     ("kafka-1.0", {"faults.producer_state_losses": 1}, {"zombie_fencing", "instance_fencing"}),
+    ("kafka-1.0", {"faults.batch_expiries": 1}, {"zombie_fencing", "instance_fencing"}),
     ("kafka-2.7", {"faults.producer_state_losses": 1}, {"zombie_fencing", "instance_fencing"}),
     ("kafka-3.6", {"faults.producer_state_losses": 1}, set()),
+    ("kafka-3.6", {"faults.batch_expiries": 1, "cluster.consumers": 0}, set()),
     ("latest", {"faults.producer_state_losses": 1, "faults.transactional_id_expirations": 1},
      set())])
 def test_which_presets_meet_the_fencing_claims(preset, settings, violated):
@@ -327,3 +329,24 @@ def test_which_presets_meet_the_fencing_claims(preset, settings, violated):
     out = explore(bind(preset, **settings), BfsOptions(
         properties=["zombie_fencing", "instance_fencing"], keep_going=True))
     assert {v.property for v in out.violations} == violated
+
+
+@pytest.mark.parametrize("preset", ["kafka-3.6", "latest"])
+def test_a_lost_offset_commit_verification_is_retried_by_the_client(preset):
+    """The group coordinator verifies a TxnOffsetCommit too; a lost verification calls back
+    NETWORK_EXCEPTION, which it converts to COORDINATOR_LOAD_IN_PROGRESS
+    (maybeConvertOffsetCommitError) and the client's TxnOffsetCommitHandler resends."""
+    model = bind(preset, **{"cluster.producers_per_id": 1, "faults.producer_crashes": 0,
+                            "cluster.consumers": 0, "workload.consume_transform_produce": True,
+                            "workload.input_records": 1, "faults.request_losses": 1})
+    lost = _recording(model, lambda s, a, t: a[0] == "LoseRequest"
+                      and a[1].rpc.name == "VerifyAddPartition"
+                      and a[1].produce.rpc.name == "TxnOffsetCommit")
+    retried = _recording(model, lambda s, a, t: a[0] == "ReceiveTxnOffsetCommitResponse"
+                         and a[1].error == Errors.COORDINATOR_LOAD_IN_PROGRESS)
+    assert explore(model).violations == ()
+    assert lost and retried
+    for s, a, t in retried:
+        assert t.network[-1].rpc.name == "TxnOffsetCommit"    # sent again
+        assert t.producers[a[1].producer].in_flight_request == s.producers[
+            a[1].producer].in_flight_request
