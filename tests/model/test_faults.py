@@ -350,3 +350,19 @@ def test_a_lost_offset_commit_verification_is_retried_by_the_client(preset):
         assert t.network[-1].rpc.name == "TxnOffsetCommit"    # sent again
         assert t.producers[a[1].producer].in_flight_request == s.producers[
             a[1].producer].in_flight_request
+
+
+@pytest.mark.parametrize("preset, error", [("kafka-1.0", Errors.UNKNOWN_PRODUCER_ID),
+                                           ("kafka-2.5", Errors.NONE)])
+def test_an_unknown_producer_id_with_a_later_sequence_is_accepted_from_2_5(preset, error):
+    """After the leader forgot the producer id, the next transaction's batch (same epoch, next
+    sequence) is rejected with UNKNOWN_PRODUCER_ID before 2.5 and accepted from 2.5 (KIP-360,
+    KAFKA-8710: checkSequence accepts any sequence when there is no producer epoch)."""
+    model = bind(preset, **{"faults.producer_state_losses": 1, "cluster.producers_per_id": 1,
+                            "faults.producer_crashes": 0, "cluster.consumers": 0,
+                            "workload.transactions_per_producer": 2})
+    seen = _recording(model, lambda s, a, t: a[0] == "HandleProduce"
+                      and not s.partitions[a[1].partition].producers
+                      and a[1].base_sequence > 0)
+    explore(model, BfsOptions(properties=["record"]))
+    assert seen and {t.network[-1].error for _, _, t in seen} == {error}
