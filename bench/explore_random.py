@@ -98,8 +98,8 @@ def mutant_rows(config: str, names: list[str], seeds: int) -> list[str]:
     rows = [row("mutant", "explorer", "seed", "violation", "first violation (s)", "total (s)",
                 "steps", "found", "reported"), "|---|---|---:|---|---:|---:|---:|---:|---:|"]
     for m in mutants.MUTANTS:
-        if names and m.name not in names:
-            continue
+        if names and m.name not in names or m.invariant == "eventual_completion":
+            continue   # (a liveness bug: random walks find no lasso; --explorer graph does)
         version = {k: v for k, v in m.settings.items() if k == "protocol.version"}
         model = registry.bind(registry.load(resolve_config_path(config),
                                             overrides=version | {"model.mutant": m.name}))

@@ -343,6 +343,13 @@ def run_bfs(cfg, args, progress):
     return explore(registry.bind(cfg), search_options(cfg, args, progress))
 
 
+def run_graph(cfg, args, progress):
+    from explorers import graph   # numpy and scipy: only when needed
+
+    o = search_options(cfg, args, progress)
+    return graph.explore(registry.bind(cfg), graph.GraphOptions(**o.__dict__))
+
+
 def run_spark(cfg, args, progress):
     from explorers import spark
 
@@ -389,11 +396,11 @@ def run_simulate(cfg, args, progress):
 
 
 # --explorer NAME -> run(cfg, args, progress) -> Outcome
-EXPLORERS = {"bfs": run_bfs, "spark": run_spark, "stateful": run_stateful,
+EXPLORERS = {"bfs": run_bfs, "graph": run_graph, "spark": run_spark, "stateful": run_stateful,
              "simulate": run_simulate}
 # flag -> the explorers it applies to (giving it to another explorer is a usage error)
 EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
-                  "--continue": ("bfs", "spark"),
+                  "--continue": ("bfs", "graph", "spark"),
                   "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
                                                    "--master", "--checkpoint", "--recover")}}

@@ -52,10 +52,10 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         lines.append("Interrupted: the results below are partial.")
     lines.append(f"  {_n(s.distinct)} distinct states, {_n(s.generated)} generated, depth {s.depth}, "
                  f"{s.seconds:.2f} s ({_n(int(s.states_per_second))} distinct states/s)")
+    x = outcome.extra
     lines.append(f"  peak memory {s.peak_memory_mb:.0f} MB ({s.bytes_per_state:.0f} bytes per state); "
                  + ("fingerprints exact (packed states)" if s.collision_probability == 0
                     else f"fingerprint collision probability {s.collision_probability:.1e}"))
-    x = outcome.extra
     if "walks" in x:  # a random explorer: what it did, and how to get the same run again
         lines.append(f"  {_n(x['walks'])} random behaviours, {_n(int(x['steps_per_second']))} steps/s, "
                      f"seed {x.get('seed', 0)}; not exhaustive")
@@ -64,7 +64,15 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     if outcome.checked:
         lines.append(f"Properties checked: {', '.join(outcome.checked)}")
     if outcome.unchecked:
-        lines.append(f"Not checked by this explorer (liveness): {', '.join(outcome.unchecked)}")
+        why = ("the state graph is incomplete (the search stopped)" if outcome.explorer == "graph"
+               else "--explorer graph checks them")
+        lines.append(f"Not checked (liveness; {why}): {', '.join(outcome.unchecked)}")
+    if "graph" in x:
+        g = x["graph"]
+        lines.append(f"  state graph: {_n(g['edges'])} edges; {_n(g['sccs'])} strongly connected "
+                     f"components ({_n(g['nontrivial_sccs'])} with a cycle, largest "
+                     f"{_n(g['largest_scc'])} states, {_n(g['terminal_sccs'])} terminal); diameter "
+                     f"{g['diameter']}; liveness {g['liveness_seconds']:.2f} s")
     if outcome.not_applicable:
         lines.append("Not applicable in this configuration (witnesses that cannot arise): "
                      f"{', '.join(outcome.not_applicable)}")
@@ -84,11 +92,20 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         lines.append(_violation_headline(v))
         if v.claim:
             lines.append(f"  claim: {v.claim}")
-        if v.path is not None:
-            shortest = outcome.explorer in ("bfs", "spark")
+        if v.path is not None and v.path.loop is not None:
+            p = v.path
+            lines.append(f"  fair lasso: {len(p)} steps, then "
+                         + (f"a loop back to state {p.loop}" if p.loop_action is not None
+                            else "stuttering in the last state forever")
+                         + " (shortest stem to a fair loop in the state graph)")
+            lines.extend(explain.lasso_steps(model, p.states, p.actions, v.property, p.loop,
+                                             p.loop_action, p.trigger))
+            lines.extend("  " + ln for ln in v.detail.splitlines())
+        elif v.path is not None:
+            shortest = outcome.explorer in ("bfs", "spark", "graph")
             lines.append(f"  {'shortest' if shortest else 'minimized'} counterexample: {len(v.path)} steps")
             lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
-        if v.detail:
+        if v.detail and not (v.path is not None and v.path.loop is not None):
             lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
         if v.property in traces:
             lines.append(f"  trace written to {traces[v.property]}")
@@ -105,6 +122,8 @@ def _violation_headline(v) -> str:
                      "would pass vacuously).",
         "deadlock": "Error: deadlock reached (no action is enabled).",
         "model_error": "Error: the model raised an exception.",
+        "eventually": f"Error: liveness property {v.property} is violated: a fair behaviour "
+                      "never satisfies it.",
     }.get(v.kind, f"Error: {v.property} is violated.")
 
 
@@ -127,10 +146,15 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         "violations": [{"property": v.property, "kind": v.kind, "claim": v.claim,
                         "steps": len(v.path) if v.path is not None else None,
                         "actions": [model.format_action(a) for a in v.path.actions] if v.path else [],
-                        "trace": traces.get(v.property), "detail": v.detail or None}
+                        "trace": traces.get(v.property), "detail": v.detail or None,
+                        **({"loop": v.path.loop, "loop_action": None if v.path.loop_action is None
+                            else model.format_action(v.path.loop_action)}
+                           if v.path is not None and v.path.loop is not None else {})}
                        for v in outcome.violations],
     }
     x = outcome.extra
+    if "graph" in x:
+        doc["graph"] = x["graph"]
     if "walks" in x:  # a random explorer: the run's size, speed and seed, to repeat it
         doc["random"] = {"walks": x["walks"], "seed": x.get("seed", 0),
                          "steps_per_second": round(x["steps_per_second"]),

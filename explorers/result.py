@@ -14,10 +14,18 @@ EXIT_MODEL_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED = 75, 130, 143
 
 @dataclass(frozen=True)
 class Path:
-    """A behaviour from an initial state: ``actions[i]`` leads from ``states[i]`` to ``states[i+1]``."""
+    """A behaviour from an initial state: ``actions[i]`` leads from ``states[i]`` to ``states[i+1]``.
+
+    A lasso (a liveness counterexample) also has ``loop``: the last state steps back to
+    ``states[loop]`` by ``loop_action`` and the behaviour repeats from there forever; without a
+    ``loop_action`` the loop is stuttering: the behaviour stays in the last state forever
+    (``loop`` is then its index). ``trigger``: where the claim's ``when`` held (0 for ``<>``)."""
 
     states: tuple
     actions: tuple
+    loop: int | None = None
+    loop_action: tuple | None = None
+    trigger: int = 0
 
     def __len__(self) -> int:  # number of steps
         return len(self.actions)
@@ -25,7 +33,8 @@ class Path:
 
 @dataclass(frozen=True)
 class Violation:
-    """kind: ``always``, ``transition``, ``sometimes`` (never witnessed), ``deadlock``, ``model_error``."""
+    """kind: ``always``, ``transition``, ``terminal``, ``sometimes`` (never witnessed),
+    ``eventually`` (a lasso), ``deadlock``, ``model_error``."""
 
     property: str
     kind: str

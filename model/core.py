@@ -9,6 +9,8 @@ A model is a transition system over immutable values. Explorers see only this mo
 * ``Property``: a named claim with an ``Expectation``. Which states and steps each kind is
   checked on, and what a violation is, is one policy for every explorer (``explorers.checking``).
 * ``fingerprint``: the stable 64-bit key of a view.
+* ``Fairness`` / ``Fair``: the fairness a model declares for families of its actions
+  (``ModelBase.fairness``, ``fair_family``), under which ``eventually`` properties are checked.
 
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
 build in the hot path and readable in traces. A model names each action's parameters in
@@ -34,7 +36,9 @@ class Expectation(str, enum.Enum):
     ALWAYS = "always"            # holds(state) in every reachable state (an invariant)
     TRANSITION = "transition"    # holds(before, action, after) for every reachable transition
     SOMETIMES = "sometimes"      # holds(state) in at least one reachable state (a witness)
-    EVENTUALLY = "eventually"    # liveness: on every behaviour, a state where holds(state)
+    EVENTUALLY = "eventually"    # liveness: on every fair behaviour, a state where holds(state)
+                                 # (from the start; with ``when``: after every state where
+                                 # when(state), TLA+'s when ~> holds)
     TERMINAL = "terminal"        # holds(state) in every reachable state with no enabled action
                                  # (of the model being checked; one left unexpanded by the state
                                  # constraint or the depth bound is not terminal)
@@ -53,6 +57,42 @@ class Property:
     # False there (a spec's property takes the model's parameters, ``applies(p)``), and the check
     # reports it as not applicable instead of never witnessed. None: it always applies.
     applies: Callable[..., bool] | None = None
+    # EVENTUALLY only: a leads-to claim ``when ~> holds``. Every fair behaviour that reaches a
+    # state where ``when`` holds reaches a state where ``holds`` does, then or later. None: from
+    # the initial state (``<>holds``).
+    when: Callable[..., bool] | None = None
+
+
+class Fairness(str, enum.Enum):
+    """What a behaviour owes a family of actions (TLA+'s WF and SF)."""
+
+    WEAK = "weak"      # enabled continuously from some point on: taken eventually
+    STRONG = "strong"  # enabled again and again: taken again and again
+
+
+@dataclass(frozen=True)
+class Fair:
+    """A fairness condition on a family of actions, declared next to the rules it covers.
+
+    ``why``: the mechanism of the system modelled that guarantees it (a retry loop, a request
+    timeout, a scheduled resend). ``family``: the family's name (default: the rule's name;
+    rules that share one share the condition, e.g. the application's commit or abort).
+    ``only``: which of the rule's actions belong, given their arguments (default: all)."""
+
+    kind: Fairness
+    why: str
+    family: str = ""
+    only: Callable[..., bool] | None = None
+
+
+def WF(why: str, family: str = "", only: Callable[..., bool] | None = None) -> Fair:
+    """Weak fairness (TLA+'s WF)."""
+    return Fair(Fairness.WEAK, why, family, only)
+
+
+def SF(why: str, family: str = "", only: Callable[..., bool] | None = None) -> Fair:
+    """Strong fairness (TLA+'s SF)."""
+    return Fair(Fairness.STRONG, why, family, only)
 
 
 @dataclass(frozen=True)
@@ -144,6 +184,15 @@ class ModelBase:
 
     def format_action(self, a: Action) -> str:
         return format_action(a, self.action_params.get(a[0], ()))
+
+    def fairness(self) -> Mapping[str, Fair]:
+        """The fairness conditions, by family name: liveness is checked on the behaviours that
+        meet them all. None by default: any behaviour may stop acting at any time."""
+        return {}
+
+    def fair_family(self, a: Action) -> str | None:
+        """The family (a key of ``fairness``) action ``a`` belongs to, or None."""
+        return None
 
     def machines(self) -> tuple[Machine, ...]:
         """The state machines whose edge coverage a run reports (none by default)."""

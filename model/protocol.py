@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace as dc_replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from model.core import Action, ModelBase, Property
+from model.core import Action, Fair, ModelBase, Property
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Rule:
     enabled: Callable[[Any, Any], Iterable[tuple]]
     apply: Callable[..., Any]
     doc: str = ""
+    fair: Fair | None = None   # its fairness condition (model.core.WF / SF), if any
 
 
 @dataclass(frozen=True)
@@ -106,9 +107,11 @@ class RuleModel(ModelBase):
         self.action_params = {r.name: r.params for r in spec.rules}
         self._rules = [(r.name, partial(r.enabled, p), partial(r.apply, p)) for r in spec.rules]
         self._apply = {name: apply for name, _, apply in self._rules}
+        self._fair = {r.name: r.fair for r in spec.rules if r.fair is not None}
         self._properties = tuple(
             dc_replace(prop, holds=partial(prop.holds, p),
-                       applies=prop.applies and partial(prop.applies, p))
+                       applies=prop.applies and partial(prop.applies, p),
+                       when=prop.when and partial(prop.when, p))
             for prop in spec.properties)
         if spec.view is not None:
             self.view = partial(spec.view, p)
@@ -138,6 +141,16 @@ class RuleModel(ModelBase):
 
     def properties(self):
         return self._properties
+
+    def fairness(self):
+        """The rules' fairness conditions, by family (the rule's name unless it names one)."""
+        return {f.family or name: f for name, f in self._fair.items()}
+
+    def fair_family(self, a: Action) -> str | None:
+        f = self._fair.get(a[0])
+        if f is None or (f.only is not None and not f.only(*a[1:])):
+            return None
+        return f.family or a[0]
 
     def itf_encode(self, s) -> Mapping[str, Any]:
         codec = self.spec.itf_codec

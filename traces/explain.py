@@ -54,6 +54,35 @@ def steps(model, states: Sequence, actions: Sequence, prop: str, kind: str) -> l
     return lines
 
 
+def lasso_steps(model, states: Sequence, actions: Sequence, prop: str, loop: int,
+                loop_action, trigger: int = 0) -> list[str]:
+    """A lasso, one line per step: where the claim stops holding for good (``trigger``), where
+    the loop starts, and the step that closes it (or the stuttering end)."""
+    names = [model.format_action(a) for a in actions]
+    closing = model.format_action(loop_action) if loop_action is not None else ""
+    width = max(map(len, names + [closing]), default=0)
+    lines = [] if trigger or loop else ["    the initial state"]
+    marks = {trigger: f"  {MARK}from here on {prop} never holds"}
+    for i, (name, s, a, t) in enumerate(zip(names, states, actions, states[1:]), start=1):
+        lines.append(f"    {i:>3}. {name:<{width}}  {events_text(model, s, a, t)}".rstrip())
+        if i == trigger:
+            lines[-1] += marks[trigger]
+        if i == loop:
+            lines.append(f"         -- loop: from state {loop} the behaviour repeats forever --")
+    if trigger == 0:
+        lines[0] += marks[0]
+    if loop == 0:
+        lines.append("         -- loop: from state 0 the behaviour repeats forever --")
+    if loop_action is not None:
+        said = events_text(model, states[-1], loop_action, states[loop])
+        lines.append(f"    {len(actions) + 1:>3}. {closing:<{width}}  {said}".rstrip()
+                     + f"  (back to state {loop})")
+    else:
+        lines.append("         it stays in this state forever: no fair action is enabled here "
+                     "(stuttering)")
+    return lines
+
+
 def claim_of(model, prop: str, fallback: str = "") -> str:
     return next((p.claim for p in model.properties() if p.name == prop and p.claim), fallback)
 

@@ -17,7 +17,8 @@ from model.config import ConfigError
 from traces.diff import Change, show, state_changes
 from traces.trace import Trace, TraceError
 
-KINDS = ("always", "transition", "terminal", "deadlock", "model_error")  # violations that have a trace
+KINDS = ("always", "transition", "terminal", "deadlock", "model_error",  # violations that have a
+         "eventually")                                                       # trace
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def violation_check(model, prop: Any, kind: Any) -> Callable[[Any, Any, Any], bo
                 return True
             return False
         return raises
-    if kind not in KINDS:
+    if kind not in KINDS or kind == "eventually":
         raise TraceError(f"cannot replay a trace of kind {kind!r} (replayable: {', '.join(KINDS)})")
     p = next((p for p in model.properties() if p.name == prop), None)
     if p is None:
@@ -198,15 +199,79 @@ VERDICTS = {  # kind -> (reproduced, clean)
                  "longer reproduces"),
     "deadlock": ("the last state has no enabled action (deadlock)",
                  "the last state is not a deadlock: the violation no longer reproduces"),
+    "eventually": ("{p} never holds from state {t} on, on a fair lasso (loop back to state {l})",
+                   "the lasso no longer violates {p}: {why}"),
     "model_error": ("the model raises an exception on the last state's successors",
                     "the model no longer raises on the last state: the violation no longer "
                     "reproduces"),
 }
 
 
+def lasso_property(model, prop: Any):
+    p = next((p for p in model.properties() if p.name == prop), None)
+    if p is None:
+        raise TraceError(f"the model has no property {prop!r}")
+    if p.expectation.value != "eventually":
+        raise TraceError(f"{prop} is a {p.expectation.value} property, not eventually")
+    return p
+
+
+def lasso_verdict(model, p, states, actions, loop: int | None, loop_action) -> tuple[int | None, str]:
+    """Whether the lasso ``states`` (``actions[i]`` from ``states[i]``; the last state steps back
+    to ``states[loop]`` by ``loop_action``, or stutters without one) is a fair behaviour on which
+    ``p`` fails: ``(trigger, "")`` with the state where the failure starts, or ``(None, why)``.
+    ``TraceError`` when the loop does not close."""
+    last = len(states) - 1
+    if loop is None:
+        raise TraceError("a liveness trace must be a lasso: it has no loop")
+    if loop_action is not None:
+        if loop_action not in list(model.actions(states[-1])):
+            raise Divergence(last + 1, model.format_action(loop_action),
+                             enabled=tuple(map(model.format_action, model.actions(states[-1]))))
+        if model.step(states[-1], loop_action) != states[loop]:
+            raise TraceError(f"the loop does not close: {model.format_action(loop_action)} from "
+                             f"the last state does not lead back to state {loop}")
+    elif loop != last:
+        raise TraceError("a stuttering loop must be at the last state")
+    # Where the claim stops holding for good, and a trigger (when) at or after it.
+    start = len(states)
+    while start > 0 and not p.holds(states[start - 1]):
+        start -= 1
+    if start > last:
+        return None, f"{p.name} holds in the last state"
+    trigger = 0 if p.when is None and start == 0 else next(
+        (i for i in range(start, len(states)) if p.when is not None and p.when(states[i])), None)
+    if trigger is None:
+        return None, (f"{p.name} holds in state {start - 1}" if p.when is None else
+                      f"no state from {start} on is one where the claim's trigger holds")
+    # Fairness, judged on the loop itself.
+    cycle = states[loop:]
+    taken = {model.fair_family(a) for a in actions[loop:] + ((loop_action,) if loop_action else ())}
+    for family, fair in model.fairness().items():
+        on = [any(model.fair_family(a) == family for a in model.actions(s)) for s in cycle]
+        if family in taken:
+            continue
+        if all(on) or (fair.kind.value == "strong" and any(on)):
+            return None, (f"the loop is unfair to {family} ({fair.kind.value}): enabled "
+                          f"{'throughout' if all(on) else 'on it'} and never taken")
+    return trigger, ""
+
+
 def replay(trace: Trace) -> Replay:
     prop, kind = trace.meta.get("property"), trace.meta.get("kind")
     model, states, actions = execute(trace)
+    if kind == "eventually":
+        p = lasso_property(model, prop)
+        loop_action = None
+        if trace.loop_action is not None:
+            try:
+                loop_action = model.itf_decode_action(trace.loop_action)
+            except (ValueError, KeyError, TypeError) as e:
+                raise TraceError(f"the loop action: cannot rebuild it ({e})") from None
+        trigger, why = lasso_verdict(model, p, states, actions, trace.loop, loop_action)
+        message = VERDICTS[kind][trigger is None].format(p=prop, t=trigger, l=trace.loop, why=why)
+        return Replay(trigger is not None, len(actions), message, model, states, actions)
+    test = violation_check(model, prop, kind)
     test = violation_check(model, prop, kind)
     last = len(actions)
     bad = test(states[-2] if last else None, actions[-1] if last else None, states[-1])

@@ -4,7 +4,11 @@ A file holds the trace metadata (``#meta``: model, configuration, protocol, prop
 explorer, seed when there is one, tool version; see ``trace_metadata``), the state variables
 (``vars``) and the states; each state after the first records in its ``#meta`` the action that
 led to it, both readable (``RMPrepare(rm=1)``) and as an ITF value (``action_value``) that replay
-decodes. The same trace always serialises to the same bytes. Reading a file only parses JSON into
+decodes. A lasso (a liveness counterexample) has the top-level ``loop``: the index of the state
+the last state steps back to (Apalache ADR-015), by the action in ``#meta`` ``loop_action`` /
+``loop_action_value``; without one the loop is stuttering (``loop`` is then the last index: the
+behaviour stays there forever). ``#meta`` ``trigger``: the state where a leads-to claim's
+``when`` held. The same trace always serialises to the same bytes. Reading a file only parses JSON into
 plain values: nothing in it is executed or unpickled, and any defect is one ``TraceError`` line.
 """
 from __future__ import annotations
@@ -33,19 +37,28 @@ class Trace:
     states: tuple[Mapping[str, Any], ...]   # decoded variable values per state
     actions: tuple[tuple, ...]              # actions[i] leads from states[i] to states[i + 1]
     labels: tuple[str, ...] = field(default=(), compare=False)  # readable actions, as read
+    loop: int | None = None                 # a lasso: the last state steps back to states[loop]
+    loop_action: tuple | None = None        # ... by this action (None: it stutters there)
 
     def __len__(self) -> int:  # number of steps
         return len(self.actions)
 
     @classmethod
     def from_path(cls, model, path, meta: Mapping[str, Any]) -> "Trace":
-        """The trace of a behaviour (anything with ``states`` and ``actions``)."""
-        return cls.of(model, path.states, path.actions, meta)
+        """The trace of a behaviour (anything with ``states`` and ``actions``, and a lasso's
+        ``loop``, ``loop_action`` and ``trigger``)."""
+        loop = getattr(path, "loop", None)
+        if loop is not None:
+            meta = {**meta, "trigger": path.trigger}
+        return cls.of(model, path.states, path.actions, meta, loop,
+                      getattr(path, "loop_action", None))
 
     @classmethod
-    def of(cls, model, states, actions, meta: Mapping[str, Any]) -> "Trace":
+    def of(cls, model, states, actions, meta: Mapping[str, Any], loop: int | None = None,
+           loop_action: tuple | None = None) -> "Trace":
         encoded = tuple(dict(model.itf_encode(s)) for s in states)
-        return cls(dict(meta), tuple(encoded[0]), encoded, tuple(actions))
+        return cls(dict(meta), tuple(encoded[0]), encoded, tuple(actions), loop=loop,
+                   loop_action=loop_action)
 
     def to_json(self, model=None) -> str:
         """Canonical ITF text. ``model`` (optional) formats actions with parameter names."""
@@ -60,8 +73,16 @@ class Trace:
                 value = model.itf_encode_action(a) if model is not None else a
                 meta |= {"action": fmt(a), "action_value": encode(tuple(value))}
             states.append({"#meta": meta, **{k: encode(s[k]) for k in self.vars}})
-        doc = {"#meta": {"format": "ITF", "format-description": FORMAT_DESCRIPTION, **self.meta},
-               "vars": list(self.vars), "states": states}
+        meta = {"format": "ITF", "format-description": FORMAT_DESCRIPTION, **self.meta}
+        doc = {"#meta": meta, "vars": list(self.vars), "states": states}
+        if self.loop is not None:
+            doc["loop"] = self.loop
+            if self.loop_action is not None:
+                a = self.loop_action
+                if model is not None:
+                    a = model.itf_decode_action(a)
+                value = model.itf_encode_action(a) if model is not None else a
+                meta |= {"loop_action": fmt(a), "loop_action_value": encode(tuple(value))}
         return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
     def write(self, file: str | FsPath, model=None) -> None:
@@ -131,8 +152,20 @@ def _parse(doc: Any) -> Trace:
             actions.append(a)
             labels.append(smeta["action"] if isinstance(smeta.get("action"), str) else "")
         values.append({n: decode(st[n], f"state {i} {n}") for n in names})
-    return Trace({k: v for k, v in meta.items() if k not in ("format", "format-description")},
-                 tuple(names), tuple(values), tuple(actions), tuple(labels))
+    loop, loop_action = doc.get("loop"), None
+    if loop is not None:
+        if isinstance(loop, bool) or not isinstance(loop, int) or not 0 <= loop < len(states):
+            raise ItfError(f"loop must be the index of a state (0..{len(states) - 1})")
+        if "loop_action_value" in meta:
+            loop_action = decode(meta["loop_action_value"], "loop action")
+            if not (isinstance(loop_action, tuple) and loop_action
+                    and isinstance(loop_action[0], str)):
+                raise ItfError("loop action must be a tuple starting with its name")
+        elif loop != len(states) - 1:
+            raise ItfError("a loop without a loop_action (stuttering) must be at the last state")
+    skip = ("format", "format-description", "loop_action", "loop_action_value")
+    return Trace({k: v for k, v in meta.items() if k not in skip},
+                 tuple(names), tuple(values), tuple(actions), tuple(labels), loop, loop_action)
 
 
 def trace_metadata(cfg, *, property: str, kind: str, claim: str, explorer: str, source: str,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from model.config import Param
+from model.core import WF
 from model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
 from model.kafka.world import Rpc, fast_replace
 from model.protocol import Rule
@@ -94,7 +95,11 @@ FAULTS = (
     # the coordinator's timers and elections (placed with the coordinator's rules)
     Fault("transaction_timeouts", "transaction timeout aborts",
           (Rule("ExpireTransaction", ("transactional_id", "idle"), _expire_transaction_enabled,
-                coordinator.expire_transaction),),
+                coordinator.expire_transaction,
+                # Only the idle timeout is fair (the early one is a fault within a budget).
+                fair=WF("transaction.timeout.ms: TransactionCoordinator.abortTimedOutTransactions "
+                        "runs every transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                        only=lambda tid, idle: idle)),),
           COORDINATOR, _on_coordinator, lambda a: "transaction timeout: abort"),
     Fault("coordinator_failovers", "transaction coordinator failovers",
           (Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,

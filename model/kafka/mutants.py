@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace as dc_replace
 from typing import Callable
 
-from model.kafka import consumer, coordinator, group_coordinator, network, partition, producer
+from model.kafka import (consumer, coordinator, faults, group_coordinator, network, partition,
+                         producer)
 from model.kafka.network import Rpc
 from model.protocol import ProtocolSpec, Rule
 from model.kafka.world import ClientState, Control, Outcome
@@ -175,6 +176,16 @@ def _abort_without_end_txn():
     return [Rule("AbortTransaction", ("producer",), producer.abort_transaction_enabled, apply)]
 
 
+def _marker_not_resent():
+    """A liveness bug: nothing is unsafe, the transaction just never completes."""
+    def dropped(K, w, m):
+        return w
+
+    senders = dict(faults._SENDERS)
+    senders[Rpc.WriteTxnMarkers] = (senders[Rpc.WriteTxnMarkers][0], dropped)
+    return {(faults, "_SENDERS"): senders}
+
+
 V26 = {"protocol.version": "kafka-2.6"}
 CTP = {"workload.consume_transform_produce": True, "workload.input_records": 1,
        "cluster.producers_per_id": 1, "faults.producer_crashes": 0, "cluster.consumers": 0}
@@ -228,6 +239,12 @@ MUTANTS = (
            "OffsetFetch(requireStable) answers while a transactional offset commit is pending",
            V26 | CTP | {"cluster.transactional_ids": 2, "faults.rebalances": 1,
                         "workload.abort_transactions": False}, _offset_fetch_ignores_pending),
+    Mutant("marker-not-resent", "eventual_completion",
+           "a WriteTxnMarkers lost in flight (or its answer) is not sent again: the transaction "
+           "stays in PrepareCommit/PrepareAbort",
+           {"faults.request_losses": 1, "faults.producer_crashes": 0,
+            "workload.transactions_per_producer": 2},
+           _marker_not_resent),
 )
 BY_NAME = {m.name: m for m in MUTANTS}
 NAMES = (NONE, *BY_NAME)

@@ -21,6 +21,7 @@ from functools import partial
 
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
+from model.core import WF
 from model.kafka import (client, consumer, coordinator, diagram, faults, group_coordinator,
                          mutants, network, partition, producer, tables)
 from model.kafka.network import Rpc
@@ -49,8 +50,17 @@ def _init(K):
 
 # --- message delivery ------------------------------------------------------------------------------
 
+# Every message the network does not lose is delivered: TCP delivers in order what it does not
+# drop, and a request still in flight after request.timeout.ms is a loss here (the faults
+# request_losses / response_losses, after which the sender retries). A held-back message
+# (request_delays) is delivered later, but delivered.
+DELIVERED = WF("the network delivers every message it does not lose (TCP; a loss is a fault, "
+               "after which request.timeout.ms makes the sender retry)")
+
+
 def _deliver_rule(name, rpc, handler, to_producer=False, doc=""):
-    rule = Rule(name, ("message", "held_back"), *network.delivery(rpc, handler, to_producer), doc)
+    rule = Rule(name, ("message", "held_back"), *network.delivery(rpc, handler, to_producer), doc,
+                fair=DELIVERED)
     DELIVERIES[rpc] = rule
     return rule
 
@@ -67,7 +77,9 @@ RULES = CLIENT_RULES + (
     _deliver_rule("HandleVerifyAddPartition", Rpc.VerifyAddPartition,
                   coordinator.handle_verify_add_partition),
     Rule("CommitTxnLogAppend", ("transactional_id",), coordinator.commit_append_enabled,
-         coordinator.commit_append),
+         coordinator.commit_append,
+         fair=WF("a transaction log append completes once replicated (acks=all to "
+                 "min.insync.replicas); one that fails is a coordinator failover here")),
     _deliver_rule("HandleWriteTxnMarkersResponse", Rpc.WriteTxnMarkersResponse,
                   coordinator.handle_write_txn_markers_response),
     *faults.rules(faults.COORDINATOR),    # its timers and elections: the fault table's rows
@@ -91,7 +103,8 @@ RULES = CLIENT_RULES + (
     _deliver_rule("ReceiveTxnOffsetCommitResponse", Rpc.TxnOffsetCommitResponse,
                   producer.receive_txn_offset_commit_response, to_producer=True),
     # consumers
-    Rule("Fetch", ("consumer", "partition"), consumer.fetch_enabled, consumer.fetch),
+    Rule("Fetch", ("consumer", "partition"), consumer.fetch_enabled, consumer.fetch,
+         fair=WF("a read_committed consumer polls in a loop")),
     # the other faults (model.kafka.faults)
     *faults.rules(besides=faults.COORDINATOR),
 )

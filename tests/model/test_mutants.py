@@ -6,7 +6,10 @@ import pytest
 from model import registry
 from model.kafka import mutants, partition
 from model.config import ConfigError, resolve_config_path
+from explorers import graph
 from explorers.bfs import BfsOptions, explore
+
+LIVENESS = ("eventual_completion", "markers_close_transactions", "lso_reaches_high_watermark")
 
 STEPS = {  # pinned length of each mutant's shortest counterexample
     "leader-skips-epoch-check": 23, "leader-skips-duplicate-check": 14,
@@ -16,7 +19,7 @@ STEPS = {  # pinned length of each mutant's shortest counterexample
     "add-partitions-skips-epoch-check": 13, "end-txn-answered-before-replication": 21,
     "markers-skip-a-partition": 21, "end-txn-with-batches-in-flight": 19,
     "abort-skips-end-txn": 6, "offsets-materialised-on-abort": 21,
-    "offset-fetch-ignores-pending": 47,
+    "offset-fetch-ignores-pending": 47, "marker-not-resent": 21,   # a lasso's stem
 }
 
 
@@ -27,7 +30,11 @@ def mutant_config(m: mutants.Mutant, mutant: str | None = None):
 
 @pytest.mark.parametrize("m", mutants.MUTANTS, ids=[m.name for m in mutants.MUTANTS])
 def test_mutant_is_caught(m):
-    out = explore(registry.bind(mutant_config(m)), BfsOptions(properties=[m.invariant]))
+    model = registry.bind(mutant_config(m))
+    if m.invariant in LIVENESS:   # a liveness bug: the state graph's lasso
+        out = graph.explore(model, graph.GraphOptions(properties=[m.invariant]))
+    else:
+        out = explore(model, BfsOptions(properties=[m.invariant]))
     assert [v.property for v in out.violations] == [m.invariant]
     assert len(out.violations[0].path) == STEPS[m.name]
 

@@ -1,0 +1,253 @@
+"""The state-graph explorer: the BFS's counts and verdicts exactly, and liveness under fairness on
+toys with known answers (a fair and an unfair cycle, a stuttering end, weak against strong
+fairness, Emerson-Lei's re-split, fairness judged on the loop itself, leads-to), then the Kafka
+model (KAFKA-19999 as a lasso that replays, a broken variant, `latest` clean)."""
+import json
+
+import pytest
+
+from model import registry
+from model.config import resolve_config_path
+from model.core import Expectation as E, Property, SF, WF
+from model.kafka import mutants
+from model.protocol import ProtocolSpec, Rule
+from explorers import bfs, graph
+from explorers.graph import GraphOptions
+from tests.grid import grid
+from traces.replay import lasso_verdict
+
+
+def lts(edges, fair=None, init=(0,), **props):
+    """A labelled transition system: ``edges[state]`` lists ``(action, target)``; one rule per
+    action name, with ``fair[name]`` its fairness; ``props``: name -> (holds, when)."""
+    fair = fair or {}
+    names = sorted({n for outs in edges.values() for n, _ in outs})
+
+    def rule(n):
+        return Rule(n, (), lambda p, s: [()] if any(m == n for m, _ in edges.get(s, ())) else [],
+                    lambda p, s: next(t for m, t in edges[s] if m == n), fair=fair.get(n))
+    properties = tuple(Property(k, E.EVENTUALLY, (lambda p, s, h=h: h(s)), f"claim {k}",
+                                when=None if w is None else (lambda p, s, w=w: w(s)))
+                       for k, (h, w) in props.items())
+    spec = ProtocolSpec("lts", init=lambda p: list(init), rules=tuple(map(rule, names)),
+                        properties=properties, check_deadlock=False)
+    return spec.bind({})
+
+
+def lasso(model, **options):
+    out = graph.explore(model, GraphOptions(**options))
+    assert out.explorer == "graph"
+    return [v for v in out.violations if v.kind == "eventually"], out
+
+
+def is_fair_lasso(model, v) -> bool:
+    p = next(p for p in model.properties() if p.name == v.property)
+    trigger, why = lasso_verdict(model, p, v.path.states, v.path.actions, v.path.loop,
+                                 v.path.loop_action)
+    return trigger is not None
+
+
+W = WF("test")
+S = SF("test")
+GOAL = {"Goal": ((lambda s: s == 9), None)}
+
+
+# --- the same search as the BFS ------------------------------------------------------------------
+
+def _same(a, b):
+    assert (a.stats.distinct, a.stats.generated, a.stats.depth) == \
+           (b.stats.distinct, b.stats.generated, b.stats.depth)
+    assert a.coverage == b.coverage and a.never_enabled == b.never_enabled
+    assert a.edges == b.edges and a.complete == b.complete
+    assert [(v.property, v.kind, v.path.actions if v.path else None) for v in a.violations] == \
+           [(v.property, v.kind, v.path.actions if v.path else None) for v in b.violations]
+
+
+@pytest.mark.parametrize("props", [
+    {}, {"Bounded": (E.ALWAYS, lambda p, s: s[0] + s[1] < 5)},
+    {"Diag": (E.TRANSITION, lambda p, s, a, t: t != (2, 2))},
+    {"Witness": (E.SOMETIMES, lambda p, s: s == (9, 9))},
+])
+def test_graph_equals_bfs_on_the_grid(props):
+    _same(graph.explore(grid(**props)), bfs.explore(grid(**props)))
+
+
+@pytest.mark.parametrize("name", ["twophase", "twophase-broken"])
+def test_graph_equals_bfs_on_twophase(name):
+    model = registry.bind(registry.load(resolve_config_path(name)))
+    _same(graph.explore(model), bfs.explore(model))
+
+
+@pytest.mark.parametrize("preset", ["kafka-0.11", "kafka-2.7", "kafka-3.6", "kafka-4.2", "latest"])
+def test_graph_equals_bfs_on_kafka_tiny(preset):
+    model = registry.bind(registry.load(resolve_config_path("tiny"),
+                                        overrides={"protocol.version": preset}))
+    safety = [p.name for p in model.properties() if p.expectation is not E.EVENTUALLY]
+    g = graph.explore(model, GraphOptions(properties=safety, keep_going=True))
+    b = bfs.explore(model, bfs.BfsOptions(properties=safety, keep_going=True))
+    _same(g, b)
+
+
+def test_graph_equals_bfs_with_a_depth_bound_and_leaves_liveness_unchecked():
+    model = grid(Ends=(E.EVENTUALLY, lambda p, s: s == (3, 3)))
+    g = graph.explore(model, GraphOptions(max_depth=3))
+    _same(g, bfs.explore(model, bfs.BfsOptions(max_depth=3)))
+    assert not g.complete and g.unchecked == ("Ends",) and "graph" not in g.extra
+
+
+# --- liveness on toys ----------------------------------------------------------------------------
+
+def test_a_stuttering_start_violates_without_fairness_and_not_with_it():
+    edges = {0: [("Go", 9)]}
+    found, _ = lasso(lts(edges, **GOAL))
+    assert len(found) == 1 and found[0].path.loop == 0 and found[0].path.loop_action is None
+    found, out = lasso(lts(edges, {"Go": W}, **GOAL))
+    assert found == [] and out.exit_code == 0 and "Goal" in out.checked
+
+
+def test_a_final_state_stutters_forever_even_when_everything_is_fair():
+    found, out = lasso(lts({0: [("A", 1)], 1: [("B", 2)]}, {"A": W, "B": W}, **GOAL))
+    [v] = found
+    assert v.path.actions == (("A",), ("B",)) and v.path.loop == 2 and out.exit_code == 13
+
+
+def test_an_unfair_self_loop_is_no_counterexample_and_a_fair_one_is():
+    edges = {0: [("Spin", 0), ("Go", 9)]}
+    assert lasso(lts(edges, {"Spin": W, "Go": W}, **GOAL))[0] == []
+    [v] = lasso(lts(edges, {"Spin": W}, **GOAL))[0]
+    assert v.path.loop == 0 and v.path.loop_action == ("Spin",) and v.path.actions == ()
+
+
+def test_weak_and_strong_fairness_give_different_verdicts():
+    """Go is enabled at 0 only: on the loop 0 <-> 1 it is not continuously enabled (weak
+    fairness allows never taking it) but enabled again and again (strong fairness does not)."""
+    edges = {0: [("A", 1), ("Go", 9)], 1: [("B", 0)]}
+    [v] = lasso(lts(edges, {"A": W, "B": W, "Go": W}, **GOAL))[0]
+    assert set(v.path.states) == {0, 1} and v.path.loop_action is not None
+    assert lasso(lts(edges, {"A": W, "B": W, "Go": S}, **GOAL))[0] == []
+
+
+def test_emerson_lei_drops_the_states_where_a_strong_family_is_enabled_and_splits_again():
+    edges = {0: [("A", 1), ("Go", 9)], 1: [("B", 0), ("C", 2)], 2: [("D", 1)]}
+    model = lts(edges, {"A": W, "B": W, "C": W, "D": W, "Go": S}, **GOAL)
+    [v] = lasso(model)[0]
+    loop_states = set(v.path.states[v.path.loop:])
+    assert loop_states <= {1, 2} and 0 not in loop_states and is_fair_lasso(model, v)
+
+
+def test_fairness_is_judged_on_the_loop_reported_not_only_on_its_component():
+    """In the component {0, 1, 2} the family E is disabled only at 2: the shortest loop 0 <-> 1
+    is unfair to it, so the loop reported must pass through 2."""
+    edges = {0: [("A", 1), ("E", 9)], 1: [("B", 0), ("C", 2), ("E", 9)], 2: [("D", 1)]}
+    model = lts(edges, {"A": W, "B": W, "C": W, "D": W, "E": W}, **GOAL)
+    [v] = lasso(model)[0]
+    assert 2 in v.path.states[v.path.loop:] and is_fair_lasso(model, v)
+
+
+def test_a_weak_family_enabled_throughout_and_never_taken_rules_a_component_out():
+    edges = {0: [("A", 1), ("E", 9)], 1: [("B", 0), ("E", 9)]}
+    assert lasso(lts(edges, {"A": W, "B": W, "E": W}, **GOAL))[0] == []
+
+
+def test_leads_to_is_checked_from_every_trigger():
+    """Request ~> Granted: the first request is granted, the second one can wait forever."""
+    edges = {0: [("Req", 1)], 1: [("Grant", 2)], 2: [("Req", 3)],
+             3: [("Spin", 3), ("Grant2", 4)]}
+    claim = {"Granted": ((lambda s: s in (2, 4)), (lambda s: s in (1, 3)))}
+    model = lts(edges, {"Req": W, "Spin": W, "Grant": W}, **claim)
+    [v] = lasso(model)[0]
+    assert v.path.states == (0, 1, 2, 3) and v.path.trigger == 3
+    assert v.path.loop == 3 and v.path.loop_action == ("Spin",) and is_fair_lasso(model, v)
+    model = lts(edges, {"Req": W, "Spin": W, "Grant": W, "Grant2": W}, **claim)
+    assert lasso(model)[0] == []
+
+
+def test_continue_reports_safety_and_liveness_together():
+    edges = {0: [("A", 1)], 1: []}
+    spec = lts(edges, {"A": W}, **GOAL).spec
+    spec = spec.derive("lts", add_properties=[Property("Small", E.ALWAYS, lambda p, s: s < 1)])
+    out = graph.explore(spec.bind({}), GraphOptions(keep_going=True))
+    assert [(v.property, v.kind) for v in out.violations] == [("Small", "always"),
+                                                                ("Goal", "eventually")]
+    assert out.exit_code == 13
+
+
+def test_graph_statistics():
+    _, out = lasso(grid(Ends=(E.EVENTUALLY, lambda p, s: s == (3, 3))))
+    assert out.extra["graph"] | {"liveness_seconds": 0} == {
+        "states": 16, "edges": 25, "sccs": 1, "largest_scc": 16, "terminal_sccs": 1,
+        "nontrivial_sccs": 1, "diameter": 6, "liveness_seconds": 0}
+
+
+# --- the Kafka model -----------------------------------------------------------------------------
+
+LIVENESS = ["eventual_completion", "markers_close_transactions", "lso_reaches_high_watermark"]
+
+
+def kafka(preset, **settings):
+    cfg = registry.load(resolve_config_path("tiny"),
+                        overrides={"protocol.version": preset, "faults.response_losses": 1}
+                        | settings)
+    return registry.bind(cfg)
+
+
+def test_kafka_latest_completes_every_transaction_under_fairness():
+    out = graph.explore(kafka("latest"), GraphOptions(properties=LIVENESS))
+    assert out.exit_code == 0 and set(LIVENESS) <= set(out.checked)
+    assert out.stats.distinct == 119884 and out.stats.generated == 393849
+
+
+def test_kafka_4_2_strict_marker_check_hangs_a_transaction_kafka_19999():
+    """A lost WriteTxnMarkers answer makes the coordinator resend the marker; 4.2's strict epoch
+    check (KIP-1228) rejects the copy with INVALID_PRODUCER_EPOCH and the transaction stays in
+    PrepareAbort forever."""
+    model = kafka("kafka-4.2")
+    out = graph.explore(model, GraphOptions(properties=LIVENESS))
+    [v] = out.violations
+    assert (v.property, v.kind, out.exit_code) == ("eventual_completion", "eventually", 13)
+    names = [a[0] for a in v.path.actions]
+    assert "LoseResponse" in names and len(v.path) == 22 and is_fair_lasso(model, v)
+
+
+def test_a_coordinator_that_never_resends_a_lost_marker_is_caught():
+    m = mutants.BY_NAME["marker-not-resent"]
+    cfg = registry.load(resolve_config_path("tiny"), overrides=m.settings | {"model.mutant": m.name})
+    model = registry.bind(cfg)
+    out = graph.explore(model, GraphOptions(properties=[m.invariant]))
+    [v] = out.violations
+    assert v.property == "eventual_completion" and is_fair_lasso(model, v)
+    same = registry.bind(registry.load(resolve_config_path("tiny"), overrides=m.settings))
+    assert graph.explore(same, GraphOptions(properties=[m.invariant])).exit_code == 0
+
+
+def test_the_kafka_fairness_is_declared_with_its_reasons():
+    model = kafka("latest")
+    fair = model.fairness()
+    assert {"HandleWriteTxnMarkers", "CommitTxnLogAppend", "SendEndTxn", "EndTransaction",
+            "ExpireTransaction"} <= set(fair)
+    assert all(f.why and f.kind.value == "weak" for f in fair.values())
+    assert model.fair_family(("ExpireTransaction", 0, True)) == "ExpireTransaction"
+    assert model.fair_family(("ExpireTransaction", 0, False)) is None   # the budgeted fault
+    assert model.fair_family(("CrashProducer", 0)) is None
+    assert model.fair_family(("AbortTransaction", 0)) == "EndTransaction"
+
+
+def test_cli_writes_a_lasso_that_replays_with_exit_13(tmp_path):
+    from tests.explorers.test_stateful import kafka_mc
+
+    r = kafka_mc("check", "tiny", "--protocol", "kafka-4.2", "--set", "faults.response_losses=1",
+                 "--explorer", "graph", "--invariant", "eventual_completion",
+                 "--out", str(tmp_path))
+    assert r.returncode == 13, r.stderr
+    assert "-- loop: from state 22" in r.stdout and "stuttering" in r.stdout
+    file = tmp_path / "eventual_completion.itf.json"
+    doc = json.loads(file.read_text())
+    assert doc["loop"] == 22 and len(doc["states"]) == 23 and doc["#meta"]["kind"] == "eventually"
+    import itf_py.itf as itf
+    assert itf.trace_from_json(doc).loop == 22
+    r = kafka_mc("replay", str(file))
+    assert r.returncode == 13 and "fair lasso" in r.stdout, r.stdout + r.stderr
+    broken = dict(doc, loop=5)   # a stuttering loop can only be the last state
+    (tmp_path / "bad.itf.json").write_text(json.dumps(broken))
+    r = kafka_mc("replay", str(tmp_path / "bad.itf.json"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
