@@ -98,6 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",
                    help=argparse.SUPPRESS)
 
+    gr = sub.add_parser("graph", help="write the reachable state graph of a small configuration")
+    gr.add_argument("config", nargs="?", metavar="CONFIG",
+                    help="TOML file or name of a shipped config (default: built-in)")
+    gr.add_argument("--model", help="model name (overrides [model] name)")
+    gr.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    dest="sets", help="override a configuration value (repeatable)")
+    gr.add_argument("--protocol", metavar="PRESET",
+                    help="shorthand for --set protocol.version=PRESET")
+    gr.add_argument("--depth", type=_nonneg, metavar="N", help="depth bound (0 = unbounded)")
+    gr.add_argument("--format", choices=["dot", "graphml", "json"], default="dot")
+    gr.add_argument("--out", required=True, metavar="FILE")
+    gr.add_argument("--max-states", type=_positive, default=10_000, metavar="N",
+                    help="refuse graphs with more states than this (default 10,000)")
+
     ls = sub.add_parser("list", help="list models, protocols, invariants or configs")
     ls.add_argument("what", choices=["models", "protocols", "invariants", "mutants", "configs"])
     ls.add_argument("--model", help="the model whose invariants to list (default: the default)")
@@ -113,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rd = sub.add_parser("render", help="a trace as text, a Mermaid sequence diagram or HTML")
     rd.add_argument("trace", metavar="TRACE")
-    rd.add_argument("--format", choices=["text", "mermaid", "html"], default="text")
+    rd.add_argument("--format", choices=["text", "mermaid", "html", "dot"], default="text")
     rd.add_argument("--diff", action="store_true", help="text: only what each step changed")
     rd.add_argument("--out", metavar="FILE", help="default: standard output")
     return p
@@ -224,7 +238,7 @@ def _command(argv) -> int:
         if args.command is None:
             raise UsageError("a command is required: check, list, replay, minimize or render "
                              "(see kafka-mc --help)")
-        return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay,
+        return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay, "graph": cmd_graph,
                 "minimize": cmd_minimize, "render": cmd_render}[args.command](args)
     except (UsageError, ConfigError, TraceError) as e:
         _error(str(e))
@@ -432,6 +446,29 @@ def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
                                             f"{e.strerror or e}") from None
         written[v.property] = str(file)
     return written
+
+
+def cmd_graph(args) -> int:
+    """Exit 0 with the graph written; 2 when it is too big (or any bad input)."""
+    from explorers import graph, graph_export
+
+    args.deadlock = args.invariants = None
+    cfg = load_config(args)
+    model = registry.bind(cfg)
+    g, states, outcome = graph.state_graph(model, max_states=args.max_states,
+                                           max_depth=cfg["check.max_depth"])
+    if outcome.extra.get("too_big"):
+        raise UsageError(f"the state graph has more than {args.max_states:,} states (found "
+                         f"{g.states:,} before stopping): too big to read; raise --max-states or "
+                         f"bound it with --depth")
+    text = graph_export.export(graph_export.to_networkx(model, g, states), args.format)
+    _write(args.out, text)
+    stats = g.statistics()
+    print(f"{args.format} written to {args.out}: {stats['states']:,} states, {stats['edges']:,} "
+          f"edges, {stats['sccs']:,} strongly connected components (largest "
+          f"{stats['largest_scc']:,}, {stats['terminal_sccs']:,} terminal), diameter "
+          f"{stats['diameter']}" + ("" if outcome.complete else "; cut at the depth bound"))
+    return EXIT_OK
 
 
 def cmd_list(args) -> int:

@@ -56,14 +56,16 @@ def explore(model: Model, options: GraphOptions = GraphOptions()) -> Outcome:
 
 
 def state_graph(model: Model, max_states: int = 0, max_depth: int = 0):
-    """The reachable graph (checking nothing); ``(graph, complete)``."""
+    """The reachable graph (checking nothing) and its states: ``(graph, states, outcome)``;
+    ``outcome.extra["too_big"]`` when it has more than ``max_states`` states."""
     options = GraphOptions(properties=[], max_depth=max_depth, check_deadlock=False,
                            max_states=max_states)
-    outcome, graph, _ = _search(model, options, always_graph=True)
-    return graph, outcome.complete
+    kept: list = []
+    outcome, graph, _ = _search(model, options, always_graph=True, keep=kept.append)
+    return graph, kept, outcome
 
 
-def _search(model: Model, options: GraphOptions, always_graph: bool = False):
+def _search(model: Model, options: GraphOptions, always_graph: bool = False, keep=None):
     checks = Checks(model, options.properties, options.check_deadlock)
     always, transition = checks.always, checks.transition
     live = [(p, p.holds, p.when, bytearray(), bytearray()) for p in checks.eventually]
@@ -126,6 +128,8 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False):
                     continue
                 index[fp] = len(fps)
                 fps.append(fp)
+                if keep is not None:
+                    keep(s)
                 found_by.append(-1)
                 depth_of.append(0)
                 expanded.append(0)
@@ -181,6 +185,8 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False):
                         if j is None:
                             j = index[fp] = len(fps)
                             fps.append(fp)
+                            if keep is not None:
+                                keep(t)
                             found_by.append(len(src))
                             depth_of.append(depth + 1)
                             expanded.append(0)

@@ -22,7 +22,7 @@ from traces.diff import Change, show, state_changes
 from traces.replay import Replay, replay
 from traces.trace import Trace
 
-FORMATS = ("text", "mermaid", "html")
+FORMATS = ("text", "mermaid", "html", "dot")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,20 @@ class Story:
     file: str = ""      # where the trace was read from, for the replay command
 
     @property
+    def loop(self) -> int | None:
+        """A lasso's loop start: after state ``loop`` the steps repeat forever."""
+        return self.trace.loop
+
+    @property
+    def loop_end(self) -> str:
+        """What closes the loop: TLC's "Back to state N", or stuttering."""
+        t, model = self.trace, self.result.model
+        if t.loop_action is None:
+            return f"Stuttering: the behaviour stays in state {len(t.states) - 1} forever"
+        return (f"Back to state {t.loop}: "
+                f"{model.format_action(model.itf_decode_action(t.loop_action))}")
+
+    @property
     def title(self) -> str:
         meta = self.trace.meta
         what = meta.get("kind") if meta.get("kind") in ("deadlock", "model_error") \
@@ -62,7 +76,7 @@ def story(trace: Trace, file: str = "", result: Replay | None = None) -> Story:
     steps = tuple(
         Step(i, model.format_action(a), explain.events(model, states[i - 1], a, states[i]),
              tuple(state_changes(trace.states[i - 1], trace.states[i], trace.vars)),
-             result.reproduced and i == n)
+             result.reproduced and i == n and trace.loop is None)
         for i, a in enumerate(result.actions, start=1))
     lines = list(model.lifelines())
     for e in (e for s in steps for e in s.events):  # a lifeline the model forgot to list
@@ -78,7 +92,25 @@ def story(trace: Trace, file: str = "", result: Replay | None = None) -> Story:
 def render(trace: Trace, fmt: str, diff: bool = False, file: str = "") -> str:
     s = story(trace, file)
     return {"text": lambda: text(s, diff), "mermaid": lambda: mermaid(s),
-            "html": lambda: page(s)}[fmt]()
+            "html": lambda: page(s), "dot": lambda: dot(s)}[fmt]()
+
+
+def dot(s: Story) -> str:
+    """The trace as a Graphviz digraph (through networkx and pydot): a node per state, an edge
+    per step labelled with its action; a lasso's closing step goes back to its loop start."""
+    import networkx as nx
+
+    g = nx.MultiDiGraph(name=s.title)
+    for i in range(len(s.trace.states)):
+        g.add_node(i, label=f"state {i}")
+    for step in s.steps:
+        g.add_edge(step.number - 1, step.number, label=step.action,
+                   **({"color": "red"} if step.violating else {}))
+    if s.loop is not None:
+        last = len(s.trace.states) - 1
+        label = s.loop_end.split(": ", 1)[-1] if s.trace.loop_action is not None else "stutter"
+        g.add_edge(last, s.loop, label=label, style="dashed")
+    return nx.nx_pydot.to_pydot(g).to_string()
 
 
 def config_text(meta) -> str:
@@ -94,6 +126,8 @@ def text(s: Story, diff: bool = False) -> str:
     out = [f"{s.title} ({config_text(t.meta)}), found by {t.meta.get('explorer', '?')}",
            s.sentence, "", "State 0: initial state"]
     out += [f"/\\ {n} = {show(t.states[0][n])}" for n in t.vars]
+    if s.loop == 0:
+        out.append(LOOP_TEXT)
     for step in s.steps:
         mark = f"  {explain.MARK}{s.violation}" if step.violating else ""
         events = "; ".join(map(explain.event_text, step.events))
@@ -102,7 +136,14 @@ def text(s: Story, diff: bool = False) -> str:
             out += [f"   {c}" for c in step.changes] or ["   (no change)"]
         else:
             out += [f"/\\ {n} = {show(t.states[step.number][n])}" for n in t.vars]
+        if step.number == s.loop:
+            out.append(LOOP_TEXT)
+    if s.loop is not None:
+        out += ["", s.loop_end]
     return "\n".join(out) + "\n"
+
+
+LOOP_TEXT = "-- the loop starts here: from this state on the behaviour repeats forever --"
 
 
 # --- mermaid --------------------------------------------------------------------------------------
@@ -120,6 +161,8 @@ def mermaid(s: Story) -> str:
     out = ["sequenceDiagram",
            f"    %% {_m(s.title)} ({_m(config_text(meta))}), drawn by kafka-mc render"]
     out += [f"    participant {ids[n]} as {_m(n)}" for n in s.lifelines]
+    if s.loop == 0:
+        out.append("    loop repeats forever")
     for step in s.steps:
         if step.violating:
             out.append("    rect rgb(255, 225, 225)")
@@ -136,6 +179,11 @@ def mermaid(s: Story) -> str:
         if step.violating:
             span = _over(ids[s.lifelines[0]], ids[s.lifelines[-1]])
             out += [f"    Note over {span}: {_m(s.violation)}", "    end"]
+        if step.number == s.loop:
+            out.append("    loop repeats forever")
+    if s.loop is not None:
+        span = _over(ids[s.lifelines[0]], ids[s.lifelines[-1]])
+        out += [f"    Note over {span}: {_m(s.loop_end)}", "    end"]
     return "\n".join(out) + "\n"
 
 
@@ -158,6 +206,7 @@ table { border-collapse: collapse; width: 100%; margin-top: 1em; }
 th, td { border-bottom: 1px solid #e4e7ec; padding: .35em .6em; text-align: left;
          vertical-align: top; }
 th { background: #f3f5f8; } tr.violation td { background: #ffe6e6; }
+tr.loop td { background: #eef3ff; } tr.loop-start td, tr.loop-end td { font-weight: bold; color: #24478f; }
 td.changes code { display: block; white-space: pre-wrap; }
 details summary { cursor: pointer; color: #5b6475; font-size: .85em; }
 """
@@ -194,13 +243,20 @@ def _table(s: Story) -> str:
            f"<td class=\"changes\">{full(0)}</td></tr>"]
     for step in s.steps:
         changes = "".join(f"<code>{e(str(c))}</code>" for c in step.changes) or "(no change)"
-        row = '<tr class="violation">' if step.violating else "<tr>"
+        row = ('<tr class="violation">' if step.violating else
+               '<tr class="loop">' if s.loop is not None and step.number > s.loop else "<tr>")
         out.append(
             f"{row}<td>{step.number}</td>"
             f"<td><code>{e(step.action)}</code></td>"
             f"<td>{'<br>'.join(e(explain.event_text(ev)) for ev in step.events)}</td>"
             f"<td class=\"changes\">{changes}<details><summary>state {step.number}</summary>"
             f"{full(step.number)}</details></td></tr>")
+        if step.number == s.loop:
+            out.append(f'<tr class="loop-start"><td colspan="4">{e(LOOP_TEXT)}</td></tr>')
+    if s.loop is not None:
+        if s.loop == 0:
+            out.insert(2, f'<tr class="loop-start"><td colspan="4">{e(LOOP_TEXT)}</td></tr>')
+        out.append(f'<tr class="loop-end"><td colspan="4">{e(s.loop_end)}</td></tr>')
     return "\n".join(out) + "</table>"
 
 

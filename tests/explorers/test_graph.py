@@ -251,3 +251,52 @@ def test_cli_writes_a_lasso_that_replays_with_exit_13(tmp_path):
     (tmp_path / "bad.itf.json").write_text(json.dumps(broken))
     r = kafka_mc("replay", str(tmp_path / "bad.itf.json"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
+
+
+# --- exports and renderings ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["dot", "graphml", "json"])
+def test_graph_export_parses_back_with_networkx(tmp_path, fmt):
+    import networkx as nx
+    from tests.explorers.test_stateful import kafka_mc
+
+    file = tmp_path / f"g.{fmt}"
+    r = kafka_mc("graph", "tiny", "--depth", "8", "--format", fmt, "--out", str(file))
+    assert r.returncode == 0 and "75 states, 114 edges" in r.stdout, r.stderr
+    read = {"dot": nx.nx_pydot.read_dot, "graphml": nx.read_graphml,
+            "json": lambda f: nx.node_link_graph(json.loads(open(f).read()), edges="edges")}[fmt]
+    g = read(str(file))
+    assert (g.number_of_nodes(), g.number_of_edges()) == (75, 114)
+    if fmt == "json":
+        assert json.loads(g.nodes[0]["state"])["producers"] and g.nodes[0]["initial"]
+        assert {d["action"] for _, _, d in g.edges(data=True)} >= {"InitTransactions(producer=0)"}
+
+
+def test_graph_export_refuses_a_graph_too_big_to_read(tmp_path):
+    from tests.explorers.test_stateful import kafka_mc
+
+    r = kafka_mc("graph", "tiny", "--out", str(tmp_path / "g.dot"))
+    assert r.returncode == 2 and "more than 10,000 states" in r.stderr
+    assert r.stderr.count("\n") == 1 and not (tmp_path / "g.dot").exists()
+    r = kafka_mc("graph", "tiny", "--max-states", "20000", "--out", str(tmp_path / "g.dot"))
+    assert r.returncode == 0 and "18,150 states" in r.stdout
+
+
+def test_a_lasso_renders_with_its_loop_in_every_format(tmp_path):
+    from traces.render import render
+    from traces.trace import Trace, read
+    from explorers.cli import write_traces
+
+    model = kafka("kafka-4.2")
+    out = graph.explore(model, GraphOptions(properties=["eventual_completion"]))
+    cfg = registry.load(resolve_config_path("tiny"), overrides={
+        "protocol.version": "kafka-4.2", "faults.response_losses": 1})
+    file = write_traces(out, cfg, model, tmp_path)["eventual_completion"]
+    trace = read(file)
+    assert trace.loop == 22 and trace.loop_action is None
+    assert "-- the loop starts here" in render(trace, "text")
+    assert "Stuttering: the behaviour stays in state 22 forever" in render(trace, "text")
+    assert "loop repeats forever" in render(trace, "mermaid")
+    assert 'class="loop-end"' in render(trace, "html")
+    assert "22 -> 22" in render(trace, "dot") and "stutter" in render(trace, "dot")
+    assert Trace.to_json(trace, model) == open(file).read()   # the same bytes again
