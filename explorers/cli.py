@@ -516,16 +516,24 @@ def cmd_replay(args) -> int:
 
 
 def cmd_minimize(args) -> int:
-    from traces.explain import steps
+    from traces.explain import lasso_steps, steps
     from traces.minimize import minimize
 
     out = args.out or _sibling(args.trace, ".min.itf.json")
     _not_the_input(out, args.trace)
     model, states, small = minimize(read(args.trace))
     _write(out, small.to_json(model))
-    print(f"minimized {small.meta['minimized_from']} steps to {len(small)}: {out}")
-    print("\n".join(steps(model, states, small.actions, small.meta["property"],
-                           small.meta["kind"])))
+    print(f"minimized {small.meta['minimized_from']} steps to {len(small)}"
+          + (" (the stem; the loop is kept)" if small.loop is not None else "") + f": {out}")
+    if small.loop is not None:
+        print("\n".join(lasso_steps(model, states[:len(small.actions) + 1], small.actions,
+                                    small.meta["property"], small.loop,
+                                    None if small.loop_action is None else
+                                    model.itf_decode_action(small.loop_action),
+                                    small.meta.get("trigger", 0))))
+    else:
+        print("\n".join(steps(model, states, small.actions, small.meta["property"],
+                               small.meta["kind"])))
     return EXIT_OK
 
 

@@ -16,12 +16,16 @@ Two reductions alternate until neither removes a step:
   as a field of a record argument: a message's ``producer``);
 * delta debugging (Zeller's ddmin): drop chunks of halving size, ending 1-minimal (no single step
   can be removed).
+
+A lasso (a liveness counterexample) stays a lasso: only its stem is shrunk. A candidate stem is
+run as above, then the loop's steps exactly as recorded; it passes when the loop still closes,
+the claim still fails from some trigger on, and the loop is still fair (``lasso_verdict``).
 """
 from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
-from traces.replay import replay, violation_check
+from traces.replay import lasso_property, lasso_verdict, replay, violation_check
 from traces.trace import Trace, TraceError
 
 Run = tuple[tuple, tuple]  # (states, actions), states[0] the initial state
@@ -52,9 +56,68 @@ def minimize(trace: Trace) -> Minimized:
     if not result.reproduced:
         raise TraceError(f"nothing to minimize: {result.message}")
     prop, kind = trace.meta.get("property"), trace.meta.get("kind")
-    states, actions = shrink(result.model, result.states[0], result.actions, prop, kind)
     meta = dict(trace.meta) | {"minimized_from": trace.meta.get("minimized_from", len(trace))}
+    if kind == "eventually":
+        return _minimize_lasso(trace, result, meta)
+    states, actions = shrink(result.model, result.states[0], result.actions, prop, kind)
     return Minimized(result.model, states, Trace.of(result.model, states, actions, meta))
+
+
+def _minimize_lasso(trace: Trace, result, meta) -> Minimized:
+    model, loop = result.model, trace.loop
+    p = lasso_property(model, trace.meta.get("property"))
+    cycle = result.actions[loop:]
+    closing = None if trace.loop_action is None else model.itf_decode_action(trace.loop_action)
+    lassos: dict[tuple, tuple] = {}
+
+    def run(stem: tuple) -> Run | None:
+        """The stem's run (states, actions) if it still leads to the same fair loop."""
+        if stem not in lassos:
+            lassos[stem] = None
+            try:
+                found = _run_lasso(model, result.states[0], stem, cycle, closing, p)
+            except Exception:   # the model fails on this candidate, or the loop breaks
+                found = None
+            lassos[stem] = found
+        found = lassos[stem]
+        return None if found is None else (found[0][:found[2] + 1], found[1][:found[2]])
+
+    best = run(tuple(result.actions[:loop]))
+    if best is None:
+        raise TraceError("the lasso does not replay as a fair loop")
+    while True:
+        size = len(best[1])
+        best = _ddmin(_drop_components(model, best, run), run)
+        if len(best[1]) == size:
+            break
+    states, actions, start, trigger = lassos[best[1]] if best[1] in lassos else \
+        next(v for v in lassos.values() if v is not None and v[1][:v[2]] == best[1])
+    return Minimized(model, states, Trace.of(model, states, actions, meta | {"trigger": trigger},
+                                             loop=start, loop_action=closing))
+
+
+def _run_lasso(model, s, stem, cycle, closing, p):
+    """(states, actions, loop start, trigger) of ``stem`` (run as ``_run`` does) then ``cycle``
+    exactly, when that is still a fair lasso violating ``p``; else None."""
+    states, taken = [s], []
+    for a in stem:
+        if not model.within_bounds(s):
+            return None
+        a = _enabled_like(a, model.actions(s))
+        if a is None:
+            continue
+        s = model.step(s, a)
+        states.append(s)
+        taken.append(a)
+    start = len(states) - 1
+    for a in cycle:
+        if a not in list(model.actions(s)):
+            return None
+        s = model.step(s, a)
+        states.append(s)
+    actions = tuple(taken) + tuple(cycle)
+    trigger, _ = lasso_verdict(model, p, tuple(states), actions, start, closing)
+    return None if trigger is None else (tuple(states), actions, start, trigger)
 
 
 def _runner(model, init, test) -> Callable[[tuple], Run | None]:

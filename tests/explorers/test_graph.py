@@ -300,3 +300,34 @@ def test_a_lasso_renders_with_its_loop_in_every_format(tmp_path):
     assert 'class="loop-end"' in render(trace, "html")
     assert "22 -> 22" in render(trace, "dot") and "stutter" in render(trace, "dot")
     assert Trace.to_json(trace, model) == open(file).read()   # the same bytes again
+
+
+def test_minimize_shrinks_a_lasso_stem_and_keeps_the_loop(monkeypatch, tmp_path):
+    """Stem A, Detour, Back, B to state 2, then the fair self-loop Spin forever (Goal never
+    holds): the detour goes, the loop stays, and the result replays as a lasso."""
+    from traces.minimize import minimize
+    from traces.replay import replay
+    from traces.trace import Trace, read, trace_metadata
+
+    edges = {0: [("A", 1)], 1: [("B", 2), ("Detour", 3)], 3: [("Back", 1)], 2: [("Spin", 2)]}
+    spec = lts(edges, {n: W for n in ("A", "B", "Back", "Spin")}, **GOAL).spec
+    monkeypatch.setitem(registry.REGISTERED, "lassotoy", registry.spec_entry(
+        spec.derive("lassotoy", params=lambda cfg: {}), (), name="lassotoy"))
+    cfg = registry.load(None, model="lassotoy")
+    model = registry.bind(cfg)
+    meta = trace_metadata(cfg, property="Goal", kind="eventually", claim="", explorer="test",
+                          source="test", model=model) | {"trigger": 0}
+    long = Trace.of(model, (0, 1, 3, 1, 2), (("A",), ("Detour",), ("Back",), ("B",)), meta,
+                    loop=4, loop_action=("Spin",))
+    long.write(tmp_path / "long.itf.json", model)
+    assert replay(read(tmp_path / "long.itf.json")).reproduced
+    model, states, small = minimize(read(tmp_path / "long.itf.json"))
+    assert small.actions == (("A",), ("B",)) and small.loop == 2
+    assert small.loop_action == ("Spin",) and small.meta["minimized_from"] == 4
+    small.write(tmp_path / "small.itf.json", model)
+    assert replay(read(tmp_path / "small.itf.json")).reproduced
+    # A loop that does not close is refused (one line, exit 2 from the CLI).
+    bad = Trace.of(model, (0, 1, 2), (("A",), ("B",)), meta, loop=1, loop_action=("Spin",))
+    bad.write(tmp_path / "bad.itf.json", model)
+    with pytest.raises(Exception, match="the loop does not close"):
+        replay(read(tmp_path / "bad.itf.json"))
