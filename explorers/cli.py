@@ -50,13 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"kafka-mc {_version()}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    c = sub.add_parser("check", help="explore a configuration and check its properties")
-    c.add_argument("config", nargs="?", metavar="CONFIG",
-                   help="TOML file or name of a shipped config (default: built-in)")
-    c.add_argument("--model", help="model name (overrides [model] name)")
-    c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   dest="sets", help="override a configuration value (repeatable)")
-    c.add_argument("--protocol", metavar="PRESET", help="shorthand for --set protocol.version=PRESET")
+    c = _config_arguments(sub.add_parser("check", help="explore a configuration and check its "
+                                                       "properties"))
     c.add_argument("--explorer", choices=list(EXPLORERS), default="bfs")
     # Flags for some explorers only (EXPLORER_FLAGS); unset means the explorer's default.
     c.add_argument("--max-examples", type=_positive, metavar="N",
@@ -98,14 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",
                    help=argparse.SUPPRESS)
 
-    gr = sub.add_parser("graph", help="write the reachable state graph of a small configuration")
-    gr.add_argument("config", nargs="?", metavar="CONFIG",
-                    help="TOML file or name of a shipped config (default: built-in)")
-    gr.add_argument("--model", help="model name (overrides [model] name)")
-    gr.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    dest="sets", help="override a configuration value (repeatable)")
-    gr.add_argument("--protocol", metavar="PRESET",
-                    help="shorthand for --set protocol.version=PRESET")
+    gr = _config_arguments(sub.add_parser("graph", help="write the reachable state graph of a "
+                                                        "small configuration"))
     gr.add_argument("--depth", type=_nonneg, metavar="N", help="depth bound (0 = unbounded)")
     gr.add_argument("--format", choices=["dot", "graphml", "json"], default="dot")
     gr.add_argument("--out", required=True, metavar="FILE")
@@ -130,6 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--format", choices=["text", "mermaid", "html", "dot"], default="text")
     rd.add_argument("--diff", action="store_true", help="text: only what each step changed")
     rd.add_argument("--out", metavar="FILE", help="default: standard output")
+    return p
+
+
+def _config_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """CONFIG, --model, --set and --protocol: what selects a configuration."""
+    p.add_argument("config", nargs="?", metavar="CONFIG",
+                   help="TOML file or name of a shipped config (default: built-in)")
+    p.add_argument("--model", help="model name (overrides [model] name)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   dest="sets", help="override a configuration value (repeatable)")
+    p.add_argument("--protocol", metavar="PRESET", help="shorthand for --set protocol.version=PRESET")
     return p
 
 

@@ -5,7 +5,9 @@ The search is the reference BFS's, step for step: same order, same states, count
 safety verdicts with the same shortest counterexamples (tests compare them), because each state
 is numbered when first discovered and the edge that discovered it is the BFS tree. What it adds
 is the graph (``explorers.state_graph``: arrays, not Python objects) and, per state, the values of
-the liveness properties' ``holds`` and ``when``.
+the liveness properties' ``holds`` and ``when``. The loop is written out again rather than given
+to the BFS as a per-transition hook: the BFS's hot loop stays as lean as it is, and this one
+numbers states (a dict, fingerprint -> number) where the BFS only needs a set.
 
 Liveness (``explorers.liveness``) runs once the graph is complete: a search cut short by a
 violation, an interrupt or the depth bound leaves the ``eventually`` properties unchecked (and
