@@ -96,7 +96,7 @@ def fair_components(g: StateGraph, bad: np.ndarray, fair: Fairness):
         sel = cand[g.src] & cand[g.dst]
         es, ed, eb = g.src[sel], g.dst[sel], fair.edge_bits[sel]
         n = g.states
-        m = csr_matrix((np.ones(len(es), dtype=np.int8), (es, ed)), shape=(n, n))
+        m = csr_matrix((np.ones(len(es), dtype=bool), (es, ed)), shape=(n, n))
         count, labels = connected_components(m, directed=True, connection="strong")
         inside = labels[es] == labels[ed]
         nontrivial = np.zeros(count, dtype=bool)
@@ -145,7 +145,7 @@ def find_lasso(g: StateGraph, holds: np.ndarray, trigger: np.ndarray,
     targets = np.flatnonzero(accept)
     rows = np.concatenate([g.dst[sel], np.full(len(targets), n)])
     cols = np.concatenate([g.src[sel], targets])
-    back = csr_matrix((np.ones(len(rows), dtype=np.int8), (rows, cols)), shape=(n + 1, n + 1))
+    back = csr_matrix((np.ones(len(rows), dtype=bool), (rows, cols)), shape=(n + 1, n + 1))
     dist, pred = dijkstra(back, directed=True, indices=n, unweighted=True,
                           return_predecessors=True)
     dist = dist[:n]

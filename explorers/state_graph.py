@@ -76,7 +76,7 @@ class StateGraph:
             sel = keep[src] & keep[dst]
             src, dst = src[sel], dst[sel]
         n = self.states
-        return csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
+        return csr_matrix((np.ones(len(src), dtype=bool), (src, dst)), shape=(n, n))
 
     def statistics(self) -> dict[str, Any]:
         """Strongly connected components (count, largest, terminal: no edge leaves them) and
