@@ -139,7 +139,7 @@ def test_cli_simulate_clean_run_reports_coverage(tmp_path):
     (["--explorer", "simulate", "--steps", "5"], "--steps does not apply to --explorer simulate"),
     (["--explorer", "simulate", "--max-examples", "5"], "--max-examples does not apply"),
     (["--explorer", "simulate", "--continue"],
-     "--continue does not apply to --explorer simulate (only to bfs, spark)"),
+     "--continue does not apply to --explorer simulate (only to bfs, graph, spark)"),
     (["--explorer", "simulate", "--runs", "0"], "argument --runs: '0' must be >= 1"),
     (["--explorer", "stateful", "--max-examples", "x"], "'x' is not a whole number"),
     (["--explorer", "stateful", "--seed", "-2"], "argument --seed: '-2' must be >= 0"),
