@@ -1,0 +1,1 @@
+"""``kafka-mc explore``: the web state-space explorer (``session``: the walking; ``app``: the web)."""
