@@ -190,6 +190,7 @@ function renderComponents(components) {
     const panel = el("section", { class: "panel", "data-component": c.name },
       el("h3", { text: c.name }), tree(c.tree));
     if (c.tree.ch) panel.classList.add("has-change");
+    if (panel.querySelector("table.records")) panel.classList.add("wide");
     box.append(panel);
   }
 }
@@ -236,10 +237,19 @@ function table(node) {
   t.append(el("tr", {}, el("th", { text: "#" }), ...cols.map((c) => el("th", { text: c }))));
   for (const [i, r] of node.c) {
     const tr = mark(el("tr", {}, el("td", { class: "index", text: i })), r);
-    for (const [, v] of r.c) tr.append(mark(el("td", {}, tree(v)), v));
+    for (const [, v] of r.c) {
+      tr.append(mark(el("td", {}, scalar(v) ? tree(v) : el("span", { class: "compact", text: compact(v) })), v));
+    }
     t.append(tr);
   }
   return t;
+}
+
+function compact(node) {  // a nested value on one line, inside a table cell
+  if (scalar(node)) return node.v;
+  const kids = node.c.map(([k, v]) => (node.t === "rec" || node.t === "map" ? `${k}=` : "") + compact(v));
+  const [open, close] = { rec: ["(", ")"], map: ["(", ")"], seq: ["⟨", "⟩"], set: ["{", "}"] }[node.t];
+  return open + kids.join(", ") + close;
 }
 
 function renderProperties(props) {
