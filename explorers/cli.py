@@ -526,7 +526,7 @@ def cmd_render(args) -> int:
 
 
 def cmd_explore(args) -> int:
-    """Serve the web explorer until interrupted (Ctrl-C ends it: exit 0)."""
+    """Serve the web explorer until interrupted (Ctrl-C: exit 130, SIGTERM: 143, as any command)."""
     from explorers.explore.app import LOOPBACK, bind, create_app, serve
     from explorers.explore.session import ExploreError, Explorer, label_of, model_values
     from traces.replay import model_of

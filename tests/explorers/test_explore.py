@@ -114,6 +114,10 @@ def test_the_kafka_6119_counterexample_opens_in_its_configuration_and_fails_at_s
     assert {p["name"]: p["verdict"] for p in before.json()["properties"]}[
         "no_hanging_transactions"] == "holds"
     assert "kafka-0.11" in at["label"] and len(kafka.get("/api/sessions").json()["sessions"]) == 2
+    leader = dict(next(c for c in at["components"] if c["name"] == "leader-0")["tree"]["c"])
+    # the ABORT marker at offset 0, then the zombie's batch opens a transaction at offset 1
+    assert (leader["last_stable_offset"]["v"], leader["log_end_offset"]["v"]) == ("1", "2")
+    assert [dict(b[1]["c"])["control"]["v"] for b in leader["log"]["c"]] == ["ABORT", "DATA"]
 
 
 def test_the_downloaded_path_replays(kafka, tmp_path):
@@ -298,6 +302,20 @@ def test_explore_serves_on_loopback_and_prints_its_url():
             assert json.load(r)["sessions"][0]["key"] == "main"
         with urllib.request.urlopen(url[1] + "api/state?path=0.0", timeout=10) as r:
             assert json.load(r)["crumbs"][0]["action"] == "InitTransactions(producer=0)"
+    finally:
+        p.terminate()
+        p.wait(timeout=10)
+
+
+def test_explore_on_another_address_warns():
+    p = subprocess.Popen([sys.executable, "-m", "explorers.cli", "explore", "--port", "0",
+                          "--host", "127.0.0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert p.stderr.readline() == ("kafka-mc: warning: listening on 127.0.0.2, not 127.0.0.1: "
+                                       "anyone who can reach this address can use the explorer\n")
+        p.stdout.readline()
+        assert p.stdout.readline().startswith("serving on http://127.0.0.2:")
     finally:
         p.terminate()
         p.wait(timeout=10)
