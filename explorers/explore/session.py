@@ -144,8 +144,8 @@ class Explorer:
                                     f"{shown(fp, 20)} (the model or its configuration changed "
                                     "since the link was made)", fingerprint=fingerprint)
         enabled = _call(len(actions), lambda: list(model.actions(here)))
-        before = model.components(states[-2]) if actions else None
-        after = model.components(here)
+        before = _call(len(actions) - 1, lambda: model.components(states[-2])) if actions else None
+        after = _call(len(actions), lambda: model.components(here))
         changes = [c for name in after for c in diff(before.get(name, MISSING), after[name], name)
                    ] if before is not None else []
         verdicts = properties(model, states[-2] if actions else None,

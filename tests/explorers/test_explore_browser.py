@@ -186,6 +186,17 @@ def test_walk_the_kafka_model_and_its_6119_counterexample(browser, server, tmp_p
     assert d.find_element(By.ID, "forward").get_attribute("disabled")
     shoot(d, tmp_path, "explore-counterexample.png")
 
+    # A lasso trace (ITF "loop": 4, of the same configuration): where its loop starts is marked.
+    lasso = tmp_path / "lasso.itf.json"
+    lasso.write_text(KAFKA_6119.read_text().replace('"#meta": {', '"loop": 4, "#meta": {', 1))
+    d.find_element(By.ID, "trace-file").send_keys(str(lasso))
+    wait.until(lambda _: css('#crumbs li.loop-start[data-step="4"]'))
+    at_step(0)
+    assert "loop starts here" in css("#crumbs li.loop-start")[0].text
+    css('#crumbs li[data-step="4"]')[0].click()
+    at_step(4)
+    assert "where the loop starts" in d.find_element(By.ID, "trace-where").text
+
 
 @pytest.mark.parametrize("no_browser, outcome, said", [
     ("", "1 error", "no browser for the end-to-end test: /nonexistent/chromium missing"),
