@@ -1,1 +1,2 @@
-"""``kafka-mc explore``: the web state-space explorer (``session``: the walking; ``app``: the web)."""
+"""``kafka-mc explore``: the web state-space explorer (``session``: walking a model; ``app``:
+the web application)."""

@@ -94,7 +94,8 @@ class Explorer:
             s = self.sessions.get(key or MAIN)
         if s is None:
             raise ExploreError(404, f"unknown configuration {shown(key, 40)!r}: it was opened "
-                                    "from a trace on a server since restarted; open the trace again")
+                                    "from a trace on a server since restarted; open the trace "
+                                    "again")
         return s
 
     def adopt(self, cfg: Config, model) -> Session:
@@ -299,7 +300,8 @@ def tree(value: Any, path: str, changes: Sequence[Change]) -> dict:
         ch = 2 if p in exact else 1 if any(q.startswith(p + ".") or q.startswith(p + "[")
                                            for q in exact) else 0
         if isinstance(v, dict):
-            keys = list(v) if isinstance(v, Record) else sorted(v, key=lambda k: canonical(encode(k)))
+            keys = (list(v) if isinstance(v, Record)
+                    else sorted(v, key=lambda k: canonical(encode(k))))
             named = all(isinstance(k, str) for k in keys)
             kids = [[k if isinstance(k, str) else show(k), node(v[k], _key_path(p, k))]
                     for k in keys]
@@ -331,7 +333,8 @@ def parse_path(text: str | None) -> list[int]:
     if text is None or text == "":
         return [0]
     parts = text.split(".")
-    if len(parts) > MAX_STEPS + 1 or not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
+    if len(parts) > MAX_STEPS + 1 or not all(p.isascii() and p.isdigit() and len(p) <= 6
+                                             for p in parts):
         raise ExploreError(400, f"path {shown(text, 40)!r} is not a list of choices such as "
                                 f"0.3.1 (at most {MAX_STEPS} steps)")
     return [int(p) for p in parts]

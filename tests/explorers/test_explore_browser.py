@@ -37,10 +37,10 @@ def _missing() -> str:
         return (f"no browser for the end-to-end test: {', '.join(missing)} missing "
                 "(`make browser` installs Debian's chromium and chromium-driver)")
     try:
-        import selenium  # noqa: F401
+        import selenium
     except ImportError:
         return "no browser for the end-to-end test: selenium is not installed (make test)"
-    return ""
+    return "" if selenium else "selenium is not importable"
 
 
 @pytest.fixture(scope="module")
