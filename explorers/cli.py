@@ -119,18 +119,37 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--format", choices=["text", "mermaid", "html", "dot"], default="text")
     rd.add_argument("--diff", action="store_true", help="text: only what each step changed")
     rd.add_argument("--out", metavar="FILE", help="default: standard output")
+    ex = _config_arguments(
+        sub.add_parser("explore", help="walk the state space in the browser (a local web page)"),
+        "TOML file or name of a shipped config (default: built-in, or the trace's with --trace)")
+    ex.add_argument("--trace", metavar="FILE", help="an ITF trace to open and step through")
+    ex.add_argument("--port", type=_port, default=8023, metavar="N",
+                    help="TCP port (default 8023; 0: any free port)")
+    ex.add_argument("--host", metavar="ADDRESS",
+                    help="listen on ADDRESS instead of 127.0.0.1 (anyone who can reach it can "
+                         "use the explorer)")
     return p
 
 
-def _config_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def _config_arguments(p: argparse.ArgumentParser, config_help: str = "") -> argparse.ArgumentParser:
     """CONFIG, --model, --set and --protocol: what selects a configuration."""
     p.add_argument("config", nargs="?", metavar="CONFIG",
-                   help="TOML file or name of a shipped config (default: built-in)")
+                   help=config_help or "TOML file or name of a shipped config (default: built-in)")
     p.add_argument("--model", help="model name (overrides [model] name)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    dest="sets", help="override a configuration value (repeatable)")
     p.add_argument("--protocol", metavar="PRESET", help="shorthand for --set protocol.version=PRESET")
     return p
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{n} is not a port number (0 to 65535)")
+    return n
 
 
 def _nonneg(text: str) -> int:
@@ -236,10 +255,11 @@ def _command(argv) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: check, list, replay, minimize or render "
-                             "(see kafka-mc --help)")
+            raise UsageError("a command is required: check, list, replay, minimize, render, graph "
+                             "or explore (see kafka-mc --help)")
         return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay, "graph": cmd_graph,
-                "minimize": cmd_minimize, "render": cmd_render}[args.command](args)
+                "minimize": cmd_minimize, "render": cmd_render,
+                "explore": cmd_explore}[args.command](args)
     except (UsageError, ConfigError, TraceError) as e:
         _error(str(e))
         return EXIT_USAGE
@@ -548,6 +568,56 @@ def cmd_render(args) -> int:
         print(f"{args.format} written to {args.out}")
     else:
         sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_explore(args) -> int:
+    """Serve the web explorer until interrupted (Ctrl-C: exit 130, SIGTERM: 143, as any command)."""
+    from explorers.explore.app import LOOPBACK, bind, create_app, serve
+    from explorers.explore.session import ExploreError, Explorer, label_of, model_values
+    from traces.replay import model_of
+
+    data = None
+    if args.trace is not None:
+        trace = read(args.trace)   # a TraceError here is one line, exit 2
+        with open(args.trace, "rb") as f:
+            data = f.read()
+    if args.trace is not None and args.config is None and not (args.sets or args.protocol
+                                                                or args.model):
+        model = model_of(trace)
+        cfg = registry.from_dict(trace.meta["config"], source=args.trace)
+    else:
+        args.depth = args.deadlock = args.invariants = None
+        cfg = load_config(args)
+        model = registry.bind(cfg)
+        if args.trace is not None:
+            theirs = registry.from_dict(trace.meta["config"], source=args.trace)
+            if model_values(theirs) != model_values(cfg):
+                raise UsageError(f"--trace {shown(args.trace)} is of {label_of(theirs)}, not "
+                                 f"{label_of(cfg)}: leave out CONFIG to explore the trace's")
+    try:
+        explorer = Explorer(cfg, model, data)
+    except ExploreError as e:
+        raise UsageError(f"--trace {shown(args.trace)}: {e}") from None
+    host = args.host if args.host is not None else LOOPBACK
+    if not host:
+        raise UsageError("--host is empty")
+    try:
+        sock = bind(host, args.port)
+    except (OSError, UnicodeError) as e:
+        raise UsageError(f"cannot listen on {shown(host)} port {args.port}: "
+                         f"{getattr(e, 'strerror', None) or e}") from None
+    if host != LOOPBACK:
+        print(f"kafka-mc: warning: listening on {shown(host)}, not {LOOPBACK}: anyone who can "
+              "reach this address can use the explorer", file=sys.stderr)
+    port = sock.getsockname()[1]
+    shown_host = f"[{host}]" if ":" in host else host
+    print(f"kafka-mc explore: {explorer.sessions['main'].label}")
+    print(f"serving on http://{shown_host}:{port}/ (Ctrl-C stops)", flush=True)
+    try:
+        serve(create_app(explorer), sock)
+    finally:
+        sock.close()
     return EXIT_OK
 
 

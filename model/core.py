@@ -17,7 +17,8 @@ build in the hot path and readable in traces. A model names each action's parame
 ``action_params`` so traces and reports can print ``RMPrepare(rm=3)``.
 
 For people reading counterexamples, a model may also say what a step means as sequence-diagram
-``Event``s between its ``lifelines`` (``describe``); explorers never call it.
+``Event``s between its ``lifelines`` (``describe``) and how a state reads per component
+(``components``, for ``kafka-mc explore``); search explorers never call them.
 """
 from __future__ import annotations
 
@@ -224,6 +225,13 @@ class ModelBase:
     def itf_decode_action(self, value: tuple) -> Action:
         """Inverse of ``itf_encode_action``."""
         return value
+
+    def components(self, s) -> Mapping[str, Any]:
+        """The state as people read it, one entry per component (``kafka-mc explore`` shows each
+        as a panel, values in trace form: records, maps, tuples, sets). By default each trace
+        variable is a component; a model may split or annotate (the Kafka model: one panel per
+        producer, partition leader and consumer, each leader with its last stable offset)."""
+        return dict(self.itf_encode(s))
 
     # The sequence-diagram hook (optional): lifelines, left to right, and what a step does.
     # Producers, coordinators, partition leaders, the group coordinator and consumers are

@@ -59,6 +59,13 @@ def plant(root: Path, module: str, code: str) -> None:
      "Layers: explorers over trace tools over the model"),
     ("model.kafka.world", "def _cycle():\n    from model.kafka import spec\n",
      "No import circles between sibling modules"),
+    # the web explorer sees only the contract, and only the CLI loads it (and its framework)
+    ("explorers.explore.session", "from model.kafka.world import World\n",
+     "Explorers and trace tools see only the model contract"),
+    ("explorers.bfs", "def _web():\n    from explorers.explore import app\n",
+     "Only the CLI starts the web explorer"),
+    ("explorers.explore.session", "def _cycle():\n    from explorers.explore import app\n",
+     "No import circles between sibling modules"),
 ])
 def test_the_contract_fails_on_a_back_arrow_or_a_circle(copy, module, code, contract):
     plant(copy, module, code)

@@ -121,6 +121,17 @@ def read(file: str | FsPath) -> Trace:
         raise TraceError(f"{shown(file)}: nested too deeply") from None
 
 
+def from_document(doc: Any) -> Trace:
+    """A trace from an ITF document already parsed from JSON (an upload); ``TraceError`` (one
+    line) when it is not a valid kafka-mc trace."""
+    try:
+        return _parse(doc)
+    except ItfError as e:
+        raise TraceError(str(e)) from None
+    except RecursionError:
+        raise TraceError("nested too deeply") from None
+
+
 def _parse(doc: Any) -> Trace:
     if not isinstance(doc, dict):
         raise ItfError("the top level must be a JSON object")

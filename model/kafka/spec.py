@@ -22,8 +22,8 @@ from functools import partial
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.core import WF
-from model.kafka import (client, consumer, coordinator, diagram, faults, group_coordinator,
-                         mutants, network, partition, producer, tables)
+from model.kafka import (client, components, consumer, coordinator, diagram, faults,
+                         group_coordinator, mutants, network, partition, producer, tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
 from model.kafka.versions import PRESETS, Features
@@ -212,6 +212,10 @@ class KafkaModel(RuleModel):
 
     def describe(self, s, a, t):
         return diagram.describe(self.params, s, a, t, faults.BY_RULE)
+
+    def components(self, s):
+        """One panel per producer, coordinator, leader (with its LSO) and consumer."""
+        return components.components(self.params, s)
 
     def machines(self):
         """The coordinator's and the client's state machines, against Kafka's tables for the
