@@ -21,8 +21,8 @@ from functools import partial
 
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
-from model.kafka import (client, consumer, coordinator, diagram, faults, group_coordinator,
-                         mutants, network, partition, producer, tables)
+from model.kafka import (client, consumer, coordinator, diagram, faults, footprints,
+                         group_coordinator, mutants, network, partition, producer, tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
 from model.kafka.versions import PRESETS, Features
@@ -167,6 +167,7 @@ def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
+        reduction=footprints.Reduction,
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 
