@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
 from model.core import Expectation, Model, ModelBase, dependent, fingerprint
+from explorers.paths import key_function, successors_of
 
 
 def supports_reduction(model: Model) -> bool:
@@ -49,19 +50,35 @@ def reduction_key(model: Model) -> Callable:
     """state -> fingerprint of its ``reduction_view`` (what a reduced search deduplicates on)."""
     view = getattr(model, "reduction_view", None)
     if view is None or getattr(model, "packed", False):
-        from explorers.paths import key_function
         return key_function(model)
     return lambda s: fingerprint(view(s))
 
 
-@dataclass
 class _Derived:
-    """What a reducer derives once per footprint table: dependency, enabling sets, visibility."""
+    """What a reducer derives from one footprint table, group by group as the closures ask:
+    the groups dependent on it and its necessary enabling set."""
 
-    dep: dict           # group -> groups dependent on it
-    nes: dict           # group -> groups writing a location it reads
-    visible: dict       # group -> whether it writes what a checked property reads
-    table: object       # the footprint table, kept alive so its id stays unique
+    def __init__(self, table):
+        self.table, self.groups = table, list(table)   # (kept alive: its id is the cache key)
+        self._dep: dict = {}
+        self._nes: dict = {}
+        self.chosen: dict = {}   # frozenset of (enabled group, its action count) -> the best T
+
+    def dep(self, g) -> list:
+        r = self._dep.get(g)
+        if r is None:
+            f, table = self.table[g], self.table
+            r = self._dep[g] = [h for h in self.groups if h != g and dependent(f, table[h])]
+        return r
+
+    def nes(self, g) -> list:
+        r = self._nes.get(g)
+        if r is None:
+            f, table = self.table[g], self.table
+            guard = f.reads if f.guard is None else f.guard
+            r = self._nes[g] = [h for h in self.groups
+                                if h != g and not table[h].writes.isdisjoint(guard)]
+        return r
 
 
 class Reducer:
@@ -69,7 +86,8 @@ class Reducer:
 
     def __init__(self, model: Model, checks):
         self.model = model
-        self.actions, self.step, self.group = model.actions, model.step, model.group
+        self.group = model.group
+        self.all_successors = successors_of(model)
         self.footprints = model.footprints
         props = [p for p, _ in checks.always + checks.transition + checks.sometimes]
         reads = [getattr(p, "reads", None) for p in props]
@@ -79,38 +97,59 @@ class Reducer:
         self.bounded = getattr(within, "__func__", None) not in (None, ModelBase.within_bounds)
         self.enabled = supports_reduction(model) and not self.reads_all and not self.bounded
         self._cache: dict[int, _Derived] = {}
+        self._visible: dict = {}    # Footprint -> whether it writes what a property reads
         self.reduced_states = 0   # states expanded with a proper subset of their actions
 
     def _derive(self, table) -> _Derived:
         d = self._cache.get(id(table))
-        if d is not None and d.table is table:
-            return d
-        groups = list(table)
-        dep = {g: [h for h in groups if h != g and dependent(table[g], table[h])] for g in groups}
-        guard = {g: f.reads if f.guard is None else f.guard for g, f in table.items()}
-        nes = {g: [h for h in groups if h != g and not table[h].writes.isdisjoint(guard[g])]
-               for g in groups}
-        visible = {g: not table[g].writes.isdisjoint(self.reads) for g in groups}
-        d = self._cache[id(table)] = _Derived(dep, nes, visible, table)
+        if d is None or d.table is not table:
+            if len(self._cache) > 100_000:
+                self._cache.clear()
+            d = self._cache[id(table)] = _Derived(table)
         return d
 
-    def reduce(self, s) -> tuple[list, bool]:
-        """(the actions of the reduced set in ``actions`` order, whether it is every enabled one)."""
-        acts = self.actions(s)
-        if not self.enabled or len(acts) < 2:
-            return acts, True
+    def _is_visible(self, f) -> bool:
+        v = self._visible.get(f)
+        if v is None:
+            v = self._visible[f] = not f.writes.isdisjoint(self.reads)
+        return v
+
+    def reduce_successors(self, s) -> tuple[list, bool]:
+        """(the reduced successors ``[(action, state)]`` in the model's order, whether they are
+        all of them). The full successors are computed (the model's fused function is the
+        fastest way to enumerate the enabled actions) and the stubborn set picks among them."""
+        out = self._last = self.all_successors(s)
+        if not self.enabled or len(out) < 2:
+            return out, True
         table = self.footprints(s)
         if table is None:
-            return acts, True
-        d = self._derive(table)
+            return out, True
         group = self.group
+        groups = [group(a) for a, _ in out]
         by_group: dict[Hashable, int] = {}
-        for a in acts:
-            g = group(a)
+        for g in groups:
             by_group[g] = by_group.get(g, 0) + 1
-        visible, dep, nes = d.visible, d.dep, d.nes
-        best, best_n = None, len(acts)
-        for seed in sorted((g for g in by_group if not visible[g]), key=by_group.__getitem__):
+        visible = self._is_visible
+        seeds = [g for g in by_group if not visible(table[g])]
+        if not seeds:
+            return out, True
+        d = self._derive(table)
+        state_key = frozenset(by_group.items())
+        if state_key in d.chosen:
+            best = d.chosen[state_key]
+        else:
+            best = d.chosen[state_key] = self._choose(table, d, by_group, seeds, len(out))
+        if best is None:
+            return out, True
+        return [e for e, g in zip(out, groups) if g in best], False
+
+    def _choose(self, table, d, by_group, seeds, best_n):
+        """The stubborn set of groups with the fewest enabled actions grown from an invisible
+        seed, with no enabled visible group and fewer than ``best_n`` actions; None: none."""
+        visible = self._is_visible
+        best = None
+        # (ties broken by the group's repr: the choice depends on the enabled groups only)
+        for seed in sorted(seeds, key=lambda g: (by_group[g], repr(g))):
             if by_group[seed] >= best_n:
                 break
             stubborn = {seed}
@@ -121,39 +160,39 @@ class Reducer:
                 x = work.pop()
                 k = by_group.get(x, 0)
                 if k:
-                    if visible[x]:
+                    if visible(table[x]):
                         ok = False
                         break
                     n += k
                     if n >= best_n:
                         ok = False
                         break
-                    more = dep[x]
+                    more = d.dep(x)
                 else:
-                    more = nes[x]
+                    more = d.nes(x)
                 for y in more:
                     if y not in stubborn:
                         stubborn.add(y)
                         work.append(y)
             if ok:
                 best, best_n = stubborn, n
-        if best is None:
-            return acts, True
-        return [a for a in acts if group(a) in best], False
+        return best and frozenset(best)
+
+    def reduce(self, s) -> tuple[list, bool]:
+        """(the actions of the reduced set in the model's order, whether it is every enabled one)."""
+        out, full = self.reduce_successors(s)
+        return [a for a, _ in out], full
 
     def successors(self, s, old: Callable[[object], bool] | None = None,
                    key: Callable | None = None) -> list:
         """The reduced successors ``[(action, state)]``; with ``old`` (fingerprint -> whether it
         is on the current or an earlier level) and ``key``, the BFS proviso: the full set when a
         reduced successor is old."""
-        acts, full = self.reduce(s)
-        step = self.step
-        out = [(a, step(s, a)) for a in acts]
+        out, full = self.reduce_successors(s)
         if full:
             return out
         if old is not None and any(old(key(t)) for _, t in out):
-            done = dict(out)
-            return [(a, done[a] if a in done else step(s, a)) for a in self.actions(s)]
+            return self._last
         self.reduced_states += 1
         return out
 

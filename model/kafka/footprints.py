@@ -2,8 +2,10 @@
 
 Locations are the components of ``World`` and the ends of its connections:
 
-* ``("P", t)``: the producer instances of transactional.id ``t`` (KafkaProducer and its
-  TransactionManager; a crash touches both instances); ``"C"``: the transaction coordinator
+* ``("P", i)``: producer instance ``i`` (KafkaProducer and its TransactionManager; a crash
+  touches the instance and the next one of its transactional.id); ``("O", i)``: the part of it that says
+  what their applications were told (``Producer.outcomes``, ghost: only a response, the end of a
+  transaction or an expired batch changes it; a writer of it writes ``("P", t)`` too); ``"C"``: the transaction coordinator
   (TransactionStateManager, TransactionMarkerChannelManager) but its epoch, ``"CE"``: the
   coordinator epoch (what FindCoordinator and a leader's verification request read; only
   ``ElectCoordinator`` changes it); ``("L", k)``: partition ``k``'s leader (ReplicaManager,
@@ -69,7 +71,8 @@ class Layout:
             conns += [(d, i, k) for k in range(K.partitions) for d in (2, 3)]
         conns += [(d, -1, k) for k in self.parts for d in (4, 5, 6, 7)]
         self.conns = tuple(conns)
-        self.P = {t: ("P", t) for t in range(K.tids)}
+        self.P = {i: ("P", i) for i in self.instances}
+        self.O = {i: ("O", i) for i in self.instances}
         coordinator_out = F([("T", (1, i, -1)) for i in self.instances]
                             + [("T", (d, -1, k)) for k in self.parts for d in (4, 7)])
         group_out = F([("T", (9, i, -1)) for i in self.instances]
@@ -88,8 +91,8 @@ class Layout:
         self._tables: dict = {}
 
     def _client(self, i):
-        reads = F([self.P[self.tid[i]], CE, G] + [("L", k) for k in self.offsets])
-        return reads, F([self.P[self.tid[i]]]), None
+        reads = F([self.P[i], CE, G] + [("L", k) for k in self.offsets])
+        return reads, F([self.P[i]]), None
 
     def _leader(self, k):
         out = F([("T", (3, i, k)) for i in self.instances if k < self.K.partitions]
@@ -104,9 +107,9 @@ class Layout:
         side = d if receiving else d ^ 1   # the kind of message the agent receives there
         if side in (0, 5, 6):                 # coordinator: requests, marker and verify responses
             return F([C, CE]), F([C]), coordinator_out
-        if side in (1, 3, 9):                 # a client
+        if side in (1, 3, 9):                 # a client: a response may end its transaction
             reads, writes, _ = self._client(i)
-            return reads, writes, self.client_out[i]
+            return reads, writes | {self.O[i]}, self.client_out[i]
         if side in (2, 4, 7):                 # a partition leader
             return self._leader(k)
         if side == 8:                         # the group coordinator (the offsets' leader)
@@ -130,8 +133,8 @@ class Layout:
 
     def _idle_block(self, w: World):
         """A location that must change before nothing but a timer can fire (None: idle now)."""
-        if w.network:
-            return ("H", connection(w.network[0]))
+        if w.network:   # (the least connection: the same whatever the network's order)
+            return ("H", min(connection(m) for m in w.network))
         if w.delayed:
             return D
         if any(w.coordinator.appends):
@@ -147,8 +150,10 @@ class Layout:
         for i in self.instances:
             reads, writes, _ = self._client(i)
             guard = reads - {CE}   # the epoch only goes into the request
+            told = F([self.O[i]])   # what the application was told (ghost)
             for r in CLIENT_RULES:
-                out[(r, i)] = Footprint(reads, writes | self.client_out[i], guard)
+                out[(r, i)] = Footprint(reads, writes | self.client_out[i]
+                                        | (told if r == "CompleteTransaction" else F()), guard)
         for c in self.conns:
             reads, writes, tails = self.agent[c]
             chan = self._chan(c, heads)
@@ -182,12 +187,13 @@ class Layout:
     def _fault(self, out, r, heads):
         K = self.K
         if r == "CrashProducer":
-            for t, loc in self.P.items():
-                out[(r, t)] = Footprint(F([loc, B]), F([loc, B]))
+            for i, loc in self.P.items():   # the instance is replaced, the next one starts
+                both = F([loc, self.P.get(i + 1, loc), B])
+                out[(r, i)] = Footprint(both, both)
         elif r == "ExpireBatch":
             for i in self.instances:
-                loc = self.P[self.tid[i]]
-                out[(r, i)] = Footprint(F([loc, B]), F([loc, B]))
+                loc = self.P[i]
+                out[(r, i)] = Footprint(F([loc, B]), F([loc, self.O[i], B]))
         elif r == "LoseProducerState":
             for k in self.parts:
                 out[(r, k)] = Footprint(F([("L", k), B]), F([("L", k), B]))
@@ -235,7 +241,7 @@ class Reduction:
         if name in ("DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse"):
             return (name, connection(a[1]))
         if name == "CrashProducer":
-            return (name, _layout(K).tid[a[1]])
+            return (name, a[1])
         if name in ("Fetch",):
             return (name, a[1], a[2])
         if name == "LoseProducerState":
@@ -266,7 +272,9 @@ class Reduction:
             return w.budgets
         kind, x = loc
         if kind == "P":
-            return tuple(p for p in w.producers if p.tid == x)
+            return w.producers[x]
+        if kind == "O":
+            return w.producers[x].outcomes
         if kind == "L":
             return w.partitions[x]
         if kind == "R":
@@ -275,13 +283,15 @@ class Reduction:
 
 
 def locations(K, *kinds) -> frozenset:
-    """Every location of the given kinds ("P", "C", "CE", "L", "R", "G", "D", "B", "N": both
+    """Every location of the given kinds ("P", "O", "C", "CE", "L", "R", "G", "D", "B", "N": both
     ends of every connection): what a property reads (``Property.reads``)."""
     lay = _layout(K)
     out = set()
     for kind in kinds:
         if kind == "P":
             out |= set(lay.P.values())
+        elif kind == "O":
+            out |= set(lay.O.values())
         elif kind == "L":
             out |= {("L", k) for k in lay.parts}
         elif kind == "R":
