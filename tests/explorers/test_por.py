@@ -204,3 +204,32 @@ def test_the_reducer_never_returns_an_empty_set_for_a_live_state():
     for s in sample_states(m, 300, seed=3):
         acts, _ = r.reduce(s)
         assert bool(acts) == bool(m.actions(s))
+
+
+def test_cli_por_flag_and_config_key(tmp_path, capsys):
+    from explorers import cli
+    import json
+
+    out = str(tmp_path / "out")
+    assert cli.main(["check", "tiny", "--protocol", "kafka-0.11", "--invariant",
+                     "no_hanging_transactions", "--por", "--json", "--out", out]) == 12
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["reduction"]["partial_order"] is True
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(open(resolve_config_path("tiny")).read() + '\n[check]\npor = true\n')
+    assert cli.main(["check", str(cfg), "--invariant", "txn_atomicity", "--out", out]) == 0
+    text = capsys.readouterr().out
+    assert "partial-order reduction:" in text and "shortest within the reduced graph" in text
+    assert cli.main(["check", "tiny", "--out", out]) == 0
+    assert "partial-order" not in capsys.readouterr().out
+
+
+def test_cli_por_with_spark_is_a_usage_error(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "tiny", "--explorer", "spark",
+                        "--por", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bfs explorer only" in r.stderr
