@@ -180,7 +180,10 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             for p, holds in transition:
                                 if not holds(s, a, t):
                                     base = path_to(depth, i)
-                                    found(p, type(base)(base.states + (t,), base.actions + (a,)))
+                                    # (reduced: the rebuilt state may differ from s outside its
+                                    # reduction view, so the step is taken again from it)
+                                    last = model.step(base.states[-1], a) if reducer else t
+                                    found(p, type(base)(base.states + (last,), base.actions + (a,)))
                                     transition = checks.transition
                         if fp not in seen:
                             seen_add(fp)
