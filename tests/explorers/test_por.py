@@ -233,3 +233,12 @@ def test_cli_por_with_spark_is_a_usage_error(tmp_path):
                         "--por", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": os.getcwd()})
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bfs explorer only" in r.stderr
+
+
+def test_reduced_counts_are_pinned_and_deterministic():
+    """Same configuration, same reduced graph (the stubborn set depends on the enabled groups
+    only, ties broken by name); the reduction view alone merges network orders."""
+    m = kafka("kafka-3.6")
+    runs = [explore(m, BfsOptions(properties=["txn_atomicity"], por=True)) for _ in range(2)]
+    assert [(o.stats.distinct, o.stats.generated) for o in runs] == [(27071, 73372)] * 2
+    assert runs[0].extra["reduction"]["reduced_states"] == 10120
