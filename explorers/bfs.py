@@ -64,6 +64,7 @@ class BfsOptions:
     progress: Callable[[Progress], None] | None = None
     progress_interval: float = 2.0                # seconds between progress reports
     keep_going: bool = False                      # --continue: report every violated property
+    por: bool = False                             # --por: partial-order reduction (explorers.por)
 
 
 class _Stop(Exception):
@@ -79,9 +80,17 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     max_depth = options.max_depth
     successors, key, packed = successors_of(model), key_function(model), getattr(model, "packed", False)
     within = model.within_bounds
+    seen: set[int] = set()
+    reducer = None
+    if options.por:   # partial-order reduction: the reduced successors, deduplicated on their
+        from explorers.por import Reducer, reduction_key   # reduction view, with the proviso
+        reducer, key = Reducer(model, checks), reduction_key(model)
+        level_new: set[int] = set()
+
+        def successors(s, _reduced=reducer.successors, _seen=seen, _new=level_new):
+            return _reduced(s, lambda fp: fp in _seen and fp not in _new, key)
     bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
 
-    seen: set[int] = set()
     levels: list[tuple[list[int], array]] = []  # per depth: fingerprints, parent indices
     cov: dict = {}
     dcov: dict = {}
@@ -108,7 +117,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             i = lv[d][1][i]
             d -= 1
         fps.append(lv[0][0][i])
-        return rebuild(model, fps[::-1])
+        return rebuild(model, fps[::-1], key if reducer else None)
 
     def found(what, path) -> None:
         """A violation: the end of the search, or with ``keep_going`` one more to report and a
@@ -171,10 +180,15 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             for p, holds in transition:
                                 if not holds(s, a, t):
                                     base = path_to(depth, i)
-                                    found(p, type(base)(base.states + (t,), base.actions + (a,)))
+                                    # (reduced: the rebuilt state may differ from s outside its
+                                    # reduction view, so the step is taken again from it)
+                                    last = model.step(base.states[-1], a) if reducer else t
+                                    found(p, type(base)(base.states + (last,), base.actions + (a,)))
                                     transition = checks.transition
                         if fp not in seen:
                             seen_add(fp)
+                            if reducer:
+                                level_new.add(fp)
                             nxt_append(t)
                             fps_append(fp)
                             par_append(i)
@@ -189,6 +203,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 levels.append((next_fps, next_parents))
                 next_fps, next_parents = [], array("l")
                 frontier = nxt
+                if reducer:
+                    level_new.clear()
                 if nxt:
                     depth += 1
             complete = not frontier
@@ -214,4 +230,11 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         checked=checks.checked, unchecked=checks.unchecked,
         not_applicable=checks.not_applicable,
         violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
-        interrupted=interrupted, complete=complete)
+        interrupted=interrupted, complete=complete,
+        extra=reduction_note(reducer) if reducer else {})
+
+
+def reduction_note(reducer) -> dict:
+    """What a report says about a reduced search."""
+    return {"reduction": {"partial_order": True, "active": reducer.enabled,
+                          "reduced_states": reducer.reduced_states}}

@@ -47,8 +47,9 @@ def successors_of(model: Model) -> Callable:
     return lambda s: [(a, model.step(s, a)) for a in model.actions(s)]
 
 
-def rebuild(model: Model, fps: Sequence[int]) -> Path:
-    key, succ = key_function(model), successors_of(model)
+def rebuild(model: Model, fps: Sequence[int], key: Callable | None = None) -> Path:
+    """``key``: the fingerprint function the search used (a reduced search's differs)."""
+    key, succ = key or key_function(model), successors_of(model)
     state = next(s for s in model.init_states() if key(s) == fps[0])
     states, actions = [state], []
     for fp in fps[1:]:

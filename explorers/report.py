@@ -56,6 +56,13 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     lines.append(f"  peak memory {s.peak_memory_mb:.0f} MB ({s.bytes_per_state:.0f} bytes per state); "
                  + ("fingerprints exact (packed states)" if s.collision_probability == 0
                     else f"fingerprint collision probability {s.collision_probability:.1e}"))
+    if "reduction" in x:  # a partial-order reduced search (explorers/por.py)
+        r = x["reduction"]
+        lines.append("  partial-order reduction: " + (
+            f"{_n(r['reduced_states'])} states expanded with a reduced set; counterexamples are "
+            "shortest within the reduced graph" if r["active"] else
+            "requested, but nothing is reducible here (no footprints, a property reading "
+            "everything, or a state constraint): the full search"))
     if "walks" in x:  # a random explorer: what it did, and how to get the same run again
         lines.append(f"  {_n(x['walks'])} random behaviours, {_n(int(x['steps_per_second']))} steps/s, "
                      f"seed {x.get('seed', 0)}; not exhaustive")
@@ -155,6 +162,8 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     x = outcome.extra
     if "graph" in x:
         doc["graph"] = x["graph"]
+    if "reduction" in x:
+        doc["reduction"] = x["reduction"]
     if "walks" in x:  # a random explorer: the run's size, speed and seed, to repeat it
         doc["random"] = {"walks": x["walks"], "seed": x.get("seed", 0),
                          "steps_per_second": round(x["steps_per_second"]),

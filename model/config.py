@@ -70,6 +70,8 @@ CHECK_PARAMS = (
     Param("check.max_depth", int, 0, "depth bound, 0 = unbounded", min=0),
     Param("check.deadlock", bool, None,
           "whether a state with no enabled action is an error (unset: the model's default)"),
+    Param("check.por", bool, None,
+          "partial-order reduction of safety checks (bfs, spark; unset: off)"),
 )
 
 

@@ -62,6 +62,10 @@ class Property:
     # state where ``when`` holds reaches a state where ``holds`` does, then or later. None: from
     # the initial state (``<>holds``).
     when: Callable[..., bool] | None = None
+    # Partial-order reduction (``explorers.por``): the locations (``Footprint``) whose values the
+    # verdict depends on; a transition property holds on every step writing none of them. None:
+    # it reads everything (every action is visible to it, so a reduced search expands fully).
+    reads: frozenset | None = None
 
 
 class Fairness(str, enum.Enum):
@@ -114,6 +118,30 @@ class Event:
 
 
 EVENT_KINDS = ("request", "response", "note", "fault")
+
+
+class Footprint(NamedTuple):
+    """What one group of actions touches, for partial-order reduction (DESIGN.md section 8).
+
+    A *location* is any hashable name of a part of the state (a component, a connection).
+    ``reads``: every location whose value decides whether the group's actions are enabled, which
+    ones, or what they do; ``writes``: every location its steps may change. Both over-approximate
+    every state the group's footprint is declared for (a model may declare a footprint that holds
+    only while the group's enabling conditions stay as in the state it is declared in, as a
+    receiver of a non-empty FIFO connection reads only its head). Two groups are dependent when one writes
+    what the other reads or writes; explorers derive everything else from that."""
+
+    reads: frozenset
+    writes: frozenset
+    # the part of ``reads`` that decides whether (and with which arguments) the group's actions
+    # are enabled: they stay as they are until a step writes one of these. None: all of ``reads``
+    guard: frozenset | None = None
+
+
+def dependent(f: Footprint, g: Footprint) -> bool:
+    """Whether two groups may fail to commute or may enable or disable each other."""
+    return not (f.writes.isdisjoint(g.reads) and f.writes.isdisjoint(g.writes)
+                and g.writes.isdisjoint(f.reads))
 
 
 class Machine(NamedTuple):
@@ -209,6 +237,30 @@ class ModelBase:
         """The value each setting had before it existed (the old behaviour a flag's default
         stands for): a trace that records settings but not this one meant that value."""
         return {}
+
+    # Partial-order reduction (optional; explorers/por.py). A model that declares nothing is
+    # reduced to nothing: every action is dependent on every other.
+
+    def footprints(self, s) -> Mapping[Hashable, Footprint] | None:
+        """The groups of actions that can still occur in ``s`` or any state reachable from it,
+        each with its ``Footprint`` valid in all those states (the same object for the same
+        groups, so explorers can cache what they derive from it). None: no reduction."""
+        return None
+
+    def group(self, a: Action) -> Hashable:
+        """The group (a key of ``footprints``) action ``a`` belongs to."""
+        return a[0]
+
+    def reduction_view(self, s) -> Hashable:
+        """The view a reduced search deduplicates on: states with equal reduction views must be
+        indistinguishable to every rule and property (a bisimulation), so that steps commuting
+        up to it commute. By default the view itself."""
+        return self.view(s)
+
+    def location(self, s, loc: Hashable) -> Any:
+        """The value of location ``loc`` in ``s`` (the independence self-check compares it to
+        confirm ``writes``); None when the model does not say."""
+        return None
 
     def itf_encode(self, s) -> Mapping[str, Any]:
         """The state as named trace variables (ITF ``vars``); one variable by default."""

@@ -48,6 +48,9 @@ class ProtocolSpec:
     packed: bool = False
     check_deadlock: bool = True
     itf_codec: Any = None  # optional: encode(p, s) -> dict of vars, decode(p, vars) -> s
+    # optional, for partial-order reduction (model.core.ModelBase): footprints(p, s), group(p, a),
+    # reduction_view(p, s), location(p, s, loc)
+    reduction: Any = None
     doc: str = ""
 
     def __post_init__(self):
@@ -111,7 +114,8 @@ class RuleModel(ModelBase):
         self._properties = tuple(
             dc_replace(prop, holds=partial(prop.holds, p),
                        applies=prop.applies and partial(prop.applies, p),
-                       when=prop.when and partial(prop.when, p))
+                       when=prop.when and partial(prop.when, p),
+                       reads=prop.reads(p) if callable(prop.reads) else prop.reads)
             for prop in spec.properties)
         if spec.view is not None:
             self.view = partial(spec.view, p)
@@ -121,6 +125,12 @@ class RuleModel(ModelBase):
             self.locality = partial(spec.locality, p)
         if spec.fast_successors is not None:
             self.successors = spec.fast_successors(p)
+        r = spec.reduction
+        if r is not None:
+            self.footprints = partial(r.footprints, p)
+            self.group = partial(r.group, p)
+            self.reduction_view = partial(r.reduction_view, p)
+            self.location = partial(r.location, p)
 
     def init_states(self):
         return list(self.spec.init(self.params))

@@ -22,7 +22,7 @@ from functools import partial
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.core import WF
-from model.kafka import (client, components, consumer, coordinator, diagram, faults,
+from model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
                          group_coordinator, mutants, network, partition, producer, tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
@@ -180,6 +180,7 @@ def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
+        reduction=footprints.Reduction,
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 

@@ -1,0 +1,306 @@
+"""What each Kafka rule reads and writes, for partial-order reduction (``model.core.Footprint``).
+
+Locations are the components of ``World`` and the ends of its connections:
+
+* ``("P", i)``: producer instance ``i`` (KafkaProducer and its TransactionManager; a crash
+  touches the instance and the next one of its transactional.id); ``("O", i)``: the part of it that says
+  what their applications were told (``Producer.outcomes``, ghost: only a response, the end of a
+  transaction or an expired batch changes it; a writer of it writes ``("P", t)`` too); ``"C"``: the transaction coordinator
+  (TransactionStateManager, TransactionMarkerChannelManager) but its epoch, ``"CE"``: the
+  coordinator epoch (what FindCoordinator and a leader's verification request read; only
+  ``ElectCoordinator`` changes it); ``("L", k)``: partition ``k``'s leader (ReplicaManager,
+  ProducerStateManager; ``__consumer_offsets`` after the data partitions); ``("R", c)``:
+  consumer ``c``; ``"G"``: the consumer group (GroupCoordinator); ``"D"``: the messages held
+  back; ``"B"``: the fault budgets.
+* ``("H", conn)`` / ``("T", conn)``: the head and the tail of a connection's FIFO
+  (``network.connection``). A sender appends at the tail, a receiver takes the head: on a
+  non-empty connection they commute (the reduction view orders the network by connection, so
+  sends on different connections commute too). A receiver of an empty connection waits for a
+  send, so there its guard is the tail.
+
+Groups: a client rule per producer instance (``(rule, i)``), a delivery per connection and
+whether the message was held back (``("deliver", conn, held)``: whichever handler the message's
+Rpc goes to), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
+place. A fault group exists only while its budget lasts (budgets only shrink), so once the faults
+are spent they no longer tie the components together. ``ExpireTransaction`` also fires, without a
+budget, once nothing else can happen (``client.idle``); while something is in flight its guard is
+the first thing that must change before the system can become idle.
+
+The declaration is checked by ``explorers.por.self_check`` (tests/model/test_footprints.py).
+"""
+from __future__ import annotations
+
+from model.kafka import client, network
+from model.kafka.network import Rpc, connection
+from model.kafka.world import World
+from model.core import Footprint
+
+F = frozenset
+C, CE, G, D, B = "C", "CE", "G", "D", "B"
+
+# the delivery rules (their actions are (name, message, held))
+DELIVERY_RULES = frozenset({
+    "HandleInitProducerId", "HandleAddPartitionsToTxn", "HandleEndTxn", "HandleVerifyAddPartition",
+    "HandleWriteTxnMarkersResponse", "HandleProduce", "HandleWriteTxnMarkers",
+    "HandleVerifyAddPartitionResponse", "HandleTxnOffsetCommit", "ReceiveInitProducerIdResponse",
+    "ReceiveAddPartitionsToTxnResponse", "ReceiveEndTxnResponse", "ReceiveProduceResponse",
+    "ReceiveTxnOffsetCommitResponse"})
+CLIENT_RULES = tuple(r.name for r in client.CLIENT_RULES)
+FAULT_BUDGETS = {"CrashProducer": "producer_crashes", "DelayRequest": "request_delays",
+                 "DuplicateRequest": "request_duplicates", "LoseRequest": "request_losses",
+                 "LoseResponse": "response_losses", "ExpireBatch": "batch_expiries",
+                 "LoseProducerState": "producer_state_losses",
+                 "ElectCoordinator": "coordinator_failovers",
+                 "ExpireTransactionalId": "transactional_id_expirations",
+                 "Rebalance": "rebalances"}
+
+
+class Layout:
+    """The locations, connections and static footprints of one configuration."""
+
+    def __init__(self, K):
+        self.K = K
+        n = K.tids * K.producers_per_id
+        self.instances = range(n)
+        self.parts = range(K.partitions + K.ctp)
+        self.offsets = tuple(range(K.partitions, K.partitions + K.ctp))
+        self.tid = {i: i // K.producers_per_id for i in self.instances}
+        conns = []
+        for i in self.instances:
+            conns += [(0, i, -1), (1, i, -1), (8, i, -1), (9, i, -1)]
+            conns += [(d, i, k) for k in range(K.partitions) for d in (2, 3)]
+        conns += [(d, -1, k) for k in self.parts for d in (4, 5, 6, 7)]
+        self.conns = tuple(conns)
+        self.P = {i: ("P", i) for i in self.instances}
+        self.O = {i: ("O", i) for i in self.instances}
+        coordinator_out = F([("T", (1, i, -1)) for i in self.instances]
+                            + [("T", (d, -1, k)) for k in self.parts for d in (4, 7)])
+        group_out = F([("T", (9, i, -1)) for i in self.instances]
+                      + [("T", (6, -1, k)) for k in self.offsets])
+        self.client_out = {i: F([("T", (0, i, -1)), ("T", (8, i, -1))]
+                                + [("T", (2, i, k)) for k in range(K.partitions)])
+                           for i in self.instances}
+        self.agent = {}     # connection -> (state read and written, tails it may send on) of
+        self.sender = {}    # its receiver / its sender
+        for c in self.conns:
+            self.agent[c] = self._endpoint(c, receiving=True, coordinator_out=coordinator_out,
+                                           group_out=group_out)
+            self.sender[c] = self._endpoint(c, receiving=False, coordinator_out=coordinator_out,
+                                            group_out=group_out)
+        self.coordinator_out = coordinator_out
+        self._tables: dict = {}
+
+    def _client(self, i):
+        reads = F([self.P[i], CE, G] + [("L", k) for k in self.offsets])
+        return reads, F([self.P[i]]), None
+
+    def _leader(self, k):
+        out = F([("T", (3, i, k)) for i in self.instances if k < self.K.partitions]
+                + [("T", (5, -1, k)), ("T", (6, -1, k))]
+                + ([("T", (9, i, -1)) for i in self.instances] if k in self.offsets else []))
+        state = F([("L", k)] + ([G] if k in self.offsets else []))
+        return state | {CE}, state, out
+
+    def _endpoint(self, c, receiving, coordinator_out, group_out):
+        """(reads, writes, tails) of the agent at one end of connection ``c``."""
+        d, i, k = c
+        side = d if receiving else d ^ 1   # the kind of message the agent receives there
+        if side in (0, 5, 6):                 # coordinator: requests, marker and verify responses
+            return F([C, CE]), F([C]), coordinator_out
+        if side in (1, 3, 9):                 # a client: a response may end its transaction
+            reads, writes, _ = self._client(i)
+            return reads, writes | {self.O[i]}, self.client_out[i]
+        if side in (2, 4, 7):                 # a partition leader
+            return self._leader(k)
+        if side == 8:                         # the group coordinator (the offsets' leader)
+            reads = F([G, CE] + [("L", o) for o in self.offsets])
+            return reads, reads - {CE}, group_out | F(x for o in self.offsets
+                                                      for x in self._leader(o)[2])
+        raise ValueError(f"no endpoint for connection {c}")
+
+    # --- the table -------------------------------------------------------------------------
+
+    def table(self, w: World):
+        """group -> Footprint in ``w`` (one object per distinct key, so explorers can cache)."""
+        heads = F(connection(m) for m in w.network)
+        live = tuple(r for r, b in FAULT_BUDGETS.items() if w.budgets.total and getattr(w.budgets, b, 0))
+        block = self._idle_block(w)
+        key = (heads, live, block)
+        t = self._tables.get(key)
+        if t is None:
+            t = self._tables[key] = self._build(heads, live, block)
+        return t
+
+    def _idle_block(self, w: World):
+        """A location that must change before nothing but a timer can fire (None: idle now)."""
+        if w.network:   # (the least connection: the same whatever the network's order)
+            return ("H", min(connection(m) for m in w.network))
+        if w.delayed:
+            return D
+        if any(w.coordinator.appends):
+            return C
+        K = self.K
+        for r in client.CLIENT_RULES:
+            for args in r.enabled(K, w):
+                return ("client", args[0])
+        return None
+
+    def _build(self, heads, live, block):
+        K, out = self.K, {}
+        for i in self.instances:
+            reads, writes, _ = self._client(i)
+            guard = reads - {CE}   # the epoch only goes into the request
+            told = F([self.O[i]])   # what the application was told (ghost)
+            for r in CLIENT_RULES:
+                out[(r, i)] = Footprint(reads, writes | self.client_out[i]
+                                        | (told if r == "CompleteTransaction" else F()), guard)
+        for c in self.conns:
+            reads, writes, tails = self.agent[c]
+            chan = self._chan(c, heads)
+            out[("deliver", c, False)] = Footprint(
+                reads | chan, writes | tails | {("H", c)},
+                F([("H", c)]) if c in heads else F([("T", c)]))  # only a send fills it
+            out[("deliver", c, True)] = Footprint(reads | {D}, writes | tails | {D}, F([D]))
+        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]), F([C]) | self.coordinator_out)
+        for c in range(K.consumers):
+            for k in range(K.partitions):
+                out[("Fetch", c, k)] = Footprint(F([("L", k), ("R", c)]), F([("R", c)]))
+        # faults: every one reads and spends the budgets
+        if block is None:
+            guard = F()
+        elif block[0] == "client":
+            guard = self._client(block[1])[0]
+        else:
+            guard = F([block])
+        expire_writes = F([C, B]) | self.coordinator_out
+        out[("ExpireTransaction",)] = Footprint(F([C, CE, B]) | guard, expire_writes)
+        for r in live:
+            self._fault(out, r, heads)
+        return out
+
+    @staticmethod
+    def _chan(c, heads):
+        """What decides whether connection ``c`` has a head: the head while it has one, else the
+        tail (a send)."""
+        return F([("H", c)]) if c in heads else F([("H", c), ("T", c)])
+
+    def _fault(self, out, r, heads):
+        K = self.K
+        if r == "CrashProducer":
+            for i, loc in self.P.items():   # the instance is replaced, the next one starts
+                both = F([loc, self.P.get(i + 1, loc), B])
+                out[(r, i)] = Footprint(both, both)
+        elif r == "ExpireBatch":
+            for i in self.instances:
+                loc = self.P[i]
+                out[(r, i)] = Footprint(F([loc, B]), F([loc, self.O[i], B]))
+        elif r == "LoseProducerState":
+            for k in self.parts:
+                out[(r, k)] = Footprint(F([("L", k), B]), F([("L", k), B]))
+        elif r in ("ElectCoordinator", "ExpireTransactionalId"):
+            w = F([C, B]) | self.coordinator_out | (F([CE]) if r == "ElectCoordinator" else F())
+            out[(r,)] = Footprint(F([C, CE, B]), w)
+        elif r == "Rebalance":
+            out[(r,)] = Footprint(F([G, B]), F([G, B]))
+        else:   # a message fault on one connection
+            for c in self.conns:
+                chan = F([("H", c), ("T", c)])
+                if r == "DelayRequest":
+                    out[(r, c)] = Footprint(self._chan(c, heads) | {B}, F([("H", c), D, B]))
+                elif r == "DuplicateRequest":
+                    out[(r, c)] = Footprint(chan | {B, D}, F([D, B]))
+                else:   # a loss: the message goes, and its sender (or requester) times out
+                    sr, sw, st = self.sender[c]
+                    rr, rw, rt = self.agent[c]
+                    out[(r, c)] = Footprint(self._chan(c, heads) | {B, D} | sr | rr,
+                                            F([("H", c), D, B]) | sw | st | rw | rt)
+
+
+def _layout(K) -> Layout:
+    lay = _LAYOUTS.get(K)
+    if lay is None:
+        lay = _LAYOUTS[K] = Layout(K)
+    return lay
+
+
+_LAYOUTS: dict = {}
+
+
+class Reduction:
+    """The Kafka model's partial-order reduction hooks (``ProtocolSpec.reduction``)."""
+
+    @staticmethod
+    def footprints(K, w):
+        return _layout(K).table(w)
+
+    @staticmethod
+    def group(K, a):
+        name = a[0]
+        if name in DELIVERY_RULES:
+            return ("deliver", connection(a[1]), a[2])
+        if name in ("DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse"):
+            return (name, connection(a[1]))
+        if name == "CrashProducer":
+            return (name, a[1])
+        if name in ("Fetch",):
+            return (name, a[1], a[2])
+        if name == "LoseProducerState":
+            return (name, a[1])
+        if name in CLIENT_RULES or name == "ExpireBatch":
+            return (name, a[1])
+        return (name,)
+
+    @staticmethod
+    def reduction_view(K, w):
+        """The network ordered by connection (each connection's FIFO order kept): no rule or
+        property reads the order between connections (``network.deliverable`` yields each
+        connection's head), so states differing only there are bisimilar."""
+        if len(w.network) < 2:
+            return w
+        return w._replace(network=tuple(sorted(w.network, key=connection)))
+
+    @staticmethod
+    def location(K, w, loc):
+        if loc in (C, CE):
+            c = w.coordinator
+            return c.coordinator_epoch if loc == CE else c._replace(coordinator_epoch=0)
+        if loc == G:
+            return w.group
+        if loc == D:
+            return w.delayed
+        if loc == B:
+            return w.budgets
+        kind, x = loc
+        if kind == "P":
+            return w.producers[x]
+        if kind == "O":
+            return w.producers[x].outcomes
+        if kind == "L":
+            return w.partitions[x]
+        if kind == "R":
+            return w.consumers[x]
+        return None   # connection ends: the commutation check covers them
+
+
+def locations(K, *kinds) -> frozenset:
+    """Every location of the given kinds ("P", "O", "C", "CE", "L", "R", "G", "D", "B", "N": both
+    ends of every connection): what a property reads (``Property.reads``)."""
+    lay = _layout(K)
+    out = set()
+    for kind in kinds:
+        if kind == "P":
+            out |= set(lay.P.values())
+        elif kind == "O":
+            out |= set(lay.O.values())
+        elif kind == "L":
+            out |= {("L", k) for k in lay.parts}
+        elif kind == "R":
+            out |= {("R", c) for c in range(K.consumers)}
+        elif kind == "N":
+            out |= {(e, c) for c in lay.conns for e in ("H", "T")}
+        else:
+            out.add(kind)
+    return frozenset(out)
+
+
+__all__ = ["Reduction", "locations", "Rpc", "network"]
