@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bfs, spark: keep exploring after a violation and report every violated "
                         "property, each with its own shortest counterexample")
     c.add_argument("--por", action="store_const", const=True,
-                   help="bfs, spark: partial-order reduction (safety only; counterexamples are "
+                   help="bfs: partial-order reduction (safety only; counterexamples are "
                         "shortest within the reduced graph; default: [check] por)")
     c.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this property (repeatable; default: [check] invariants)")
@@ -386,6 +386,9 @@ def run_bfs(cfg, args, progress):
 def run_graph(cfg, args, progress):
     from explorers import graph   # numpy and scipy: only when needed
 
+    if cfg.get("check.por"):   # a reduced graph keeps safety verdicts, not liveness ones
+        raise UsageError("--por / [check] por: the graph explorer checks liveness on the full "
+                         "state graph; partial-order reduction runs with the bfs explorer only")
     o = search_options(cfg, args, progress)
     return graph.explore(registry.bind(cfg), graph.GraphOptions(**o.__dict__))
 

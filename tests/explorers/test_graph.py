@@ -272,6 +272,14 @@ def test_graph_export_parses_back_with_networkx(tmp_path, fmt):
         assert {d["action"] for _, _, d in g.edges(data=True)} >= {"InitTransactions(producer=0)"}
 
 
+def test_the_graph_explorer_refuses_partial_order_reduction(tmp_path):
+    from tests.explorers.test_stateful import kafka_mc
+
+    r = kafka_mc("check", "tiny", "--explorer", "graph", "--por", "--out", str(tmp_path))
+    assert r.returncode == 2 and "liveness on the full state graph" in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
 def test_graph_export_refuses_a_graph_too_big_to_read(tmp_path):
     from tests.explorers.test_stateful import kafka_mc
 
