@@ -1,0 +1,267 @@
+"""The symbolic explorer: bounded model checking and k-induction with z3 over a model's
+``SymbolicSystem`` (``model.core``, DESIGN.md section 8). It knows no model: the variables,
+actions and claims are the model's.
+
+* ``bmc(system, depth)``: is a property violated within ``depth`` steps of a start state? Start
+  states are those meeting the model's ``reachable`` claim and every state property (a run may
+  start near epoch exhaustion), or with ``start="init"`` the initial states only.
+* ``prove(system, max_k)``: k-induction for k = 1 .. max_k over the properties together with the
+  model's auxiliary invariants and ``reachable``: the base case is BMC from the initial states to
+  depth k - 1, the step case asks for k consecutive states where every claim holds followed by a
+  step breaking one. Verdicts: ``proved`` (at k, with the auxiliary invariants used),
+  ``counterexample`` (a path from an initial state) or ``unknown`` (the step case still fails at
+  max_k: the counterexample to induction, a path whose first state may be unreachable).
+* ``admitted(system, steps)``: which concrete steps (values of the variables before and after,
+  and the action) the relation does not admit (the refinement tests).
+
+Traces (a counterexample or a CTI) are ITF files whose states are the symbolic variables' values
+(signed integers for bit-vectors, as the model's values); ``kafka-mc replay`` / ``render`` refuse
+them (they are not states of the explicit model). Exit codes: 0 proved (or BMC found nothing), 12
+counterexample, 14 unknown.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import z3
+
+from model.core import SymbolicAction, SymbolicClaim, SymbolicSystem
+
+EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN = 0, 12, 14
+
+
+def sort_of(name: str):
+    if name == "bool":
+        return z3.BoolSort()
+    if name.startswith("bv") and name[2:].isdigit():
+        return z3.BitVecSort(int(name[2:]))
+    raise ValueError(f"unknown symbolic sort {name!r}")
+
+
+def value_term(sort: str, value):
+    if sort == "bool":
+        return z3.BoolVal(bool(value))
+    return z3.BitVecVal(int(value), int(sort[2:]))
+
+
+def python_value(sort: str, term) -> Any:
+    if sort == "bool":
+        return z3.is_true(term)
+    return term.as_signed_long()
+
+
+@dataclass
+class Step:
+    """One step of a path: the action taken and its parameters' values."""
+    action: str
+    params: dict
+
+
+@dataclass
+class Path:
+    states: list[dict]
+    steps: list[Step]
+
+
+@dataclass
+class Verdict:
+    verdict: str                 # proved, counterexample, unknown, bounded (BMC found nothing)
+    depth: int                   # k of the proof / length of the path / BMC bound
+    claim_name: str = ""         # the violated claim
+    claim: str = ""
+    path: Path | None = None
+    auxiliary: tuple[str, ...] = ()
+    timings: list[tuple[int, float]] = field(default_factory=list)   # (k or depth, seconds)
+
+    @property
+    def exit_code(self) -> int:
+        return {"counterexample": EXIT_COUNTEREXAMPLE, "unknown": EXIT_UNKNOWN}.get(
+            self.verdict, EXIT_PROVED)
+
+
+class Unroller:
+    """The system's variables at each step and the transition between consecutive steps."""
+
+    def __init__(self, system: SymbolicSystem):
+        self.system = system
+        self.sorts = dict(system.variables)
+        self.states: list[dict] = []
+        self.selectors: list = []
+        self.params: list[list[dict]] = []
+
+    def state(self, i: int) -> dict:
+        while len(self.states) <= i:
+            n = len(self.states)
+            self.states.append({v: z3.Const(f"{v}@{n}", sort_of(s)) for v, s in self.sorts.items()})
+        return self.states[i]
+
+    def _params(self, i: int, j: int, a: SymbolicAction) -> dict:
+        p = {n: z3.Const(f"{a.label}.{n}@{i}", sort_of(s)) for n, s in a.params}
+        return {**p, **dict(a.args)}
+
+    def transition(self, i: int):
+        """Step i -> i + 1: one action, chosen by ``action@i``."""
+        v, w = self.state(i), self.state(i + 1)
+        sel = z3.Int(f"action@{i}")
+        ps = [self._params(i, j, a) for j, a in enumerate(self.system.actions)]
+        self.selectors.append(sel)
+        self.params.append(ps)
+        return z3.And(sel >= 0, sel < len(self.system.actions), *[
+            z3.Implies(sel == j, a.relation(v, ps[j], w))
+            for j, a in enumerate(self.system.actions)])
+
+    def state_claims(self, i: int, claims) -> list:
+        return [(c, c.holds(self.state(i))) for c in claims if c.kind == "state"]
+
+    def step_claims(self, i: int, claims) -> list:
+        """Each step claim at step i -> i + 1 (needs ``transition(i)`` first)."""
+        v, w, sel = self.state(i), self.state(i + 1), self.selectors[i]
+        out = []
+        for c in claims:
+            if c.kind != "step":
+                continue
+            out.append((c, z3.And(*[z3.Implies(sel == j, c.holds(a, v, self.params[i][j], w))
+                                    for j, a in enumerate(self.system.actions)])))
+        return out
+
+    def path(self, model, length: int) -> Path:
+        states = [{n: python_value(s, model.eval(self.state(i)[n], model_completion=True))
+                   for n, s in self.sorts.items()} for i in range(length + 1)]
+        steps = []
+        for i in range(length):
+            j = model.eval(self.selectors[i], model_completion=True).as_long()
+            a = self.system.actions[j]
+            sorts = dict(a.params)
+            params = {n: python_value(sorts[n], model.eval(t, model_completion=True))
+                      for n, t in self.params[i][j].items() if n in sorts}
+            steps.append(Step(a.label, params))
+        return Path(states, steps)
+
+
+def _violated(solver, checks) -> tuple | None:
+    """The first claim in ``checks`` that can fail (claim, model), or None."""
+    for claim, holds in checks:
+        solver.push()
+        solver.add(z3.Not(holds))
+        if solver.check() == z3.sat:
+            m = solver.model()
+            solver.pop()
+            return claim, m
+        solver.pop()
+    return None
+
+
+def bmc(system: SymbolicSystem, depth: int, start: str = "reachable", claims=None,
+        progress=None) -> Verdict:
+    """Bounded model checking to ``depth`` steps."""
+    claims = system.properties if claims is None else claims
+    u, s = Unroller(system), z3.Solver()
+    v0 = u.state(0)
+    if start == "init":
+        s.add(system.init(v0))
+    else:
+        s.add(system.reachable(v0), *[h for _, h in u.state_claims(0, claims)])
+    timings = []
+    t0 = time.perf_counter()
+    found = _violated(s, u.state_claims(0, claims)) if start == "init" else None
+    if found:
+        return Verdict("counterexample", 0, found[0].name, found[0].claim, u.path(found[1], 0))
+    for k in range(depth):
+        s.add(u.transition(k))
+        found = _violated(s, u.step_claims(k, claims) + u.state_claims(k + 1, claims))
+        timings.append((k + 1, time.perf_counter() - t0))
+        if progress:
+            progress(k + 1, timings[-1][1])
+        if found:
+            return Verdict("counterexample", k + 1, found[0].name, found[0].claim,
+                           u.path(found[1], k + 1), timings=timings)
+        # the claims hold up to here: assume them on the way to the next depth
+        s.add(*[h for _, h in u.step_claims(k, claims) + u.state_claims(k + 1, claims)])
+    return Verdict("bounded", depth, timings=timings)
+
+
+def prove(system: SymbolicSystem, max_k: int = 3, progress=None) -> Verdict:
+    """k-induction over the properties, the auxiliary invariants and ``reachable``."""
+    reach = SymbolicClaim("reachable", "state", system.reachable,
+                          "the model's claim about every reachable state")
+    claims = tuple(system.properties) + tuple(system.auxiliary) + (reach,)
+    timings = []
+    t0 = time.perf_counter()
+    cti = None
+    for k in range(1, max_k + 1):
+        base = bmc(system, k - 1, start="init", claims=claims)
+        if base.verdict == "counterexample":
+            base.timings = timings
+            return base
+        u, s = Unroller(system), z3.Solver()
+        for i in range(k):
+            s.add(*[h for _, h in u.state_claims(i, claims)])
+            s.add(u.transition(i))
+            if i < k - 1:
+                s.add(*[h for _, h in u.step_claims(i, claims)])
+        found = _violated(s, u.step_claims(k - 1, claims) + u.state_claims(k, claims))
+        timings.append((k, time.perf_counter() - t0))
+        if progress:
+            progress(k, timings[-1][1])
+        if not found:
+            return Verdict("proved", k, auxiliary=tuple(c.name for c in system.auxiliary),
+                           timings=timings)
+        cti = Verdict("unknown", k, found[0].name, found[0].claim, u.path(found[1], k),
+                      timings=timings)
+    return cti
+
+
+def admitted(system: SymbolicSystem, steps: Sequence[tuple]) -> list[tuple]:
+    """The steps ``(before, (name, args, params), after)`` (variable values, the action by name,
+    constant args and parameter values) that the relation does not admit, each with a reason.
+    Every formula is ground, so z3 decides it by simplification, in one pass."""
+    sorts = dict(system.variables)
+    by_key = {(a.name, tuple(sorted(dict(a.args).items()))): a for a in system.actions}
+    failures = []
+    for before, (name, args, params), after in steps:
+        a = by_key.get((name, tuple(sorted(args.items()))))
+        if a is None:
+            failures.append((before, (name, args, params), after, "no such symbolic action"))
+            continue
+        v = {n: value_term(sorts[n], x) for n, x in before.items()}
+        w = {n: value_term(sorts[n], x) for n, x in after.items()}
+        psorts = dict(a.params)
+        p = {**{n: value_term(psorts[n], x) for n, x in params.items()}, **dict(a.args)}
+        if not z3.is_true(z3.simplify(a.relation(v, p, w))):
+            failures.append((before, (name, args, params), after, "not admitted"))
+    return failures
+
+
+# --- traces ----------------------------------------------------------------------------------------
+
+def itf(system: SymbolicSystem, path: Path, meta: Mapping[str, Any]) -> dict:
+    """An ITF document of a symbolic path (states: the symbolic variables)."""
+    from traces.itf import encode
+
+    names = [n for n, _ in system.variables]
+    states = []
+    for i, st in enumerate(path.states):
+        smeta = {"index": i}
+        if i:
+            step = path.steps[i - 1]
+            args = ", ".join(f"{k}={v}" for k, v in step.params.items())
+            smeta["action"] = f"{step.action}[{args}]" if args else step.action
+            smeta["action_value"] = encode((step.action, *[
+                (k, v) for k, v in sorted(step.params.items())]))
+        states.append({"#meta": smeta, **{n: encode(st[n]) for n in names}})
+    return {"#meta": {"format": "ITF", "format-description":
+                      "https://apalache-mc.org/docs/adr/015adr-trace.html", **meta},
+            "vars": names, "states": states}
+
+
+def describe(path: Path, limit: int = 40) -> list[str]:
+    """A path as text: the first state in full, then each step and what it changed."""
+    lines = ["  state 0: " + ", ".join(f"{k}={v}" for k, v in path.states[0].items())]
+    for i, step in enumerate(path.steps, 1):
+        changed = {k: v for k, v in path.states[i].items() if path.states[i - 1][k] != v}
+        args = ", ".join(f"{k}={v}" for k, v in step.params.items())
+        lines.append(f"  {i}. {step.action}{f' [{args}]' if args else ''}: "
+                     + (", ".join(f"{k}={v}" for k, v in changed.items()) or "(no change)"))
+    return lines[:limit]
