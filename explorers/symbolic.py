@@ -104,11 +104,11 @@ class Unroller:
     def transition(self, i: int):
         """Step i -> i + 1: one action, chosen by ``action@i``."""
         v, w = self.state(i), self.state(i + 1)
-        sel = z3.Int(f"action@{i}")
+        sel = z3.BitVec(f"action@{i}", 16)
         ps = [self._params(i, j, a) for j, a in enumerate(self.system.actions)]
         self.selectors.append(sel)
         self.params.append(ps)
-        return z3.And(sel >= 0, sel < len(self.system.actions), *[
+        return z3.And(z3.ULT(sel, len(self.system.actions)), *[
             z3.Implies(sel == j, a.relation(v, ps[j], w))
             for j, a in enumerate(self.system.actions)])
 
@@ -140,6 +140,12 @@ class Unroller:
         return Path(states, steps)
 
 
+def solver():
+    """Everything is bit-vectors and Booleans: z3's QF_BV solver (bit-blasting) is much faster
+    than the default on these queries."""
+    return z3.SolverFor("QF_BV")
+
+
 def _violated(solver, checks) -> tuple | None:
     """The first claim in ``checks`` that can fail (claim, model), or None."""
     for claim, holds in checks:
@@ -157,7 +163,7 @@ def bmc(system: SymbolicSystem, depth: int, start: str = "reachable", claims=Non
         progress=None) -> Verdict:
     """Bounded model checking to ``depth`` steps."""
     claims = system.properties if claims is None else claims
-    u, s = Unroller(system), z3.Solver()
+    u, s = Unroller(system), solver()
     v0 = u.state(0)
     if start == "init":
         s.add(system.init(v0))
@@ -195,7 +201,7 @@ def prove(system: SymbolicSystem, max_k: int = 3, progress=None) -> Verdict:
         if base.verdict == "counterexample":
             base.timings = timings
             return base
-        u, s = Unroller(system), z3.Solver()
+        u, s = Unroller(system), solver()
         for i in range(k):
             s.add(*[h for _, h in u.state_claims(i, claims)])
             s.add(u.transition(i))

@@ -69,6 +69,7 @@ from model.kafka.world import TxnState as T
 VARIANTS = ("none", "no_rotation", "fence_retry_bump")
 NO_PID, NO_EPOCH = -1, -1
 SHORT_MAX = 32767
+LONG_MAX = 2**63 - 1
 EXHAUSTED = SHORT_MAX - 1      # TransactionMetadata.isEpochExhausted: epoch >= Short.MaxValue - 1
 META = ("producerId", "producerEpoch", "lastProducerEpoch", "state")
 SORTS = {"producerId": "bv64", "producerEpoch": "bv16", "lastProducerEpoch": "bv16", "state": "bv8",
@@ -141,9 +142,12 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
 
     def issued(v, p_, e):
         """A pair the coordinator handed out (in a response or a marker)."""
-        return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0),
+        below = e < _ep(SHORT_MAX) if rotate else True   # InitProducerId rotates at 32,766;
+        return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0), below,  # fences answer none
                       z3.Implies(p_ == v["log.producerId"], e <= v["log.producerEpoch"]),
-                      z3.Implies(p_ == v["txn.producerId"], e <= v["txn.producerEpoch"]))
+                      z3.Implies(p_ == v["txn.producerId"], e <= v["txn.producerEpoch"]),
+                      z3.Implies(z3.And(v["append.on"], p_ == v["append.producerId"]),
+                                 e <= v["append.producerEpoch"]))
 
     def prepare(v, pid, epoch, last, state, cache=None, **more):
         """prepareTransitionTo + appendTransactionToLog: the cache keeps its metadata (``cache``
@@ -167,7 +171,7 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
         the next producer id at epoch 0 (KIP-890). Returns (metadata, nextProducerId)."""
         done = z3.If(state == _st(T.PrepareCommit), _st(T.CompleteCommit), _st(T.CompleteAbort))
         if tv2 and rotate:
-            r = exhausted(epoch)
+            r = z3.And(exhausted(epoch), next_pid < _pid(LONG_MAX - 1))
             return ((z3.If(r, next_pid, pid), z3.If(r, _ep(0), epoch), z3.If(r, _ep(NO_EPOCH), last),
                      done), z3.If(r, next_pid + 1, next_pid))
         return (pid, epoch, last, done), next_pid
@@ -196,6 +200,8 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
             pending = z3.And(z3.Not(new), v["txn.pending"])
             nxt = z3.If(new, v["nextProducerId"] + 1, v["nextProducerId"])
             bump = rp != _pid(NO_PID)
+            # ProducerIdManager: ids are not exhausted (it fails the request when they are)
+            request = z3.And(request, v["nextProducerId"] < _pid(LONG_MAX - 1))
             fenced = z3.And(bump, epoch != _ep(NO_EPOCH), rp != pid)
             go = z3.And(z3.Not(pending), z3.Not(fenced), z3.Not(_in(state, PREPARE)))
             alts = [(z3.And(go, state == _st(T.Ongoing)),
@@ -250,14 +256,15 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
         return SymbolicAction("AddPartitionsToTxn", (("P", "bv64"), ("E", "bv16")), rel,
                               (("producer", i),))
 
-    def after_prepare_logged(v, logged, **more):
-        """Markers sent (some awaited), or none to send and completion prepared at once."""
+    def after_prepare_logged(v, logged, base):
+        """Markers sent (some awaited), or none to send and completion prepared at once
+        (addTxnMarkersToSend, then TransactionMarkerChannelManager's completion)."""
         pid, epoch, last, state = logged
-        return [(True, {"markersPending": z3.BoolVal(True), **more}),
-                (True, prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
-                                        markersPending=z3.BoolVal(False), **{
-                                            k: x for k, x in more.items()
-                                            if not k.startswith(("txn__", "append__"))}))]
+        rest = {k: x for k, x in base.items()
+                if not k.startswith(("txn__", "append__")) and k != "markersPending"}
+        return [{**base, "markersPending": z3.BoolVal(True)},
+                {**base, **prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
+                                            markersPending=z3.BoolVal(False), **rest)}]
 
     def commit_append(v, p, w):
         dead = v["append.state"] == _st(T.Dead)
@@ -268,8 +275,7 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
                 **NO_APPEND}
         prep = _in(logged[3], PREPARE)
         alts = [(z3.Not(prep), base)]
-        for cond, upd in after_prepare_logged(v, logged, **base):
-            alts.append((prep, {**base, **upd}))
+        alts += [(prep, upd) for upd in after_prepare_logged(v, logged, base)]
         return z3.And(v["append.on"], cases(v, w, *alts))
 
     def marker_ack(v, p, w):
@@ -306,8 +312,7 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
                 **NO_APPEND, "markersPending": z3.BoolVal(False)}
         prep = _in(log[3], PREPARE)
         alts = [(z3.Not(prep), base)]
-        for cond, upd in after_prepare_logged(v, log, **base):
-            alts.append((prep, {**base, **upd}))
+        alts += [(prep, upd) for upd in after_prepare_logged(v, log, base)]
         return cases(v, w, *alts)
 
     # --- producers and leaders ------------------------------------------------------------------------------
@@ -462,6 +467,54 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
                          v["append.producerEpoch"] >= v["txn.producerEpoch"]),
                   v["append.producerId"] > v["txn.producerId"])))
 
+    def ongoing_below_max(v):
+        """With rotation, an Ongoing transaction's epoch is below Short.MaxValue (a client's,
+        which InitProducerId never makes 32,767), so its fence does not wrap."""
+        if not rotate:
+            return z3.BoolVal(True)
+        return z3.And(*[z3.Implies(v[f"{x}.state"] == _st(T.Ongoing),
+                                   v[f"{x}.producerEpoch"] < _ep(SHORT_MAX))
+                        for x in ("txn", "log", "append")],
+                      *[v[f"producer{i}.producerEpoch"] < _ep(SHORT_MAX) for i in I])
+
+    def others(v):
+        return ([v[f"producer{i}.producerId"] for i in I] + [v[f"leader{k}.producerId"] for k in P])
+
+    def new_ids_fresh(v):
+        """A producer id the coordinator just generated (a new transactional.id's in the cache,
+        a rotation's in the append) is above every other id, and no epoch of it is out yet."""
+        return z3.And(
+            z3.Implies(v["txn.producerId"] != v["log.producerId"], z3.And(
+                v["txn.producerId"] > v["log.producerId"], v["txn.producerEpoch"] == _ep(NO_EPOCH),
+                *[x < v["txn.producerId"] for x in others(v)])),
+            z3.Implies(z3.And(v["append.on"], v["append.producerId"] != v["txn.producerId"]), z3.And(
+                v["append.producerId"] > v["txn.producerId"], v["append.producerEpoch"] == _ep(0),
+                v["append.producerId"] > v["log.producerId"],
+                *[x < v["append.producerId"] for x in others(v)])))
+
+    def cache_is_log(v):
+        """The cache equals the log but while an append is in flight, when it may hold a
+        fence's bumped epoch (prepareFenceProducerEpoch changes it in memory), or a new
+        transactional.id's id."""
+        same = v["txn.producerId"] == v["log.producerId"]
+        eq = z3.And(*[v[f"txn.{f}"] == v[f"log.{f}"] for f in META])
+        fenced = z3.And(v["txn.state"] == _st(T.Ongoing), v["log.state"] == _st(T.Ongoing),
+                        v["txn.producerEpoch"] == v["log.producerEpoch"] + 1,
+                        v["append.state"] == _st(T.PrepareAbort),
+                        v["append.producerEpoch"] == v["txn.producerEpoch"])
+        return z3.Implies(same, z3.Or(eq, z3.And(v["txn.pending"], fenced)))
+
+    def no_metadata_is_empty(v):
+        """A transactional.id without a producer id has no epoch, state or append (a new
+        id's metadata, or the tombstone's)."""
+        return z3.And(*[z3.Implies(v[f"{x}.producerId"] == _pid(NO_PID), z3.And(
+            v[f"{x}.producerEpoch"] == _ep(NO_EPOCH), v[f"{x}.state"] == _st(T.Empty)))
+            for x in ("txn", "log")], z3.Implies(z3.Not(v["append.on"]), z3.And(
+                v["append.producerId"] == _pid(NO_PID), v["append.producerEpoch"] == _ep(NO_EPOCH),
+                v["append.lastProducerEpoch"] == _ep(NO_EPOCH), v["append.state"] == _st(T.Empty))),
+            *[z3.Implies(v[f"producer{i}.producerId"] == _pid(NO_PID),
+                         v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)) for i in I])
+
     def pending_iff_append(v):
         return v["txn.pending"] == v["append.on"]
 
@@ -477,7 +530,8 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
 
     auxiliary = tuple(SymbolicClaim(f.__name__, "state", f, (f.__doc__ or "").strip()) for f in (
         ids_issued, holders_behind_coordinator, log_behind_cache, cache_behind_append,
-        pending_iff_append, states_valid, epochs_valid))
+        pending_iff_append, states_valid, epochs_valid, no_metadata_is_empty,
+        ongoing_below_max, new_ids_fresh, cache_is_log))
 
     def init(v):
         none = {f"{x}.{f}": val for x in ("txn", "append", "log")
