@@ -112,6 +112,21 @@ class Unroller:
             z3.Implies(sel == j, a.relation(v, ps[j], w))
             for j, a in enumerate(self.system.actions)])
 
+    def only(self, i: int, j: int):
+        """Step i -> i + 1 by action j alone (its relation, with the selector fixed)."""
+        a = self.system.actions[j]
+        while len(self.selectors) <= i:
+            self.selectors.append(z3.BitVec(f"action@{len(self.selectors)}", 16))
+            self.params.append([self._params(len(self.params), jj, aa)
+                                for jj, aa in enumerate(self.system.actions)])
+        return z3.And(self.selectors[i] == j,
+                      a.relation(self.state(i), self.params[i][j], self.state(i + 1)))
+
+    def step_claims_of(self, i: int, j: int, claims) -> list:
+        a = self.system.actions[j]
+        v, w, p = self.state(i), self.state(i + 1), self.params[i][j]
+        return [(c, c.holds(a, v, p, w)) for c in claims if c.kind == "step"]
+
     def state_claims(self, i: int, claims) -> list:
         return [(c, c.holds(self.state(i))) for c in claims if c.kind == "state"]
 
@@ -146,17 +161,25 @@ def solver():
     return z3.SolverFor("QF_BV")
 
 
-def _violated(solver, checks) -> tuple | None:
-    """The first claim in ``checks`` that can fail (claim, model), or None."""
-    for claim, holds in checks:
+def _violated(solver, checks, incremental: bool = False) -> tuple | None:
+    """The first claim in ``checks`` that can fail (claim, model), or None: one query for all
+    of them, then the model says which failed."""
+    if not checks:
+        return None
+    if incremental:
         solver.push()
-        solver.add(z3.Not(holds))
-        if solver.check() == z3.sat:
-            m = solver.model()
+    solver.add(z3.Or(*[z3.Not(h) for _, h in checks]))
+    try:
+        if solver.check() != z3.sat:
+            return None
+        m = solver.model()
+        for claim, holds in checks:
+            if z3.is_false(m.eval(holds, model_completion=True)):
+                return claim, m
+        raise AssertionError("z3 model violates no claim")
+    finally:
+        if incremental:
             solver.pop()
-            return claim, m
-        solver.pop()
-    return None
 
 
 def bmc(system: SymbolicSystem, depth: int, start: str = "reachable", claims=None,
@@ -171,12 +194,12 @@ def bmc(system: SymbolicSystem, depth: int, start: str = "reachable", claims=Non
         s.add(system.reachable(v0), *[h for _, h in u.state_claims(0, claims)])
     timings = []
     t0 = time.perf_counter()
-    found = _violated(s, u.state_claims(0, claims)) if start == "init" else None
+    found = _violated(s, u.state_claims(0, claims), True) if start == "init" else None
     if found:
         return Verdict("counterexample", 0, found[0].name, found[0].claim, u.path(found[1], 0))
     for k in range(depth):
         s.add(u.transition(k))
-        found = _violated(s, u.step_claims(k, claims) + u.state_claims(k + 1, claims))
+        found = _violated(s, u.step_claims(k, claims) + u.state_claims(k + 1, claims), True)
         timings.append((k + 1, time.perf_counter() - t0))
         if progress:
             progress(k + 1, timings[-1][1])
@@ -201,13 +224,22 @@ def prove(system: SymbolicSystem, max_k: int = 3, progress=None) -> Verdict:
         if base.verdict == "counterexample":
             base.timings = timings
             return base
-        u, s = Unroller(system), solver()
-        for i in range(k):
-            s.add(*[h for _, h in u.state_claims(i, claims)])
-            s.add(u.transition(i))
-            if i < k - 1:
-                s.add(*[h for _, h in u.step_claims(i, claims)])
-        found = _violated(s, u.step_claims(k - 1, claims) + u.state_claims(k, claims))
+        u, prefix = Unroller(system), []
+        for i in range(k - 1):
+            prefix += [h for _, h in u.state_claims(i, claims)]
+            prefix.append(u.transition(i))
+            prefix += [h for _, h in u.step_claims(i, claims)]
+        prefix += [h for _, h in u.state_claims(k - 1, claims)]
+        # the last step one action at a time, each query on a fresh solver: many small
+        # non-incremental queries (z3 preprocesses them before bit-blasting) are much faster
+        # than one with the disjunction of every action
+        found = None
+        for j in range(len(system.actions)):
+            s = solver()
+            s.add(*prefix, u.only(k - 1, j))
+            found = _violated(s, u.step_claims_of(k - 1, j, claims) + u.state_claims(k, claims))
+            if found:
+                break
         timings.append((k, time.perf_counter() - t0))
         if progress:
             progress(k, timings[-1][1])
@@ -271,3 +303,80 @@ def describe(path: Path, limit: int = 40) -> list[str]:
         lines.append(f"  {i}. {step.action}{f' [{args}]' if args else ''}: "
                      + (", ".join(f"{k}={v}" for k, v in changed.items()) or "(no change)"))
     return lines[:limit]
+
+
+# --- the command line (kafka-mc check --explorer symbolic) ---------------------------------------------
+
+class SymbolicUsageError(ValueError):
+    """The configuration or model does not allow a symbolic check (one line)."""
+
+
+def select(system: SymbolicSystem, names: Sequence[str] | None) -> SymbolicSystem:
+    """The system with only the named properties (None: all)."""
+    from dataclasses import replace
+
+    if names is None:
+        return system
+    known = {c.name: c for c in system.properties}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise SymbolicUsageError(f"unknown symbolic property {missing[0]!r} "
+                                 f"(known: {', '.join(known)})")
+    return replace(system, properties=tuple(known[n] for n in dict.fromkeys(names)))
+
+
+def run(model, cfg, names, depth: int | None, induction: int, out, meta: Mapping[str, Any],
+        emit=print) -> int:
+    """Check ``model``'s symbolic system: BMC to ``depth`` when given, else k-induction up to
+    ``induction``; print the verdict, write a counterexample or CTI as ITF in ``out``; the exit
+    code."""
+    import json
+    from pathlib import Path
+
+    from traces.files import write_atomically
+
+    hook = getattr(model, "symbolic", None)
+    try:
+        system = hook() if hook else None
+    except ValueError as e:
+        raise SymbolicUsageError(str(e)) from None
+    if system is None:
+        raise SymbolicUsageError(f"model {model.name} offers no symbolic system")
+    system = select(system, names)
+    t0 = time.perf_counter()
+    if depth is not None:
+        result = bmc(system, depth)
+        emit(f"symbolic BMC to depth {depth} from any state meeting the model's reachable-state "
+             f"claim ({len(system.variables)} variables, {len(system.actions)} actions)")
+    else:
+        result = prove(system, induction)
+        emit(f"symbolic k-induction, k <= {induction} ({len(system.variables)} variables, "
+             f"{len(system.actions)} actions, {len(system.auxiliary)} auxiliary invariants)")
+    for k, seconds in result.timings:
+        emit(f"  {'depth' if depth is not None else 'k'} {k}: {seconds:.2f} s (z3, cumulative)")
+    elapsed = time.perf_counter() - t0
+    claims = ", ".join(c.name for c in system.properties)
+    if result.verdict == "proved":
+        emit(f"proved at k = {result.depth}: {claims}, for every epoch and producer id value "
+             f"({elapsed:.1f} s); auxiliary invariants: {', '.join(result.auxiliary)}")
+    elif result.verdict == "bounded":
+        emit(f"no violation within {depth} steps: {claims} ({elapsed:.1f} s)")
+    else:
+        what = ("counterexample" if result.verdict == "counterexample"
+                else "unknown: induction failed; counterexample to induction")
+        emit(f"{what} at depth {result.depth}: {result.claim_name} ({result.claim}) "
+             f"({elapsed:.1f} s)")
+        emit("\n".join(describe(result.path)))
+        suffix = ".itf.json" if result.verdict == "counterexample" else ".cti.itf.json"
+        file = Path(out) / f"{result.claim_name}{suffix}"
+        doc = itf(system, result.path, {**meta, "property": result.claim_name,
+                                        "kind": "safety" if result.verdict == "counterexample"
+                                        else "cti", "description": result.claim,
+                                        "explorer": "symbolic", "verdict": result.verdict})
+        try:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            write_atomically(file, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+            emit(f"trace: {file}")
+        except OSError as e:
+            emit(f"cannot write the trace {file}: {e.strerror or e}")
+    return result.exit_code

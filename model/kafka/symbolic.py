@@ -146,8 +146,8 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
         return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0), below,  # fences answer none
                       z3.Implies(p_ == v["log.producerId"], e <= v["log.producerEpoch"]),
                       z3.Implies(p_ == v["txn.producerId"], e <= v["txn.producerEpoch"]),
-                      z3.Implies(z3.And(v["append.on"], p_ == v["append.producerId"]),
-                                 e <= v["append.producerEpoch"]))
+                      z3.Implies(z3.And(v["append.on"], p_ == v["append.producerId"]), z3.And(
+                          e <= v["append.producerEpoch"], p_ == v["txn.producerId"])))
 
     def prepare(v, pid, epoch, last, state, cache=None, **more):
         """prepareTransitionTo + appendTransactionToLog: the cache keeps its metadata (``cache``
@@ -474,7 +474,9 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
             return z3.BoolVal(True)
         return z3.And(*[z3.Implies(v[f"{x}.state"] == _st(T.Ongoing),
                                    v[f"{x}.producerEpoch"] < _ep(SHORT_MAX))
-                        for x in ("txn", "log", "append")],
+                        for x in ("log", "append")],
+                      z3.Implies(z3.And(v["txn.state"] == _st(T.Ongoing), z3.Not(v["txn.pending"])),
+                                 v["txn.producerEpoch"] < _ep(SHORT_MAX)),
                       *[v[f"producer{i}.producerEpoch"] < _ep(SHORT_MAX) for i in I])
 
     def others(v):
@@ -485,10 +487,13 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
         a rotation's in the append) is above every other id, and no epoch of it is out yet."""
         return z3.And(
             z3.Implies(v["txn.producerId"] != v["log.producerId"], z3.And(
-                v["txn.producerId"] > v["log.producerId"], v["txn.producerEpoch"] == _ep(NO_EPOCH),
+                v["txn.producerId"] == v["nextProducerId"] - 1, v["txn.state"] == _st(T.Empty),
+                v["log.producerId"] == _pid(NO_PID), v["txn.producerEpoch"] == _ep(NO_EPOCH),
                 *[x < v["txn.producerId"] for x in others(v)])),
             z3.Implies(z3.And(v["append.on"], v["append.producerId"] != v["txn.producerId"]), z3.And(
                 v["append.producerId"] > v["txn.producerId"], v["append.producerEpoch"] == _ep(0),
+                v["append.producerId"] == v["nextProducerId"] - 1,
+                _in(v["append.state"], COMPLETE),
                 v["append.producerId"] > v["log.producerId"],
                 *[x < v["append.producerId"] for x in others(v)])))
 
@@ -525,6 +530,12 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
         """Epochs of a producer id are >= 0 once it is held (a new id's metadata has -1)."""
         held = [(v[f"producer{i}.producerId"], v[f"producer{i}.producerEpoch"]) for i in I]
         return z3.And(*[z3.Implies(x != _pid(NO_PID), e >= _ep(0)) for x, e in held],
+                      z3.Implies(v["log.producerId"] != _pid(NO_PID), v["log.producerEpoch"] >= _ep(0)),
+                      z3.Implies(z3.And(v["append.on"], v["append.state"] != _st(T.Dead)),
+                                 v["append.producerEpoch"] >= _ep(0)),
+                      z3.Implies(z3.And(v["txn.producerId"] == v["log.producerId"],
+                                        v["txn.producerId"] != _pid(NO_PID)),
+                                 v["txn.producerEpoch"] >= _ep(0)),
                       *[z3.Implies(v[f"leader{k}.producerId"] != _pid(NO_PID),
                                    v[f"leader{k}.producerEpoch"] >= _ep(0)) for k in P])
 
