@@ -380,3 +380,74 @@ def run(model, cfg, names, depth: int | None, induction: int, out, meta: Mapping
         except OSError as e:
             emit(f"cannot write the trace {file}: {e.strerror or e}")
     return result.exit_code
+
+
+# --- tying the symbolic relation to the explicit model ----------------------------------------------------
+
+def explicit_steps(model, system: SymbolicSystem, max_states: int = 200_000):
+    """Explore ``model`` breadth-first (through the contract: ``init_states``, ``successors``,
+    ``view``) and project every step onto the symbolic variables. Returns (states explored,
+    the distinct projected steps that change the projection, as ``admitted`` takes them)."""
+    seen, frontier = set(), []
+    for s in model.init_states():
+        if model.view(s) not in seen:
+            seen.add(model.view(s))
+            frontier.append(s)
+    steps = {}
+    while frontier:
+        nxt = []
+        for s in frontier:
+            ps = system.project(s)
+            for a, t in model.successors(s):
+                pt = system.project(t)
+                if ps != pt:
+                    act = system.project_action(s, a, t) or (a[0], {}, {})
+                    key = (tuple(sorted(ps.items())), repr(act), tuple(sorted(pt.items())))
+                    steps.setdefault(key, (ps, act, pt))
+                vt = model.view(t)
+                if vt not in seen:
+                    if len(seen) >= max_states:
+                        raise ValueError(f"more than {max_states} states: use a smaller config")
+                    seen.add(vt)
+                    nxt.append(t)
+        frontier = nxt
+    return len(seen), list(steps.values())
+
+
+def explicit_witness(model, system: SymbolicSystem, claim: str, max_states: int = 200_000):
+    """The reachability question a counterexample to induction asks, put to the explicit model:
+    is there a reachable step (or state) of ``model`` whose projection violates ``claim``? Returns
+    (states explored, the first such (state, action, state) in BFS order, or None). None on a
+    small configuration suggests a missing auxiliary invariant; a witness, a real violation."""
+    c = next(x for x in system.properties + system.auxiliary if x.name == claim)
+    sorts = dict(system.variables)
+    by_key = {(a.name, tuple(sorted(dict(a.args).items()))): a for a in system.actions}
+
+    def terms(values):
+        return {n: value_term(sorts[n], x) for n, x in values.items()}
+
+    seen, frontier = set(), list(model.init_states())
+    seen.update(map(model.view, frontier))
+    while frontier:
+        nxt = []
+        for s in frontier:
+            ps = system.project(s)
+            if c.kind == "state" and not z3.is_true(z3.simplify(c.holds(terms(ps)))):
+                return len(seen), (s, None, None)
+            for a, t in model.successors(s):
+                if c.kind == "step":
+                    act = system.project_action(s, a, t)
+                    sym = by_key.get((act[0], tuple(sorted(act[1].items())))) if act else None
+                    if sym is not None:
+                        psorts = dict(sym.params)
+                        p = {**{n: value_term(psorts[n], x) for n, x in act[2].items()},
+                             **dict(sym.args)}
+                        if not z3.is_true(z3.simplify(c.holds(sym, terms(ps), p,
+                                                               terms(system.project(t))))):
+                            return len(seen), (s, a, t)
+                vt = model.view(t)
+                if vt not in seen and len(seen) < max_states:
+                    seen.add(vt)
+                    nxt.append(t)
+        frontier = nxt
+    return len(seen), None
