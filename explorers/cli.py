@@ -1,7 +1,9 @@
 """The ``kafka-mc`` command (DESIGN.md section 6).
 
 Exit codes: 0 all checks hold; 2 usage or input error; 11 deadlock; 12 safety violation
-(including a witness never reached); 13 liveness violation; 75 model error; 130 interrupted
+(including a witness never reached); 13 liveness violation; 14 symbolic check inconclusive
+(``--explorer symbolic``: induction failed, a counterexample to induction is written); 75 model
+error; 130 interrupted
 (Ctrl-C), 143 terminated (SIGTERM; handled as Ctrl-C: the partial statistics are printed).
 Bad input of any kind (flags, configuration, trace file, output path) is one line on stderr and
 exit 2, before any search. A trace that cannot be written after a search does not lose its
@@ -76,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(0: every level), in OUT/spark")
     c.add_argument("--recover", metavar="DIR",
                    help="spark: resume the search checkpointed in DIR (e.g. out/spark)")
+    c.add_argument("--induction", type=_positive, metavar="K",
+                   help="symbolic: prove by k-induction up to K (default 1; without --depth)")
     c.add_argument("--continue", dest="continue", action="store_const", const=True,
                    help="bfs, spark: keep exploring after a violation and report every violated "
                         "property, each with its own shortest counterexample")
@@ -306,6 +310,8 @@ def cmd_check(args) -> int:
                              f"(only to {', '.join(takers)})")
     cfg = load_config(args)
     model = registry.bind(cfg)
+    if args.explorer == "symbolic":
+        return run_symbolic(cfg, model, args)
     try:
         select_properties(model, property_names(cfg))
     except KeyError as e:
@@ -442,12 +448,27 @@ def run_simulate(cfg, args, progress):
     return simulate.explore(registry.bind(cfg), options)
 
 
-# --explorer NAME -> run(cfg, args, progress) -> Outcome
+def run_symbolic(cfg, model, args) -> int:
+    """``--explorer symbolic``: the model's symbolic system (z3), BMC with ``--depth``, else
+    k-induction (``--induction``). Its properties are the symbolic model's own claims."""
+    from explorers import symbolic
+
+    out = Path(os.path.normpath(args.out)) if args.out else Path(args.out)
+    meta = trace_metadata(cfg, property="", kind="", claim="", explorer="symbolic",
+                          source=f"kafka-mc {_version()}", model=model)
+    try:
+        return symbolic.run(model, cfg, args.invariants, args.depth, args.induction or 1,
+                            out, meta)
+    except symbolic.SymbolicUsageError as e:
+        raise UsageError(str(e)) from None
+
+
+# --explorer NAME -> run(cfg, args, progress) -> Outcome (symbolic: run_symbolic, above)
 EXPLORERS = {"bfs": run_bfs, "graph": run_graph, "spark": run_spark, "stateful": run_stateful,
-             "simulate": run_simulate}
+             "simulate": run_simulate, "symbolic": run_symbolic}
 # flag -> the explorers it applies to (giving it to another explorer is a usage error)
 EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
-                  "--continue": ("bfs", "graph", "spark"),
+                  "--continue": ("bfs", "graph", "spark"), "--induction": ("symbolic",),
                   "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
                                                    "--master", "--checkpoint", "--recover")}}
@@ -535,7 +556,7 @@ def cmd_replay(args) -> int:
     from traces.render import story, text
     from traces.replay import Divergence, replay
 
-    trace = read(args.trace)
+    trace = _explicit(read(args.trace), args.trace, "replay")
     try:
         result = replay(trace)
     except Divergence as d:
@@ -554,6 +575,7 @@ def cmd_minimize(args) -> int:
 
     out = args.out or _sibling(args.trace, ".min.itf.json")
     _not_the_input(out, args.trace)
+    _explicit(read(args.trace), args.trace, "minimize")
     model, states, small = minimize(read(args.trace))
     _write(out, small.to_json(model))
     print(f"minimized {small.meta['minimized_from']} steps to {len(small)}"
@@ -575,7 +597,8 @@ def cmd_render(args) -> int:
 
     if args.out:
         _not_the_input(args.out, args.trace)
-    text = render(read(args.trace), args.format, diff=args.diff, file=args.trace)
+    text = render(_explicit(read(args.trace), args.trace, "render"), args.format, diff=args.diff,
+                  file=args.trace)
     if args.out:
         _write(args.out, text)
         print(f"{args.format} written to {args.out}")
@@ -632,6 +655,15 @@ def cmd_explore(args) -> int:
     finally:
         sock.close()
     return EXIT_OK
+
+
+def _explicit(trace: Trace, file: str, command: str) -> Trace:
+    """A symbolic trace's states are the symbolic model's variables, not the model's states:
+    replay, render and minimize refuse it (exit 2); it is plain ITF JSON to read."""
+    if trace.meta.get("explorer") == "symbolic":
+        raise UsageError(f"{shown(file)}: a symbolic trace (states of the symbolic model's "
+                         f"variables); {command} takes traces of the explicit model")
+    return trace
 
 
 def _sibling(trace: str, suffix: str) -> str:

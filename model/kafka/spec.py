@@ -227,6 +227,12 @@ class KafkaModel(RuleModel):
         """The protocol flags the configured preset (and explicit flags) stand for."""
         return {f"protocol.{flag}": value for flag, value in self.params.features._asdict().items()}
 
+    def symbolic(self):
+        """The symbolic model of the fencing core (model/kafka/symbolic.py) for this
+        configuration, in its ``symbolic.variant``; ValueError where it does not apply."""
+        from model.kafka import symbolic
+        return symbolic.for_model(self.params, self.cfg.get("symbolic.variant") or "none")
+
     def setting_defaults(self):
         """A flag's default is the behaviour before the Kafka change it names."""
         return {f"protocol.{flag}": value for flag, value in Features()._asdict().items()}
@@ -244,6 +250,9 @@ MUTANT = Param("model.mutant", str, mutants.NONE,
 # (tests keep the two equal).
 DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
             **{f"faults.{f.budget}": 1 for f in faults.FAULTS if f.budget != "rebalances"}}
-MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT,), _build, presets=tuple(PRESETS),
+SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
+                         "a deliberately broken variant of the symbolic model (model/kafka/symbolic.py)",
+                         choices=("none", "no_rotation", "fence_retry_bump"))
+MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT, SYMBOLIC_VARIANT), _build, presets=tuple(PRESETS),
                    mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS),
                    defaults=DEFAULTS)

@@ -1,0 +1,645 @@
+"""A symbolic model of Kafka's fencing core over z3 terms (DESIGN.md section 8), for
+``explorers/symbolic.py``: bounded model checking and k-induction over real 16-bit producer
+epochs and 64-bit producer ids, which no explicit search reaches (epoch 32,766 is
+``TransactionMetadata.isEpochExhausted``).
+
+State, for one transactional.id (the explicit model's first), its producer instances and its data
+partitions' leaders; epochs are signed 16-bit bit-vectors and producer ids signed 64-bit ones, as
+Kafka's ``short`` and ``long`` (so ``epoch + 1`` at 32,767 wraps to -32,768 as in Java):
+
+- the coordinator's cache (``txn.*``: producerId, producerEpoch, lastProducerEpoch, state, and
+  whether a ``pendingState`` is set), the transaction-log append in flight (``append.*``: its
+  target metadata), the replicated log (``log.*``), ``nextProducerId`` (the ProducerIdManager)
+  and whether markers are awaited (``markersPending``);
+- per producer instance the (producer id, epoch) it holds (``producer<i>.*``);
+- per partition leader the ProducerStateManager entry of the highest producer id it has
+  (``leader<k>.*``: producerId, producerEpoch, whether a transaction is open).
+
+Actions (each cites the Kafka method it follows; ``model/kafka/coordinator.py`` and
+``partition.py`` are the explicit versions): ``InitProducerId`` (prepareInitProducerIdTransit:
+new metadata, fencing an Ongoing transaction with prepareFenceProducerEpoch, the KIP-360 bump and
+its retry, and ``prepareProducerIdRotation`` when the epoch is exhausted), ``EndTxn``
+(endTransactionWithTV1; TV2's endTransaction bumping the epoch at every end, with the next
+producer id taken at completion when the epoch is exhausted, KIP-890), ``AddPartitionsToTxn``
+(TV1, and TV2's implicit add by a leader's verification), ``CommitTxnLogAppend``
+(appendTransactionToLog's callback, with markers sent and completion prepared),
+``MarkerAck`` (TransactionMarkerRequestCompletionHandler), ``ExpireTransaction``
+(abortTimedOutTransactions), ``ExpireTransactionalId``, ``ElectCoordinator`` (reload from the
+log, the in-flight append replicated or lost), ``ReceiveProducerId`` (InitProducerId / TV2 EndTxn
+responses), ``WriteTxnMarker`` (appendEndTxnMarker's epoch checks, KIP-1228, KAFKA-19999),
+``Produce`` (checkProducerEpoch), ``LoseProducerState``; ``Stutter`` is every step that leaves
+the projection alone. Faults are actions only if the configuration's budget for them is not 0,
+and then without a bound on their number.
+
+Abstractions (what this model leaves out):
+
+- messages are not kept: a request from instance i carries a (producer id, epoch) it holds or
+  held (its current id, any epoch from 0 to its current one); a response or marker carries a pair
+  the coordinator issued (an id below ``nextProducerId``, its epoch at most the log's and cache's
+  when the id is theirs). Network order, duplicates and losses are therefore all covered, and so
+  is any interleaving of them, including ones the explicit model cannot produce;
+- sequence numbers, duplicate detection, the coordinator epoch (NOT_COORDINATOR,
+  TRANSACTION_COORDINATOR_FENCED), the partitions of a transaction, verification guards and
+  KIP-890 verification itself: each can only refuse a request, which is a ``Stutter`` here, so a
+  step the explicit model refuses is still admitted; but the symbolic Produce accepts whatever
+  passes the leader's epoch check, so the leader half of ``zombie_fencing`` (the zombie's batch
+  not appended) is not claimed here: it rests on markers and verification, not on epochs;
+- a leader keeps only its highest producer id's entry (older ids' appends are stutters);
+  the coordinator's ``previousProducerId`` (the retry of a rotated InitProducerId) is not kept;
+- the TV2 EndTxn response carries the epoch it bumped to, not the next producer id (a client then
+  learns the rotated id from an InitProducerId); KAFKA-9666's failed fence appends are the
+  ``fence_retry_bump`` variant only (there is no version flag for the 2.6 fix).
+
+Claims: ``zombie_fencing`` (its coordinator half: an EndTxn or AddPartitionsToTxn carrying an
+epoch older than one a newer instance holds under the same id changes nothing),
+``marker_fencing`` (no marker of an older epoch ends a newer open transaction at a leader),
+``fence_bumps_epoch`` (the abort that fences an Ongoing transaction carries an epoch no instance
+holds: KAFKA-6119's fix) and ``no_epoch_overflow`` (no epoch wraps below -1). Broken variants
+(``symbolic.variant``): ``no_rotation`` (the epoch is bumped past 32,767 instead of rotating the
+producer id) and ``fence_retry_bump`` (KAFKA-9666: a fence whose append fails leaves the bumped
+epoch in the cache and the next timeout bumps again).
+"""
+from __future__ import annotations
+
+import z3
+
+from model.core import SymbolicAction, SymbolicClaim, SymbolicSystem
+from model.kafka.world import TxnState as T
+
+VARIANTS = ("none", "no_rotation", "fence_retry_bump")
+NO_PID, NO_EPOCH = -1, -1
+SHORT_MAX = 32767
+LONG_MAX = 2**63 - 1
+EXHAUSTED = SHORT_MAX - 1      # TransactionMetadata.isEpochExhausted: epoch >= Short.MaxValue - 1
+META = ("producerId", "producerEpoch", "lastProducerEpoch", "state")
+SORTS = {"producerId": "bv64", "producerEpoch": "bv16", "lastProducerEpoch": "bv16", "state": "bv8",
+         "pending": "bool", "on": "bool", "open": "bool"}
+PREPARE = (T.PrepareCommit, T.PrepareAbort)
+COMPLETE = (T.Empty, T.CompleteCommit, T.CompleteAbort)
+
+
+def _pid(x):
+    return z3.BitVecVal(x, 64)
+
+
+def _ep(x):
+    return z3.BitVecVal(x, 16)
+
+
+def _st(x):
+    return z3.BitVecVal(int(x), 8)
+
+
+def _in(term, states):
+    return z3.Or(*[term == _st(s) for s in states])
+
+
+def variables(instances: int, partitions: int) -> tuple[tuple[str, str], ...]:
+    out = [(f"txn.{f}", SORTS[f]) for f in META] + [("txn.pending", "bool")]
+    out += [("append.on", "bool")] + [(f"append.{f}", SORTS[f]) for f in META]
+    out += [(f"log.{f}", SORTS[f]) for f in META]
+    out += [("nextProducerId", "bv64"), ("markersPending", "bool")]
+    for i in range(instances):
+        out += [(f"producer{i}.producerId", "bv64"), (f"producer{i}.producerEpoch", "bv16")]
+    for k in range(partitions):
+        out += [(f"leader{k}.producerId", "bv64"), (f"leader{k}.producerEpoch", "bv16"),
+                (f"leader{k}.open", "bool")]
+    return tuple(out)
+
+
+def build(features, instances: int, partitions: int, faults: dict, variant: str = "none"
+          ) -> SymbolicSystem:
+    """The symbolic system for the flags ``features`` (model.kafka.versions.Features),
+    ``instances`` producer instances, ``partitions`` leaders, and the fault kinds whose budget in
+    ``faults`` (budget name -> int) is not 0."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown symbolic variant {variant!r} (known: {', '.join(VARIANTS)})")
+    F = features
+    tv2 = F.transaction_version == 2
+    rotate = variant != "no_rotation"
+    names = [n for n, _ in variables(instances, partitions)]
+    I, P = range(instances), range(partitions)
+
+    def frame(v, w, **upd):
+        """w equals v but for the updated variables (dots in names written as __)."""
+        upd = {k.replace("__", "."): x for k, x in upd.items()}
+        return z3.And(*[w[n] == upd.get(n, v[n]) for n in names])
+
+    def meta(prefix, pid, epoch, last, state):
+        return {f"{prefix}__producerId": pid, f"{prefix}__producerEpoch": epoch,
+                f"{prefix}__lastProducerEpoch": last, f"{prefix}__state": state}
+
+    def cases(v, w, *alternatives):
+        return z3.Or(*[z3.And(cond, frame(v, w, **upd)) for cond, upd in alternatives])
+
+    def exhausted(epoch):
+        return epoch >= _ep(EXHAUSTED)
+
+    def sent(v, i, p_, e):
+        """A request from instance i: its producer id, an epoch it held under it."""
+        return z3.And(v[f"producer{i}.producerId"] == p_, p_ != _pid(NO_PID), e >= _ep(0),
+                      e <= v[f"producer{i}.producerEpoch"])
+
+    def issued(v, p_, e):
+        """A pair the coordinator handed out (in a response or a marker)."""
+        below = e < _ep(SHORT_MAX) if rotate else True   # InitProducerId rotates at 32,766;
+        return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0), below,  # fences answer none
+                      z3.Implies(p_ == v["log.producerId"], e <= v["log.producerEpoch"]),
+                      z3.Implies(p_ == v["txn.producerId"], e <= v["txn.producerEpoch"]),
+                      z3.Implies(z3.And(v["append.on"], p_ == v["append.producerId"]), z3.And(
+                          e <= v["append.producerEpoch"], p_ == v["txn.producerId"])))
+
+    def prepare(v, pid, epoch, last, state, cache=None, **more):
+        """prepareTransitionTo + appendTransactionToLog: the cache keeps its metadata (``cache``
+        overrides it, e.g. a fence's bumped epoch) with pendingState set; the target in flight."""
+        c = meta("txn", *(cache or ()))
+        return {**c, "txn__pending": z3.BoolVal(True), "append__on": z3.BoolVal(True),
+                **meta("append", pid, epoch, last, state), **more}
+
+    def fence(v, pid, epoch, state, **more):
+        """prepareFenceProducerEpoch + endTransaction(ABORT, isFromClient = false): from 1.0
+        (KAFKA-6119) the epoch is bumped in memory and PrepareAbort written with it."""
+        if F.bump_epoch_on_timeout:
+            epoch, last = epoch + 1, _ep(NO_EPOCH)
+        else:
+            last = v["txn.lastProducerEpoch"]
+        return prepare(v, pid, epoch, last, _st(T.PrepareAbort),
+                       cache=(pid, epoch, last, state), **more)
+
+    def complete_target(v, pid, epoch, last, state, next_pid):
+        """prepareComplete: CompleteCommit / CompleteAbort; in TV2 an exhausted epoch moves to
+        the next producer id at epoch 0 (KIP-890). Returns (metadata, nextProducerId)."""
+        done = z3.If(state == _st(T.PrepareCommit), _st(T.CompleteCommit), _st(T.CompleteAbort))
+        if tv2 and rotate:
+            r = z3.And(exhausted(epoch), next_pid < _pid(LONG_MAX - 1))
+            return ((z3.If(r, next_pid, pid), z3.If(r, _ep(0), epoch), z3.If(r, _ep(NO_EPOCH), last),
+                     done), z3.If(r, next_pid + 1, next_pid))
+        return (pid, epoch, last, done), next_pid
+
+    def prepare_complete(v, pid, epoch, last, state, next_pid, **more):
+        target, nxt = complete_target(v, pid, epoch, last, state, next_pid)
+        return prepare(v, *target, cache=(pid, epoch, last, state), nextProducerId=nxt, **more)
+
+    NO_APPEND = {"append__on": z3.BoolVal(False),
+                 **meta("append", _pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH), _st(T.Empty))}
+
+    def txn(v):
+        return tuple(v[f"txn.{f}"] for f in META)
+
+    # --- the coordinator ------------------------------------------------------------------------------
+
+    def init_producer_id(i):
+        def rel(v, p, w):
+            rp, re = p["P"], p["E"]
+            request = z3.Or(z3.And(rp == _pid(NO_PID), re == _ep(NO_EPOCH)), sent(v, i, rp, re))
+            new = v["txn.producerId"] == _pid(NO_PID)
+            pid = z3.If(new, v["nextProducerId"], v["txn.producerId"])
+            epoch = z3.If(new, _ep(NO_EPOCH), v["txn.producerEpoch"])
+            last = z3.If(new, _ep(NO_EPOCH), v["txn.lastProducerEpoch"])
+            state = z3.If(new, _st(T.Empty), v["txn.state"])
+            pending = z3.And(z3.Not(new), v["txn.pending"])
+            nxt = z3.If(new, v["nextProducerId"] + 1, v["nextProducerId"])
+            bump = rp != _pid(NO_PID)
+            # ProducerIdManager: ids are not exhausted (it fails the request when they are)
+            request = z3.And(request, v["nextProducerId"] < _pid(LONG_MAX - 1))
+            fenced = z3.And(bump, epoch != _ep(NO_EPOCH), rp != pid)
+            go = z3.And(z3.Not(pending), z3.Not(fenced), z3.Not(_in(state, PREPARE)))
+            alts = [(z3.And(go, state == _st(T.Ongoing)),
+                     fence(v, pid, epoch, state, nextProducerId=nxt))]
+            # prepareIncrementProducerEpoch: a new instance, the client's bump, its retry
+            incr = z3.Or(z3.Not(bump), re == epoch, epoch == _ep(NO_EPOCH))
+            retry = z3.And(z3.Not(incr), re == last)
+            for cond, new_epoch, new_last in ((incr, epoch + 1, z3.If(bump, epoch, _ep(NO_EPOCH))),
+                                              (retry, epoch, last)):
+                ok = z3.And(go, _in(state, COMPLETE), cond)
+                if rotate and new_epoch is not epoch:   # prepareProducerIdRotation
+                    alts.append((z3.And(ok, exhausted(epoch)),
+                                 prepare(v, nxt, _ep(0), _ep(NO_EPOCH), _st(T.Empty),
+                                         cache=(pid, epoch, last, state), nextProducerId=nxt + 1)))
+                    ok = z3.And(ok, z3.Not(exhausted(epoch)))
+                alts.append((ok, prepare(v, pid, new_epoch, new_last, _st(T.Empty),
+                                         cache=(pid, epoch, last, state), nextProducerId=nxt)))
+            # new metadata that is then refused leaves the new id in the cache
+            alts.append((z3.And(new, z3.Not(go)), {**meta("txn", pid, epoch, last, state),
+                                                   "txn__pending": pending, "nextProducerId": nxt}))
+            return z3.And(request, cases(v, w, *alts))
+        return SymbolicAction("InitProducerId", (("P", "bv64"), ("E", "bv16")), rel,
+                              (("producer", i),))
+
+    def end_txn(i):
+        def rel(v, p, w):
+            rp, re, commit = p["P"], p["E"], p["commit"]
+            pid, epoch, last, state = txn(v)
+            mapped = z3.And(pid == rp, pid != _pid(NO_PID), z3.Not(v["txn.pending"]))
+            prep = z3.If(commit, _st(T.PrepareCommit), _st(T.PrepareAbort))
+            if tv2:
+                ok = z3.And(mapped, re == epoch, _in(state, (T.Ongoing,) + COMPLETE),
+                            z3.Implies(commit, state == _st(T.Ongoing)))
+                target = (pid, epoch + 1, epoch, prep)
+            else:
+                fresh = re == epoch if F.strict_end_txn_epoch else re >= epoch
+                ok = z3.And(mapped, fresh, state == _st(T.Ongoing))
+                target = (pid, epoch, last, prep)
+            return z3.And(sent(v, i, rp, re), cases(v, w, (ok, prepare(v, *target,
+                                                                       cache=txn(v)))))
+        return SymbolicAction("EndTxn", (("P", "bv64"), ("E", "bv16"), ("commit", "bool")), rel,
+                              (("producer", i),))
+
+    def add_partitions(i):
+        def rel(v, p, w):
+            rp, re = p["P"], p["E"]
+            pid, epoch, last, state = txn(v)
+            ok = z3.And(pid == rp, pid != _pid(NO_PID), re == epoch, z3.Not(v["txn.pending"]),
+                        z3.Not(_in(state, PREPARE)))
+            return z3.And(sent(v, i, rp, re), cases(v, w, (ok, prepare(
+                v, pid, epoch, last, _st(T.Ongoing), cache=txn(v)))))
+        return SymbolicAction("AddPartitionsToTxn", (("P", "bv64"), ("E", "bv16")), rel,
+                              (("producer", i),))
+
+    def after_prepare_logged(v, logged, base):
+        """Markers sent (some awaited), or none to send and completion prepared at once
+        (addTxnMarkersToSend, then TransactionMarkerChannelManager's completion)."""
+        pid, epoch, last, state = logged
+        rest = {k: x for k, x in base.items()
+                if not k.startswith(("txn__", "append__")) and k != "markersPending"}
+        return [{**base, "markersPending": z3.BoolVal(True)},
+                {**base, **prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
+                                            markersPending=z3.BoolVal(False), **rest)}]
+
+    def commit_append(v, p, w):
+        dead = v["append.state"] == _st(T.Dead)
+        target = tuple(v[f"append.{f}"] for f in META)
+        logged = (z3.If(dead, _pid(NO_PID), target[0]), z3.If(dead, _ep(NO_EPOCH), target[1]),
+                  z3.If(dead, _ep(NO_EPOCH), target[2]), z3.If(dead, _st(T.Empty), target[3]))
+        base = {**meta("log", *logged), **meta("txn", *logged), "txn__pending": z3.BoolVal(False),
+                **NO_APPEND}
+        prep = _in(logged[3], PREPARE)
+        alts = [(z3.Not(prep), base)]
+        alts += [(prep, upd) for upd in after_prepare_logged(v, logged, base)]
+        return z3.And(v["append.on"], cases(v, w, *alts))
+
+    def marker_ack(v, p, w):
+        pid, epoch, last, state = txn(v)
+        ok = z3.And(v["markersPending"], _in(state, PREPARE), z3.Not(v["txn.pending"]))
+        return cases(v, w, (ok, {"markersPending": z3.BoolVal(False)}),
+                     (ok, prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
+                                           markersPending=z3.BoolVal(False))))
+
+    def expire_transaction(v, p, w):
+        pid, epoch, last, state = txn(v)
+        ok = z3.And(state == _st(T.Ongoing), z3.Not(v["txn.pending"]))
+        return cases(v, w, (ok, fence(v, pid, epoch, state)))
+
+    def failed_fence(v, p, w):
+        """KAFKA-9666 (before 2.6): the fence's append fails, the bumped epoch stays in the
+        cache (pendingState cleared), and the next timeout bumps it again."""
+        return z3.And(v["append.on"], v["append.state"] == _st(T.PrepareAbort),
+                      frame(v, w, txn__pending=z3.BoolVal(False), **NO_APPEND,
+                            txn__state=_st(T.Ongoing)))
+
+    def expire_transactional_id(v, p, w):
+        pid, epoch, last, state = txn(v)
+        ok = z3.And(pid != _pid(NO_PID), _in(state, COMPLETE), z3.Not(v["txn.pending"]))
+        return cases(v, w, (ok, prepare(v, pid, epoch, last, _st(T.Dead), cache=txn(v))))
+
+    def elect_coordinator(v, p, w):
+        rep = z3.And(p["replicated"], v["append.on"])
+        dead = v["append.state"] == _st(T.Dead)
+        log = tuple(z3.If(rep, z3.If(dead, empty, v[f"append.{f}"]), v[f"log.{f}"])
+                    for f, empty in zip(META, (_pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH),
+                                               _st(T.Empty))))
+        base = {**meta("log", *log), **meta("txn", *log), "txn__pending": z3.BoolVal(False),
+                **NO_APPEND, "markersPending": z3.BoolVal(False)}
+        prep = _in(log[3], PREPARE)
+        alts = [(z3.Not(prep), base)]
+        alts += [(prep, upd) for upd in after_prepare_logged(v, log, base)]
+        return cases(v, w, *alts)
+
+    # --- producers and leaders ------------------------------------------------------------------------------
+
+    def receive(i):
+        def rel(v, p, w):
+            return z3.And(issued(v, p["P"], p["E"]), frame(v, w, **{
+                f"producer{i}__producerId": p["P"], f"producer{i}__producerEpoch": p["E"]}))
+        return SymbolicAction("ReceiveProducerId", (("P", "bv64"), ("E", "bv16")), rel,
+                              (("producer", i),))
+
+    def leader(v, k):
+        return (v[f"leader{k}.producerId"], v[f"leader{k}.producerEpoch"], v[f"leader{k}.open"])
+
+    def set_leader(k, pid, epoch, open_):
+        return {f"leader{k}__producerId": pid, f"leader{k}__producerEpoch": epoch,
+                f"leader{k}__open": z3.BoolVal(open_)}
+
+    def write_marker(k):
+        def rel(v, p, w):
+            rp, re = p["P"], p["E"]
+            lp, le, lo = leader(v, k)
+            same = z3.And(rp == lp, lp != _pid(NO_PID))
+            if tv2 and F.strict_marker_epoch:                  # KIP-1228
+                noop = z3.And(re == le, z3.Not(lo)) if F.idempotent_marker_retry else False
+                ok = z3.And(z3.Not(noop), re > le)
+            else:
+                ok = re >= le
+            accept = z3.Or(z3.And(same, ok), rp > lp)
+            return z3.And(issued(v, rp, re), cases(v, w, (accept, set_leader(k, rp, re, False))))
+        return SymbolicAction("WriteTxnMarker", (("P", "bv64"), ("E", "bv16"), ("commit", "bool")),
+                              rel, (("partition", k),))
+
+    def produce(i, k):
+        def rel(v, p, w):
+            rp, re = p["P"], p["E"]
+            lp, le, lo = leader(v, k)
+            accept = z3.Or(z3.And(rp == lp, lp != _pid(NO_PID), re >= le), rp > lp)
+            return z3.And(sent(v, i, rp, re), cases(v, w, (accept, set_leader(k, rp, re, True))))
+        return SymbolicAction("Produce", (("P", "bv64"), ("E", "bv16")), rel,
+                              (("producer", i), ("partition", k)))
+
+    def lose_producer_state(k):
+        def rel(v, p, w):
+            lp, le, lo = leader(v, k)
+            np_ = w[f"leader{k}.producerId"]
+            return z3.And(lp != _pid(NO_PID), z3.Not(lo), np_ < lp, np_ >= _pid(NO_PID),
+                          frame(v, w, **{f"leader{k}__producerId": np_,
+                                         f"leader{k}__producerEpoch": w[f"leader{k}.producerEpoch"],
+                                         f"leader{k}__open": w[f"leader{k}.open"]}))
+        return SymbolicAction("LoseProducerState", (), rel, (("partition", k),))
+
+    actions = [SymbolicAction("Stutter", (), lambda v, p, w: frame(v, w))]
+    actions += [init_producer_id(i) for i in I]
+    actions += [end_txn(i) for i in I]
+    actions += [add_partitions(i) for i in I]
+    actions += [SymbolicAction("CommitTxnLogAppend", (), commit_append),
+                SymbolicAction("MarkerAck", (), marker_ack)]
+    if faults.get("transaction_timeouts"):
+        actions.append(SymbolicAction("ExpireTransaction", (), expire_transaction))
+        if variant == "fence_retry_bump":
+            actions.append(SymbolicAction("FailedFenceAppend", (), failed_fence))
+    if faults.get("transactional_id_expirations"):
+        actions.append(SymbolicAction("ExpireTransactionalId", (), expire_transactional_id))
+    if faults.get("coordinator_failovers"):
+        actions.append(SymbolicAction("ElectCoordinator", (("replicated", "bool"),),
+                                      elect_coordinator))
+    actions += [receive(i) for i in I]
+    actions += [write_marker(k) for k in P]
+    actions += [produce(i, k) for i in I for k in P]
+    if faults.get("producer_state_losses"):
+        actions += [lose_producer_state(k) for k in P]
+
+    # --- claims ----------------------------------------------------------------------------------------
+
+    def coordinator_unchanged(v, w):
+        return z3.And(*[w[n] == v[n] for n in names if n.startswith(("txn.", "append."))])
+
+    def zombie_fencing(action, v, p, w):
+        if action.name not in ("EndTxn", "AddPartitionsToTxn"):
+            return z3.BoolVal(True)
+        i = dict(action.args)["producer"]
+        superseded = z3.Or(False, *[z3.And(v[f"producer{j}.producerId"] == p["P"],
+                                           v[f"producer{j}.producerEpoch"] > p["E"])
+                                    for j in I if j > i])
+        return z3.Implies(superseded, coordinator_unchanged(v, w))
+
+    def marker_fencing(action, v, p, w):
+        if action.name != "WriteTxnMarker":
+            return z3.BoolVal(True)
+        lp, le, lo = leader(v, dict(action.args)["partition"])
+        ends_newer = z3.And(lp == p["P"], lo, le > p["E"])
+        return z3.Implies(ends_newer, z3.And(*[w[n] == v[n] for n in names if n.startswith("leader")]))
+
+    def fence_bumps_epoch(action, v, p, w):
+        if action.name not in ("ExpireTransaction", "InitProducerId"):
+            return z3.BoolVal(True)
+        fenced = z3.And(z3.Not(v["append.on"]), w["append.on"],
+                        w["append.state"] == _st(T.PrepareAbort))
+        return z3.Implies(fenced, z3.And(*[z3.Implies(
+            v[f"producer{j}.producerId"] == w["append.producerId"],
+            v[f"producer{j}.producerEpoch"] < w["append.producerEpoch"]) for j in I]))
+
+    def epochs(v):
+        out = [v["txn.producerEpoch"], v["log.producerEpoch"], v["append.producerEpoch"]]
+        out += [v[f"producer{i}.producerEpoch"] for i in I]
+        return out + [v[f"leader{k}.producerEpoch"] for k in P]
+
+    def no_epoch_overflow(v):
+        return z3.And(*[e >= _ep(NO_EPOCH) for e in epochs(v)])
+
+    properties = (
+        SymbolicClaim("zombie_fencing", "step", zombie_fencing,
+                      "an EndTxn or AddPartitionsToTxn carrying an epoch older than one a newer "
+                      "instance holds under the same producer id changes nothing at the coordinator"),
+        SymbolicClaim("marker_fencing", "step", marker_fencing,
+                      "no transaction marker of an older epoch ends a newer open transaction"),
+        SymbolicClaim("fence_bumps_epoch", "step", fence_bumps_epoch,
+                      "the abort that fences an Ongoing transaction carries an epoch greater than "
+                      "any instance holds under its producer id (KAFKA-6119)"),
+        SymbolicClaim("no_epoch_overflow", "state", no_epoch_overflow,
+                      "no producer epoch wraps past Short.MaxValue (rotation on exhaustion)"),
+    )
+
+    # --- auxiliary invariants -----------------------------------------------------------------------------
+
+    def ids_issued(v):
+        ids = [v["txn.producerId"], v["log.producerId"]] + [
+            v[f"producer{i}.producerId"] for i in I] + [v[f"leader{k}.producerId"] for k in P]
+        return z3.And(v["nextProducerId"] >= _pid(0), z3.Implies(v["append.on"], z3.And(
+            v["append.producerId"] >= _pid(0), v["append.producerId"] < v["nextProducerId"])),
+            *[z3.And(x >= _pid(NO_PID), x < v["nextProducerId"]) for x in ids])
+
+    def behind(v, j_pid, j_epoch, prefix):
+        return z3.Implies(z3.And(j_pid == v[f"{prefix}.producerId"], j_pid != _pid(NO_PID)),
+                          j_epoch <= v[f"{prefix}.producerEpoch"])
+
+    def holders_behind_coordinator(v):
+        return z3.And(*[z3.And(behind(v, v[f"producer{i}.producerId"],
+                                      v[f"producer{i}.producerEpoch"], "txn"),
+                               behind(v, v[f"producer{i}.producerId"],
+                                      v[f"producer{i}.producerEpoch"], "log"))
+                        for i in I])
+
+    def log_behind_cache(v):
+        return behind(v, v["log.producerId"], v["log.producerEpoch"], "txn")
+
+    def cache_behind_append(v):
+        return z3.Implies(v["append.on"], z3.And(
+            v["txn.pending"], v["txn.producerId"] != _pid(NO_PID),
+            z3.Or(z3.And(v["append.producerId"] == v["txn.producerId"],
+                         v["append.producerEpoch"] >= v["txn.producerEpoch"]),
+                  v["append.producerId"] > v["txn.producerId"])))
+
+    def ongoing_below_max(v):
+        """With rotation, an Ongoing transaction's epoch is below Short.MaxValue (a client's,
+        which InitProducerId never makes 32,767), so its fence does not wrap."""
+        if not rotate:
+            return z3.BoolVal(True)
+        return z3.And(*[z3.Implies(v[f"{x}.state"] == _st(T.Ongoing),
+                                   v[f"{x}.producerEpoch"] < _ep(SHORT_MAX))
+                        for x in ("log", "append")],
+                      z3.Implies(z3.And(v["txn.state"] == _st(T.Ongoing), z3.Not(v["txn.pending"])),
+                                 v["txn.producerEpoch"] < _ep(SHORT_MAX)),
+                      *[v[f"producer{i}.producerEpoch"] < _ep(SHORT_MAX) for i in I])
+
+    def others(v):
+        return ([v[f"producer{i}.producerId"] for i in I] + [v[f"leader{k}.producerId"] for k in P])
+
+    def new_ids_fresh(v):
+        """A producer id the coordinator just generated (a new transactional.id's in the cache,
+        a rotation's in the append) is above every other id, and no epoch of it is out yet."""
+        return z3.And(
+            z3.Implies(v["txn.producerId"] != v["log.producerId"], z3.And(
+                v["txn.producerId"] == v["nextProducerId"] - 1, v["txn.state"] == _st(T.Empty),
+                v["log.producerId"] == _pid(NO_PID), v["txn.producerEpoch"] == _ep(NO_EPOCH),
+                *[x < v["txn.producerId"] for x in others(v)])),
+            z3.Implies(z3.And(v["append.on"], v["append.producerId"] != v["txn.producerId"]), z3.And(
+                v["append.producerId"] > v["txn.producerId"], v["append.producerEpoch"] == _ep(0),
+                v["append.producerId"] == v["nextProducerId"] - 1,
+                _in(v["append.state"], COMPLETE),
+                v["append.producerId"] > v["log.producerId"],
+                *[x < v["append.producerId"] for x in others(v)])))
+
+    def cache_is_log(v):
+        """The cache equals the log but while an append is in flight, when it may hold a
+        fence's bumped epoch (prepareFenceProducerEpoch changes it in memory), or a new
+        transactional.id's id."""
+        same = v["txn.producerId"] == v["log.producerId"]
+        eq = z3.And(*[v[f"txn.{f}"] == v[f"log.{f}"] for f in META])
+        fenced = z3.And(v["txn.state"] == _st(T.Ongoing), v["log.state"] == _st(T.Ongoing),
+                        v["txn.producerEpoch"] == v["log.producerEpoch"] + 1,
+                        v["append.state"] == _st(T.PrepareAbort),
+                        v["append.producerEpoch"] == v["txn.producerEpoch"])
+        return z3.Implies(same, z3.Or(eq, z3.And(v["txn.pending"], fenced)))
+
+    def no_metadata_is_empty(v):
+        """A transactional.id without a producer id has no epoch, state or append (a new
+        id's metadata, or the tombstone's)."""
+        return z3.And(*[z3.Implies(v[f"{x}.producerId"] == _pid(NO_PID), z3.And(
+            v[f"{x}.producerEpoch"] == _ep(NO_EPOCH), v[f"{x}.state"] == _st(T.Empty)))
+            for x in ("txn", "log")], z3.Implies(z3.Not(v["append.on"]), z3.And(
+                v["append.producerId"] == _pid(NO_PID), v["append.producerEpoch"] == _ep(NO_EPOCH),
+                v["append.lastProducerEpoch"] == _ep(NO_EPOCH), v["append.state"] == _st(T.Empty))),
+            *[z3.Implies(v[f"producer{i}.producerId"] == _pid(NO_PID),
+                         v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)) for i in I])
+
+    def pending_iff_append(v):
+        return v["txn.pending"] == v["append.on"]
+
+    def states_valid(v):
+        return z3.And(*[z3.ULE(v[f"{x}.state"], _st(max(T))) for x in ("txn", "log", "append")])
+
+    def epochs_valid(v):
+        """Epochs of a producer id are >= 0 once it is held (a new id's metadata has -1)."""
+        held = [(v[f"producer{i}.producerId"], v[f"producer{i}.producerEpoch"]) for i in I]
+        return z3.And(*[z3.Implies(x != _pid(NO_PID), e >= _ep(0)) for x, e in held],
+                      z3.Implies(v["log.producerId"] != _pid(NO_PID), v["log.producerEpoch"] >= _ep(0)),
+                      z3.Implies(z3.And(v["append.on"], v["append.state"] != _st(T.Dead)),
+                                 v["append.producerEpoch"] >= _ep(0)),
+                      z3.Implies(z3.And(v["txn.producerId"] == v["log.producerId"],
+                                        v["txn.producerId"] != _pid(NO_PID)),
+                                 v["txn.producerEpoch"] >= _ep(0)),
+                      *[z3.Implies(v[f"leader{k}.producerId"] != _pid(NO_PID),
+                                   v[f"leader{k}.producerEpoch"] >= _ep(0)) for k in P])
+
+    auxiliary = tuple(SymbolicClaim(f.__name__, "state", f, (f.__doc__ or "").strip()) for f in (
+        ids_issued, holders_behind_coordinator, log_behind_cache, cache_behind_append,
+        pending_iff_append, states_valid, epochs_valid, no_metadata_is_empty,
+        ongoing_below_max, new_ids_fresh, cache_is_log))
+
+    def init(v):
+        none = {f"{x}.{f}": val for x in ("txn", "append", "log")
+                for f, val in zip(META, (_pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH), _st(T.Empty)))}
+        eqs = [v[n] == x for n, x in none.items()]
+        eqs += [v["txn.pending"] == False, v["append.on"] == False,  # noqa: E712
+                v["nextProducerId"] == _pid(0), v["markersPending"] == False]  # noqa: E712
+        for i in I:
+            eqs += [v[f"producer{i}.producerId"] == _pid(NO_PID),
+                    v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)]
+        for k in P:
+            eqs += [v[f"leader{k}.producerId"] == _pid(NO_PID),
+                    v[f"leader{k}.producerEpoch"] == _ep(NO_EPOCH), v[f"leader{k}.open"] == False]  # noqa: E712
+        return z3.And(*eqs)
+
+    def reachable(v):
+        """Where bounded checks start: any state meeting the auxiliary invariants (any epoch and
+        producer id, e.g. one step from exhaustion)."""
+        return z3.And(*[c.holds(v) for c in auxiliary])
+
+    return SymbolicSystem(variables=variables(instances, partitions), init=init,
+                          reachable=reachable, actions=tuple(actions), properties=properties,
+                          auxiliary=auxiliary, doc=__doc__)
+
+
+# --- projection of the explicit model (for the refinement test) --------------------------------------------
+
+def project(K, w) -> dict:
+    """The explicit World's values of the symbolic variables (transactional.id 0)."""
+    c = w.coordinator
+    t, a, lg = c.txns[0], c.appends[0], c.log[0]
+    out = {}
+    for prefix, md in (("txn", t), ("log", lg), ("append", a.target if a else None)):
+        vals = (md.producer_id, md.producer_epoch, md.last_producer_epoch, int(md.state)) if md \
+            else (NO_PID, NO_EPOCH, NO_EPOCH, int(T.Empty))
+        out.update({f"{prefix}.{f}": x for f, x in zip(META, vals)})
+    out["txn.pending"] = t.pending_state != -1
+    out["append.on"] = bool(a)
+    out["nextProducerId"] = c.next_producer_id
+    out["markersPending"] = bool(c.markers[0])
+    for i, p in enumerate(x for x in w.producers if x.tid == 0):
+        out[f"producer{i}.producerId"] = p.producer_id
+        out[f"producer{i}.producerEpoch"] = p.producer_epoch
+    for k in range(K.partitions):
+        entries = w.partitions[k].producers
+        e = max(entries, key=lambda e: e.producer_id) if entries else None
+        out[f"leader{k}.producerId"] = e.producer_id if e else NO_PID
+        out[f"leader{k}.producerEpoch"] = e.producer_epoch if e else NO_EPOCH
+        out[f"leader{k}.open"] = bool(e and e.current_txn_first_offset >= 0)
+    return out
+
+
+def project_action(K, s, a, t):
+    """The symbolic action an explicit step is (name, constant args, parameter values), or None
+    for a step that must leave the projection unchanged."""
+    name, m = a[0], (a[1] if len(a) > 1 else None)
+    if name == "HandleInitProducerId":
+        return "InitProducerId", {"producer": m.producer}, {"P": m.producer_id, "E": m.producer_epoch}
+    if name == "HandleEndTxn":
+        return "EndTxn", {"producer": m.producer}, {"P": m.producer_id, "E": m.producer_epoch,
+                                                    "commit": bool(m.committed)}
+    if name == "HandleAddPartitionsToTxn":
+        return "AddPartitionsToTxn", {"producer": m.producer}, {"P": m.producer_id,
+                                                                "E": m.producer_epoch}
+    if name == "HandleVerifyAddPartition":
+        return "AddPartitionsToTxn", {"producer": m.produce.producer}, {
+            "P": m.producer_id, "E": m.producer_epoch}
+    if name in ("HandleProduce", "HandleVerifyAddPartitionResponse"):
+        r = m if name == "HandleProduce" else m.produce
+        return "Produce", {"producer": r.producer, "partition": r.partition}, {
+            "P": r.producer_id, "E": r.producer_epoch}
+    if name == "HandleWriteTxnMarkers":
+        return "WriteTxnMarker", {"partition": m.partition}, {
+            "P": m.producer_id, "E": m.producer_epoch, "commit": bool(m.committed)}
+    if name in ("ReceiveInitProducerIdResponse", "ReceiveEndTxnResponse"):
+        p = t.producers[m.producer]
+        return "ReceiveProducerId", {"producer": m.producer}, {"P": p.producer_id,
+                                                               "E": p.producer_epoch}
+    if name == "HandleWriteTxnMarkersResponse":
+        return "MarkerAck", {}, {}
+    if name == "ElectCoordinator":
+        return "ElectCoordinator", {}, {"replicated": bool(a[1])}
+    if name == "LoseProducerState":
+        return "LoseProducerState", {"partition": a[1]}, {}
+    if name in ("CommitTxnLogAppend", "ExpireTransaction", "ExpireTransactionalId"):
+        return name, {}, {}
+    return None
+
+
+def for_model(K, variant: str = "none") -> SymbolicSystem:
+    """The symbolic system of a Kafka configuration (one transactional.id)."""
+    if K.tids != 1:
+        raise ValueError("the symbolic model covers one transactional.id "
+                         "(set cluster.transactional_ids = 1)")
+    if K.ctp:
+        raise ValueError("the symbolic model does not cover consume-transform-produce")
+    system = build(K.features, K.producers_per_id, K.partitions, K.budgets._asdict(), variant)
+    from dataclasses import replace
+    return replace(system, project=lambda w: project(K, w),
+                   project_action=lambda s, a, t: project_action(K, s, a, t))

@@ -1,0 +1,101 @@
+"""The symbolic explorer (explorers/symbolic.py) on the Kafka fencing core: proofs for every
+epoch value on latest, counterexamples on the broken variants and on 0.11 (KAFKA-6119), the
+counterexample to induction put back to the explicit model, and the command line."""
+import json
+
+import pytest
+
+from explorers import cli
+from explorers.symbolic import bmc, explicit_witness, prove
+from model import registry
+from model.config import resolve_config_path
+
+TIMEOUTS = {"faults.transaction_timeouts": 1}
+
+
+def bound(**overrides):
+    cfg = registry.load(resolve_config_path("tiny"),
+                        overrides=[(k.replace("__", "."), v) for k, v in overrides.items()])
+    model = registry.bind(cfg)
+    return model, model.symbolic()
+
+
+def test_latest_fencing_core_is_proved_for_every_epoch():
+    _, system = bound()
+    r = prove(system, 1)
+    assert (r.verdict, r.depth) == ("proved", 1)
+    assert "holders_behind_coordinator" in r.auxiliary and "ongoing_below_max" in r.auxiliary
+
+
+def test_without_rotation_the_epoch_wraps():
+    """The epoch bumped past Short.MaxValue: from a state one bump from it, the next
+    InitProducerId writes -32,768."""
+    _, system = bound(symbolic__variant="no_rotation")
+    r = bmc(system, 2)
+    assert (r.verdict, r.depth, r.claim_name) == ("counterexample", 1, "no_epoch_overflow")
+    assert r.path.states[1]["append.producerEpoch"] == -32768
+    assert r.path.states[0]["txn.producerEpoch"] == 32767
+
+
+def test_kafka_9666_fence_bumps_reach_exhaustion():
+    """KAFKA-9666 (before 2.6): each failed fence append leaves its bump and the next timeout
+    bumps again, up to the wrap; without failed fences (the 2.6 fix) nothing wraps."""
+    _, broken = bound(protocol__version="kafka-2.5", symbolic__variant="fence_retry_bump",
+                      **{k.replace(".", "__"): v for k, v in TIMEOUTS.items()})
+    r = bmc(broken, 3)
+    # the wrapped fence breaks both claims in one step; either may be reported
+    assert (r.verdict, r.depth) == ("counterexample", 2)
+    assert r.claim_name in ("no_epoch_overflow", "fence_bumps_epoch")
+    assert [s.action for s in r.path.steps] == ["FailedFenceAppend", "ExpireTransaction"]
+    assert r.path.states[2]["append.producerEpoch"] == -32768
+    _, fixed = bound(protocol__version="kafka-2.6", faults__transaction_timeouts=1)
+    assert bmc(fixed, 2).verdict == "bounded"
+
+
+def test_kafka_0_11_fence_does_not_bump_and_the_cti_is_reachable():
+    """KAFKA-6119: on 0.11 the abort that fences an Ongoing transaction carries the epoch its
+    producer holds. Induction fails on it, and the explicit model reaches such a step."""
+    model, system = bound(protocol__version="kafka-0.11", faults__transaction_timeouts=1)
+    r = bmc(system, 1)
+    assert (r.verdict, r.claim_name) == ("counterexample", "fence_bumps_epoch")
+    cti = prove(system, 1)
+    assert (cti.verdict, cti.claim_name) == ("unknown", "fence_bumps_epoch")
+    states, witness = explicit_witness(model, system, "fence_bumps_epoch")
+    assert witness is not None and witness[1][0] in ("ExpireTransaction", "HandleInitProducerId")
+    _, fixed = bound(protocol__version="kafka-1.0", faults__transaction_timeouts=1)
+    assert bmc(fixed, 1).verdict == "bounded"
+
+
+def test_cli_counterexample_trace_and_its_refusal_by_replay(tmp_path, capsys):
+    code = cli.main(["check", "tiny", "--explorer", "symbolic", "--depth", "2",
+                     "--set", "symbolic.variant=no_rotation", "--out", str(tmp_path)])
+    assert code == 12
+    out = capsys.readouterr().out
+    assert "counterexample at depth 1: no_epoch_overflow" in out
+    trace = tmp_path / "no_epoch_overflow.itf.json"
+    doc = json.loads(trace.read_text())
+    assert doc["#meta"]["explorer"] == "symbolic" and "txn.producerEpoch" in doc["vars"]
+    assert doc["states"][1]["append.producerEpoch"] == -32768
+    for command in ("replay", "render", "minimize"):
+        assert cli.main([command, str(trace)]) == 2
+        err = capsys.readouterr().err
+        assert "a symbolic trace" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_unknown_writes_the_counterexample_to_induction(tmp_path, capsys):
+    code = cli.main(["check", "tiny", "--explorer", "symbolic", "--protocol", "kafka-0.11",
+                     "--set", "faults.transaction_timeouts=1", "--out", str(tmp_path)])
+    assert code == 14
+    assert "unknown: induction failed" in capsys.readouterr().out
+    assert json.loads((tmp_path / "fence_bumps_epoch.cti.itf.json").read_text())[
+        "#meta"]["kind"] == "cti"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--explorer", "symbolic", "--set", "cluster.transactional_ids=2"], "one transactional.id"),
+    (["--explorer", "symbolic", "--invariant", "nope"], "unknown symbolic property"),
+    (["--explorer", "bfs", "--induction", "2"], "--induction does not apply"),
+])
+def test_cli_usage_errors(tmp_path, capsys, argv, message):
+    assert cli.main(["check", "tiny", *argv, "--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
