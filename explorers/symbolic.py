@@ -162,8 +162,10 @@ def solver():
 
 
 def _violated(solver, checks, incremental: bool = False) -> tuple | None:
-    """The first claim in ``checks`` that can fail (claim, model), or None: one query for all
-    of them, then the model says which failed."""
+    """The first claim in ``checks`` (in their order) that can fail, with a model: (claim,
+    model), or None. One query for all of them; only when one can fail, one query per claim in
+    order, so which claim is reported does not depend on the model z3 happens to find (that can
+    change with the queries a process made before)."""
     if not checks:
         return None
     if incremental:
@@ -172,11 +174,15 @@ def _violated(solver, checks, incremental: bool = False) -> tuple | None:
     try:
         if solver.check() != z3.sat:
             return None
-        m = solver.model()
         for claim, holds in checks:
-            if z3.is_false(m.eval(holds, model_completion=True)):
-                return claim, m
-        raise AssertionError("z3 model violates no claim")
+            solver.push()
+            solver.add(z3.Not(holds))
+            try:
+                if solver.check() == z3.sat:
+                    return claim, solver.model()
+            finally:
+                solver.pop()
+        raise AssertionError("z3 found a violation of no single claim")
     finally:
         if incremental:
             solver.pop()

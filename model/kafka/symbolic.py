@@ -358,11 +358,15 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
     def lose_producer_state(k):
         def rel(v, p, w):
             lp, le, lo = leader(v, k)
-            np_ = w[f"leader{k}.producerId"]
-            return z3.And(lp != _pid(NO_PID), z3.Not(lo), np_ < lp, np_ >= _pid(NO_PID),
+            np_, ne, no = (w[f"leader{k}.producerId"], w[f"leader{k}.producerEpoch"],
+                           w[f"leader{k}.open"])
+            # What is left is an older producer id's entry, one the coordinator issued, or none.
+            left = z3.Or(z3.And(np_ == _pid(NO_PID), ne == _ep(NO_EPOCH), z3.Not(no)),
+                         z3.And(np_ != _pid(NO_PID), issued(v, np_, ne)))
+            return z3.And(lp != _pid(NO_PID), z3.Not(lo), np_ < lp, np_ >= _pid(NO_PID), left,
                           frame(v, w, **{f"leader{k}__producerId": np_,
-                                         f"leader{k}__producerEpoch": w[f"leader{k}.producerEpoch"],
-                                         f"leader{k}__open": w[f"leader{k}.open"]}))
+                                         f"leader{k}__producerEpoch": ne,
+                                         f"leader{k}__open": no}))
         return SymbolicAction("LoseProducerState", (), rel, (("partition", k),))
 
     actions = [SymbolicAction("Stutter", (), lambda v, p, w: frame(v, w))]
