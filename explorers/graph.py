@@ -296,15 +296,10 @@ def _liveness(model, outcome: Outcome, g: StateGraph, live, options) -> Outcome:
 
 def _lasso_path(model, g: StateGraph, lasso: Lasso) -> Path:
     """The lasso's states and actions, rebuilt by replaying the edges' actions."""
-    key, succ = key_function(model), successors_of(model)
-    start = g.fingerprints[lasso.start]
-    state = next(s for s in model.init_states() if key(s) == start)
-    states, actions = [state], []
-    for e in lasso.stem + lasso.loop:
-        a, fp = g.actions[g.act[e]], g.fingerprints[g.dst[e]]
-        state = next(t for b, t in succ(state) if b == a and key(t) == fp)
-        states.append(state)
-        actions.append(a)
+    edges = lasso.stem + lasso.loop
+    path = rebuild(model, [g.fingerprints[lasso.start]] + [g.fingerprints[g.dst[e]] for e in edges],
+                   actions=[g.actions[g.act[e]] for e in edges])
+    states, actions = path.states, path.actions
     loop_at = len(lasso.stem)
     if lasso.loop:   # the last edge closes the loop: it is recorded as the loop's action
         return Path(tuple(states[:-1]), tuple(actions[:-1]), loop=loop_at,

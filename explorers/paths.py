@@ -47,16 +47,20 @@ def successors_of(model: Model) -> Callable:
     return lambda s: [(a, model.step(s, a)) for a in model.actions(s)]
 
 
-def rebuild(model: Model, fps: Sequence[int], key: Callable | None = None) -> Path:
-    """``key``: the fingerprint function the search used (a reduced search's differs)."""
+def rebuild(model: Model, fps: Sequence[int], key: Callable | None = None,
+            actions: Sequence | None = None) -> Path:
+    """``key``: the fingerprint function the search used (a reduced search's differs).
+    ``actions``: the action of each step, when the search kept them (of several successors with
+    the next fingerprint, the one that action leads to)."""
     key, succ = key or key_function(model), successors_of(model)
     state = next(s for s in model.init_states() if key(s) == fps[0])
-    states, actions = [state], []
-    for fp in fps[1:]:
-        action, state = next((a, t) for a, t in succ(state) if key(t) == fp)
+    states, taken = [state], []
+    for i, fp in enumerate(fps[1:]):
+        action, state = next((a, t) for a, t in succ(state)
+                             if key(t) == fp and (actions is None or a == actions[i]))
         states.append(state)
-        actions.append(action)
-    return Path(tuple(states), tuple(actions))
+        taken.append(action)
+    return Path(tuple(states), tuple(taken))
 
 
 def follow(model: Model, positions: Sequence[int]) -> Path:

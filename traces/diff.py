@@ -57,7 +57,7 @@ def diff(a: Any, b: Any, path: str, older: bool = False) -> Iterator[Change]:
     if isinstance(a, dict) and isinstance(b, dict):
         keys = set(a) if older and isinstance(a, Record) else set(a) | set(b)
         for k in _sorted(keys):
-            yield from diff(a.get(k, MISSING), b.get(k, MISSING), _key_path(path, k), older)
+            yield from diff(a.get(k, MISSING), b.get(k, MISSING), key_path(path, k), older)
     elif isinstance(a, tuple) and isinstance(b, tuple):
         for i in range(max(len(a), len(b))):
             yield from diff(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING,
@@ -68,7 +68,8 @@ def diff(a: Any, b: Any, path: str, older: bool = False) -> Iterator[Change]:
         yield Change(path, a, b)
 
 
-def _key_path(path: str, key: Any) -> str:
+def key_path(path: str, key: Any) -> str:
+    """The path of a map entry or record field below ``path`` (``rmState.r2``, ``log[3]``)."""
     if isinstance(key, str) and key.isidentifier():
         return f"{path}.{key}"
     return f"{path}[{show(key)}]"

@@ -30,7 +30,7 @@ from model.config import Config, ConfigError, shown
 from model.core import Expectation, Record, show as show_value
 from explorers.paths import key_function
 from traces import render
-from traces.diff import MISSING, Change, _key_path, diff, show
+from traces.diff import MISSING, Change, key_path, diff, show
 from traces.itf import canonical, encode
 from traces.replay import Replay, execute, model_of, replay, violation_check
 from traces.trace import Trace, TraceError, from_document, trace_metadata
@@ -303,7 +303,7 @@ def tree(value: Any, path: str, changes: Sequence[Change]) -> dict:
             keys = (list(v) if isinstance(v, Record)
                     else sorted(v, key=lambda k: canonical(encode(k))))
             named = all(isinstance(k, str) for k in keys)
-            kids = [[k if isinstance(k, str) else show(k), node(v[k], _key_path(p, k))]
+            kids = [[k if isinstance(k, str) else show(k), node(v[k], key_path(p, k))]
                     for k in keys]
             return {"t": "rec" if named and isinstance(v, Record) else "map", "c": kids, "ch": ch}
         if isinstance(v, tuple):
