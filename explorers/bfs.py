@@ -30,17 +30,24 @@ from __future__ import annotations
 import time
 import traceback
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from model.core import Model, ModelBase
+import numpy as np
+
+from explorers import bfs_checkpoint
+from explorers.bfs_checkpoint import CheckpointOptions
 from explorers.checking import Checks, violation
+from explorers.fingerprints import Levels, PackedLevel, VisitedSet
 from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
     successors_of
 from explorers.result import (Outcome, Violation, action_coverage, by_name, edge_coverage,
                               machines_of, peak_rss_mb, search_stats)
 
 PROGRESS_EVERY = 2048  # expansions between clock reads
+CHUNK = 1 << 14        # candidate successors deduplicated at a time
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,7 @@ class BfsOptions:
     progress_interval: float = 2.0                # seconds between progress reports
     keep_going: bool = False                      # --continue: report every violated property
     por: bool = False                             # --por: partial-order reduction (explorers.por)
+    checkpoint: CheckpointOptions | None = None   # --checkpoint / --recover (explorers.bfs_checkpoint)
 
 
 class _Stop(Exception):
@@ -80,18 +88,23 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     max_depth = options.max_depth
     successors, key, packed = successors_of(model), key_function(model), getattr(model, "packed", False)
     within = model.within_bounds
-    seen: set[int] = set()
+    store = options.checkpoint
+    identity = {**(store.identity if store else {}), "model": model.name,
+                "checked": [p.name for p in checks.properties], "deadlock": checks.deadlock,
+                "max_depth": max_depth, "partial_order": options.por}
+    resumed = None
+    if store is not None and store.recover:
+        resumed = bfs_checkpoint.load(store.run_dir, identity, model, key, packed)
+    visited, levels = (resumed.visited, resumed.levels) if resumed else (VisitedSet(), Levels())
     reducer = None
     if options.por:   # partial-order reduction: the reduced successors, deduplicated on their
         from explorers.por import Reducer, reduction_key   # reduction view, with the proviso
         reducer, key = Reducer(model, checks), reduction_key(model)
-        level_new: set[int] = set()
 
-        def successors(s, _reduced=reducer.successors, _seen=seen, _new=level_new):
-            return _reduced(s, lambda fp: fp in _seen and fp not in _new, key)
+        def successors(s, _reduced=reducer.successors, _old=visited.seen_before):
+            return _reduced(s, _old, key)
     bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
 
-    levels: list[tuple[list[int], array]] = []  # per depth: fingerprints, parent indices
     cov: dict = {}
     dcov: dict = {}
     machines = machines_of(model)
@@ -101,23 +114,33 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     depth = 0
     violations: list[Violation] = []
     interrupted = complete = False
-    frontier: list = []
-    next_fps: list[int] = []
-    next_parents = array("l")
+    # A level's states: a list, a file (``--memory``) or, for a packed model, its fingerprints.
+    new_level = (lambda: None) if packed else list
+    frontier: Sequence = []
+    nxt = new_level()
+
+    def next_level() -> Sequence:
+        """Close the level just discovered; its states, to expand next."""
+        before = len(levels)
+        levels.close()
+        visited.end_level()
+        if not packed:
+            return nxt
+        return PackedLevel(levels.fps[-1]) if len(levels) > before else []
+    # The chunk of candidate successors not yet deduplicated: each one's (action, state) and
+    # fingerprint; per expanded state, its index in the frontier and where its candidates start.
+    pending: list = []
+    pending_fps, owners, starts = array("q"), array("q"), array("q")
+    expanded: list = []                        # the states of ``owners``
+    chunk_edges = [set() for _ in machines]   # the edges taken before the chunk (``rewind``)
+    overcount = 0                              # states added past a stop (``rewind``)
     rss0 = peak_rss_mb()
     t0 = time.perf_counter()
     last_report = t0
 
     def path_to(d: int, i: int):
-        """Fingerprints from an initial state to state ``i`` of depth ``d``."""
-        lv = levels + [(next_fps, next_parents)]
-        fps = []
-        while d > 0:
-            fps.append(lv[d][0][i])
-            i = lv[d][1][i]
-            d -= 1
-        fps.append(lv[0][0][i])
-        return rebuild(model, fps[::-1], key if reducer else None)
+        """The behaviour from an initial state to state ``i`` of depth ``d``."""
+        return rebuild(model, levels.path(d, i), key if reducer else None)
 
     def found(what, path) -> None:
         """A violation: the end of the search, or with ``keep_going`` one more to report and a
@@ -129,84 +152,173 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         checks.retire(what)
 
     witnesses = checks.witnesses()
-    witness, pending = witnesses.see, witnesses.open   # the list ``see`` shrinks
+    if resumed:   # the counters, witnesses and reports of the checkpointed search
+        meta, where = resumed.meta, f"--recover {store.run_dir}"
+        for what, path in bfs_checkpoint.reported(meta, model, checks, options.keep_going, where):
+            violations.append(violation(what, path))
+            checks.retire(what)
+        always, transition = checks.always, checks.transition
+        if set(meta["pending"]) - {p.name for p in witnesses.pending}:
+            raise bfs_checkpoint.CheckpointError(f"{where}: the checkpoint waits for a witness "
+                                                 "this search does not check")
+        witnesses.open[:] = [e for e in witnesses.open if e[0].name in meta["pending"]]
+        generated, depth = meta["generated"], resumed.depth
+        cov.update(((name,), n) for name, n in meta["fired"].items())
+        dcov.update(((name,), n) for name, n in meta["found"].items())
+        for got, pairs in zip(edges_taken, meta["edges"]):
+            got.update(map(tuple, pairs))
+        chunk_edges[:] = [set(e) for e in edges_taken]
+        if reducer:
+            reducer.reduced_states = meta["reduced_states"]
+    witness, unseen = witnesses.see, witnesses.open   # the list ``see`` shrinks
+    last_checkpoint = time.monotonic()
+
+    def checkpoint(frontier) -> None:
+        """Save the search at this level boundary when ``--checkpoint``'s minutes are up."""
+        nonlocal last_checkpoint
+        if not frontier or store is None or store.minutes is None \
+                or time.monotonic() - last_checkpoint < 60 * store.minutes:
+            return
+        bfs_checkpoint.save(store.run_dir, model, levels, frontier, packed, {
+            "identity": identity, "generated": generated, "distinct": len(visited),
+            "fired": by_name(cov), "found": by_name(dcov),
+            "edges": [sorted(map(list, got)) for got in edges_taken],
+            "pending": [p.name for p in witnesses.pending],
+            "violations": [{"kind": v.kind, "property": v.property,
+                            "path": bfs_checkpoint.positions(model, v.path)} for v in violations],
+            "reduced_states": reducer.reduced_states if reducer else 0}, store.digests)
+        last_checkpoint = time.monotonic()
+
+    def flush() -> None:
+        """Deduplicate the pending candidates; the new states join the next level in the
+        order they were generated and are checked there, as if each had been looked up alone."""
+        nonlocal always
+        if not pending:
+            return
+        new = visited.add_new(np.array(pending_fps, dtype=np.int64))
+        if len(new):
+            first = np.searchsorted(np.array(starts, dtype=np.int64), new, side="right") - 1
+            base = levels.open_size
+            levels.add(np.array(pending_fps, dtype=np.int64)[new],
+                       np.array(owners, dtype=np.int64)[first])
+            keep, dcov_get = (nxt.append if nxt is not None else None), dcov.get
+            for n, j in enumerate(new.tolist()):
+                a, t = pending[j]
+                if keep is not None:
+                    keep(t)
+                dcov[a] = dcov_get(a, 0) + 1
+                for p, holds in always:
+                    if not holds(t):
+                        if not options.keep_going:
+                            rewind(j, int((new > j).sum()))
+                        found(p, path_to(depth + 1, base + n))
+                        always = checks.always
+                if unseen:
+                    witness(t)
+        pending.clear()
+        expanded.clear()
+        del pending_fps[:], owners[:], starts[:]
+        if edges:
+            chunk_edges[:] = [set(e) for e in edges_taken]
+
+    def rewind(j: int, new_after: int) -> None:
+        """The search stops at candidate ``j`` of the chunk: count what a search looking up each
+        candidate as it is generated would have, had it stopped there (the chunk's later
+        candidates are forgotten; their state's own transitions were all counted already)."""
+        nonlocal generated, overcount
+        k = bisect_right(starts, j) - 1
+        owner = owners[k]
+        end = next((starts[m] for m in range(k + 1, len(starts)) if owners[m] != owner),
+                   len(pending))
+        generated -= len(pending) - end
+        overcount += new_after
+        for a, _ in pending[j + 1:]:
+            cov[a] -= 1
+            if not cov[a]:
+                del cov[a]
+        if edges:
+            for got, before in zip(edges_taken, chunk_edges):
+                got.intersection_update(before)
+            for m in range(k + 1):
+                s = expanded[m]
+                for a, t in pending[starts[m]:j + 1 if m == k else starts[m + 1]]:
+                    for taken, note in edges:
+                        note(taken(s, a, t))
 
     expanding = None  # (depth, index) of the state being expanded, for model errors
     with gc_paused():
         try:
-            fps0 = next_fps
             check_fingerprint_contract(model)
-            for s in model.init_states():
-                fp = key(s)
-                if fp not in seen:
-                    seen.add(fp)
-                    frontier.append(s)
-                    fps0.append(fp)
+            if resumed:
+                frontier = resumed.frontier
+            else:
+                inits = list(model.init_states())
+                new = visited.add_new(np.array([key(s) for s in inits], dtype=np.int64))
+                levels.add(np.array([key(s) for s in inits], dtype=np.int64)[new],
+                           np.zeros(len(new), dtype=np.int32))
+                for n, j in enumerate(new.tolist()):
+                    if nxt is not None:
+                        nxt.append(inits[j])
                     for p, holds in always:
-                        if not holds(s):
-                            found(p, path_to(0, len(fps0) - 1))
+                        if not holds(inits[j]):
+                            found(p, path_to(0, n))
                             always = checks.always
-                    witness(s)
-            levels.append((fps0, array("l")))
-            next_fps = []
+                    witness(inits[j])
+                frontier, nxt = next_level(), new_level()
+                checkpoint(frontier)
             while frontier:
                 if max_depth and depth >= max_depth:
                     break
-                nxt = []
-                nxt_append, fps_append, par_append = nxt.append, next_fps.append, next_parents.append
-                seen_add, cov_get, dcov_get = seen.add, cov.get, dcov.get
+                fps_append, pend_append = pending_fps.append, pending.append
+                cov_get = cov.get
                 for i, s in enumerate(frontier):
                     expanding = (depth, i)
                     if not i % PROGRESS_EVERY and options.progress is not None:
                         now = time.perf_counter()
                         if now - last_report >= options.progress_interval:
                             last_report = now
-                            options.progress(Progress(generated, len(seen), depth,
-                                                      len(frontier) - i + len(nxt), now - t0))
+                            options.progress(Progress(generated, len(visited), depth,
+                                                      len(frontier) - i + levels.open_size, now - t0))
                     if bounded and not within(s):
                         continue
                     out = successors(s)
                     if not out:
                         for stuck in checks.stuck_failures(s):
+                            flush()
                             found(stuck, path_to(depth, i))
                         continue
                     generated += len(out)
-                    for a, t in out:
+                    starts.append(len(pending))
+                    owners.append(i)
+                    expanded.append(s)
+                    for at in out:
+                        a, t = at
                         cov[a] = cov_get(a, 0) + 1
                         for taken, note in edges:
                             note(taken(s, a, t))
-                        fp = t if packed else key(t)
                         if transition:
                             for p, holds in transition:
                                 if not holds(s, a, t):
+                                    flush()
                                     base = path_to(depth, i)
                                     # (reduced: the rebuilt state may differ from s outside its
                                     # reduction view, so the step is taken again from it)
                                     last = model.step(base.states[-1], a) if reducer else t
                                     found(p, type(base)(base.states + (last,), base.actions + (a,)))
                                     transition = checks.transition
-                        if fp not in seen:
-                            seen_add(fp)
-                            if reducer:
-                                level_new.add(fp)
-                            nxt_append(t)
-                            fps_append(fp)
-                            par_append(i)
-                            dcov[a] = dcov_get(a, 0) + 1
-                            for p, holds in always:
-                                if not holds(t):
-                                    found(p, path_to(depth + 1, len(nxt) - 1))
-                                    always = checks.always
-                            if pending:
-                                witness(t)
+                                    starts.append(0)   # flush emptied the chunk: this state's
+                                    owners.append(i)   # remaining candidates start it again
+                                    expanded.append(s)
+                        fps_append(t if packed else key(t))
+                        pend_append(at)
+                    if len(pending) >= CHUNK:
+                        flush()
                 expanding = None
-                levels.append((next_fps, next_parents))
-                next_fps, next_parents = [], array("l")
-                frontier = nxt
-                if reducer:
-                    level_new.clear()
-                if nxt:
+                flush()
+                frontier, nxt = next_level(), new_level()
+                if frontier:
                     depth += 1
+                    checkpoint(frontier)
             complete = not frontier
             violations += checks.unwitnessed(witnesses.pending) if complete else []
         except _Stop as stop:
@@ -214,15 +326,23 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         except KeyboardInterrupt:
             interrupted = True
         except Exception as exc:  # an exception in model code: a model error, with its path
-            path = path_to(*expanding) if expanding else None
-            violations.append(Violation("model_error", "model_error", "the model raised an exception",
-                                        path, "".join(traceback.format_exception(exc)).rstrip()))
+            error = Violation("model_error", "model_error", "the model raised an exception",
+                              path_to(*expanding) if expanding else None,
+                              "".join(traceback.format_exception(exc)).rstrip())
+            try:   # what the states generated before it violate is found first
+                flush()
+            except _Stop as stop:
+                error = stop.violation
+            except Exception:   # noqa: BLE001 -- the model error is reported
+                pass
+            violations.append(error)
 
     seconds = time.perf_counter() - t0
-    depth += bool(next_fps)  # a level cut short by a violation
+    depth += bool(levels.open_size)  # a level cut short by a violation
     fired = by_name(cov)
     kinds = list(getattr(model, "action_kinds", lambda: ())())
-    stats = search_stats(generated, len(seen), depth, seconds, rss0, packed)
+    stats = search_stats(generated, len(visited) - overcount, depth, seconds, rss0, packed)
+    store = {"visited_bytes": visited.nbytes, "tree_bytes": levels.nbytes}
     return Outcome(
         model=model.name, explorer="bfs", stats=stats,
         coverage=action_coverage(fired, by_name(dcov), kinds),
@@ -231,7 +351,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         not_applicable=checks.not_applicable,
         violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
         interrupted=interrupted, complete=complete,
-        extra=reduction_note(reducer) if reducer else {})
+        extra={"memory": store, **(reduction_note(reducer) if reducer else {})})
 
 
 def reduction_note(reducer) -> dict:

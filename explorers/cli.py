@@ -13,6 +13,7 @@ exit code is the verdict's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -74,10 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--master", metavar="URL",
                    help="spark: cluster master, e.g. spark://host:7077 (default: embedded)")
     c.add_argument("--checkpoint", type=_minutes, metavar="MIN",
-                   help="spark: save the search at the first level boundary every MIN minutes "
-                        "(0: every level), in OUT/spark")
+                   help="bfs, spark: save the search at the first level boundary every MIN "
+                        "minutes (0: every level), in OUT/bfs or OUT/spark")
     c.add_argument("--recover", metavar="DIR",
-                   help="spark: resume the search checkpointed in DIR (e.g. out/spark)")
+                   help="bfs, spark: resume the search checkpointed in DIR (e.g. out/bfs)")
     c.add_argument("--induction", type=_positive, metavar="K",
                    help="symbolic: prove by k-induction up to K (default 1; without --depth)")
     c.add_argument("--continue", dest="continue", action="store_const", const=True,
@@ -386,7 +387,23 @@ def search_options(cfg, args, progress) -> BfsOptions:
 
 
 def run_bfs(cfg, args, progress):
-    return explore(registry.bind(cfg), search_options(cfg, args, progress))
+    from explorers import bfs_checkpoint
+    from explorers.spark_store import CheckpointError as RunDirError, locked
+
+    if args.checkpoint is None and args.recover is None:
+        return explore(registry.bind(cfg), search_options(cfg, args, progress))
+    run_dir = args.recover or str(Path(args.out) / "bfs")
+    store = bfs_checkpoint.CheckpointOptions(
+        run_dir=run_dir, minutes=args.checkpoint, recover=args.recover is not None,
+        identity={"config": cfg.to_dict(), "version": _version()})
+    options = dataclasses.replace(search_options(cfg, args, progress), checkpoint=store)
+    try:
+        with locked(run_dir, create=not store.recover):
+            if not store.recover:
+                bfs_checkpoint.start_fresh(run_dir)
+            return explore(registry.bind(cfg), options)
+    except (bfs_checkpoint.CheckpointError, RunDirError) as e:
+        raise UsageError(str(e)) from None
 
 
 def run_graph(cfg, args, progress):
@@ -471,7 +488,8 @@ EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                   "--continue": ("bfs", "graph", "spark"), "--induction": ("symbolic",),
                   "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
-                                                   "--master", "--checkpoint", "--recover")}}
+                                                   "--master")},
+                  **{flag: ("bfs", "spark") for flag in ("--checkpoint", "--recover")}}
 
 
 class TracesNotWritten(Exception):

@@ -1,0 +1,189 @@
+"""The BFS's compact visited set and tree (explorers/fingerprints.py) and its checkpoints
+(explorers/bfs_checkpoint.py): a search killed with SIGKILL resumes from its last checkpoint with
+the same counts, verdicts and trace bytes; a checkpoint that is not whole or not this search's is
+refused with one line and exit 2."""
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorers.bfs import BfsOptions, explore
+from explorers.fingerprints import Levels, VisitedSet
+from model import registry
+from model.config import resolve_config_path
+from tests.explorers.test_cli import EXE, run
+
+# Kafka tiny on kafka-0.11: 46 levels, six properties violated at different depths (with
+# --continue some are reported before a checkpoint and some after).
+KAFKA = ("check", "tiny", "--set", "protocol.version=kafka-0.11", "--continue", "--json")
+
+
+# --- the visited set ----------------------------------------------------------------------------
+
+def test_visited_set_keeps_first_occurrences_and_agrees_with_a_python_set():
+    rng = np.random.default_rng(7)
+    v, seen = VisitedSet(capacity=4), set()
+    for level in range(6):
+        for _ in range(5):
+            chunk = rng.integers(-50, 50, size=40, dtype=np.int64) * 1_000_003
+            new = v.add_new(chunk)
+            want = []
+            for i, fp in enumerate(chunk.tolist()):
+                if fp not in seen:
+                    seen.add(fp)
+                    want.append(i)
+            assert new.tolist() == want
+            assert len(v) == len(seen)
+        done = set(v.sorted_fingerprints().tolist())
+        assert all(v.seen_before(fp) for fp in done)
+        v.end_level()
+        assert v.sorted_fingerprints().tolist() == sorted(seen)
+    assert not v.seen_before(1) and v.nbytes == 8 * len(seen)
+
+
+def test_levels_walk_parent_indices_back_to_an_initial_state():
+    lv = Levels()
+    lv.add(np.array([10, 11]), np.array([0, 0]))
+    lv.close()
+    lv.add(np.array([20]), np.array([1]))
+    lv.add(np.array([21, 22]), np.array([0, 1]))
+    assert lv.path(1, 2) == [11, 22]          # the open level, across its chunks
+    lv.close()
+    lv.add(np.array([30]), np.array([1]))
+    assert lv.path(2, 0) == [10, 21, 30] and len(lv) == 2 and lv.open_size == 1
+
+
+def test_compact_search_holds_20_bytes_a_state_on_twophase():
+    model = registry.bind(registry.load(resolve_config_path("twophase")))
+    out = explore(model)
+    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (296_448, 2_744_705, 22)
+    memory = out.extra["memory"]
+    assert memory["visited_bytes"] == 8 * 296_448
+    assert memory["tree_bytes"] == 12 * 296_448
+
+
+# --- checkpoints --------------------------------------------------------------------------------
+
+def _result(out_dir: Path, stdout: str) -> tuple[dict, dict]:
+    """The JSON result without its timings and memory, and the bytes of every trace written."""
+    data = json.loads(stdout)
+    for k in ("seconds", "states_per_second", "peak_memory_mb", "bytes_per_state"):
+        data["stats"].pop(k)
+    data.pop("extra", None)
+    for v in data["violations"]:
+        v["trace"] = Path(v["trace"]).name
+    traces = {f.name: f.read_bytes() for f in sorted(out_dir.glob("*.itf.json"))}
+    return data, traces
+
+
+def _checkpointed_depth(run_dir: Path) -> int:
+    try:
+        return json.loads((run_dir / "checkpoint.json").read_text())["depth"]
+    except (OSError, ValueError, KeyError):
+        return -1
+
+
+def test_a_killed_search_resumes_with_identical_results(tmp_path):
+    plain = run(*KAFKA, "--out", tmp_path / "plain", cwd=tmp_path)
+    assert plain.returncode == 12, plain.stderr
+    want = _result(tmp_path / "plain", plain.stdout)
+    assert len(want[1]) == 6
+
+    out = tmp_path / "killed"
+    p = subprocess.Popen([EXE, *KAFKA, "--checkpoint", "0", "--out", out], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while _checkpointed_depth(out / "bfs") < 20 and p.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert p.returncode == -signal.SIGKILL, "the search ended before it could be killed"
+    depth = _checkpointed_depth(out / "bfs")
+    assert 20 <= depth < 46
+    for f in out.glob("*.itf.json"):   # the traces a killed search wrote are not the test's
+        f.unlink()
+
+    resumed = run(*KAFKA, "--recover", out / "bfs", "--out", out, cwd=tmp_path)
+    assert resumed.returncode == 12, resumed.stderr
+    assert _result(out, resumed.stdout) == want
+
+
+def test_recovering_refuses_what_is_not_a_whole_checkpoint_of_this_search(tmp_path):
+    out = tmp_path / "o"
+    r = run("check", "twophase", "--checkpoint", "0", "--json", "--out", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    run_dir = out / "bfs"
+
+    def refused(*extra, config="twophase"):
+        r = run("check", config, "--recover", run_dir, "--out", out, *extra, cwd=tmp_path)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, (r.returncode, r.stderr)
+        return r.stderr
+
+    # a fresh search does not overwrite a checkpoint
+    r = run("check", "twophase", "--checkpoint", "0", "--out", out, cwd=tmp_path)
+    assert r.returncode == 2 and "--recover" in r.stderr
+    # another configuration, another property selection
+    assert "model.resource_managers" in refused("--set", "model.resource_managers=6")
+    assert "checked =" in refused("--invariant", "TCConsistent")
+    # a truncated level
+    level = run_dir / "levels" / "level-00003.fps.npy"
+    data = level.read_bytes()
+    level.write_bytes(data[:-8])
+    assert "truncated or altered" in refused()
+    # altered in place (same size)
+    level.write_bytes(data[:-8] + (12345).to_bytes(8, "little"))
+    assert "truncated or altered" in refused()
+    level.write_bytes(data)
+    # checkpoint.json edited (a count) or garbled
+    meta_file = run_dir / "checkpoint.json"
+    meta = json.loads(meta_file.read_text())
+    meta_file.write_text(json.dumps({**meta, "generated": meta["generated"] + 1}))
+    assert "altered" in refused()
+    meta_file.write_text("{not json")
+    assert "unreadable" in refused()
+    meta_file.write_text(json.dumps(meta))
+    # no such directory, no checkpoint in it
+    assert "no such directory" in run("check", "twophase", "--recover", tmp_path / "nope",
+                                      cwd=tmp_path).stderr
+    (tmp_path / "empty").mkdir()
+    r = run("check", "twophase", "--recover", tmp_path / "empty", cwd=tmp_path)
+    assert r.returncode == 2 and "no checkpoint" in r.stderr
+    # and once whole again it resumes (at its last level: nothing left but the end)
+    r = run("check", "twophase", "--recover", run_dir, "--json", "--out", out, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["stats"]["distinct"] == 296_448
+
+
+def test_a_tampered_frontier_state_is_refused(tmp_path):
+    out = tmp_path / "o"
+    p = subprocess.Popen([EXE, "check", "tiny", "--checkpoint", "0", "--out", out], cwd=tmp_path,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p.wait(timeout=120)
+    run_dir = out / "bfs"
+    states = next(run_dir.glob("frontier-*.states"))
+    lines = states.read_text().splitlines()
+    assert lines
+    meta = json.loads((run_dir / "checkpoint.json").read_text())
+    # a frontier edited consistently with its digest is still caught by its fingerprints
+    import hashlib
+    assert '"coordinator_epoch":0' in lines[0]
+    lines[0] = lines[0].replace('"coordinator_epoch":0', '"coordinator_epoch":7', 1)
+    body = ("\n".join(lines) + "\n").encode()
+    states.write_bytes(body)
+    meta["files"][states.name] = {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+    from explorers.bfs_checkpoint import _meta_digest
+    meta["digest"] = _meta_digest(meta)
+    (run_dir / "checkpoint.json").write_text(json.dumps(meta))
+    r = run("check", "tiny", "--recover", run_dir, "--out", out, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "does not match its fingerprint" in r.stderr or "unreadable" in r.stderr
+
+
+def test_checkpoint_options_are_for_exhaustive_explorers_only(tmp_path):
+    r = run("check", "twophase", "--explorer", "simulate", "--checkpoint", "1", cwd=tmp_path)
+    assert r.returncode == 2 and "--checkpoint" in r.stderr
