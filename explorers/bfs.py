@@ -40,7 +40,8 @@ import numpy as np
 from explorers import bfs_checkpoint
 from explorers.bfs_checkpoint import CheckpointOptions
 from explorers.checking import Checks, violation
-from explorers.fingerprints import Levels, PackedLevel, VisitedSet
+from explorers.fingerprints import Budget, Levels, PackedLevel, VisitedSet
+from explorers.state_codec import model_package
 from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
     successors_of
 from explorers.result import (Outcome, Violation, action_coverage, by_name, edge_coverage,
@@ -73,6 +74,7 @@ class BfsOptions:
     keep_going: bool = False                      # --continue: report every violated property
     por: bool = False                             # --por: partial-order reduction (explorers.por)
     checkpoint: CheckpointOptions | None = None   # --checkpoint / --recover (explorers.bfs_checkpoint)
+    memory_mb: int | None = None                  # --memory: past half of it, levels go to disk
 
 
 class _Stop(Exception):
@@ -115,18 +117,24 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     violations: list[Violation] = []
     interrupted = complete = False
     # A level's states: a list, a file (``--memory``) or, for a packed model, its fingerprints.
-    new_level = (lambda: None) if packed else list
     frontier: Sequence = []
-    nxt = new_level()
+    budget = Budget(options.memory_mb, store.run_dir if store else None, model_package(model))
+    nxt = None if packed else []
 
     def next_level() -> Sequence:
-        """Close the level just discovered; its states, to expand next."""
+        """Close the level just discovered and start the next; the states to expand next."""
         before = len(levels)
         levels.close()
         visited.end_level()
-        if not packed:
-            return nxt
-        return PackedLevel(levels.fps[-1]) if len(levels) > before else []
+        if packed:
+            states = PackedLevel(levels.fps[-1]) if len(levels) > before else []
+        else:
+            states = nxt
+        budget.level_done(levels, frontier)
+        return states
+
+    def new_level():
+        return None if packed else budget.new_frontier(len(levels))
     # The chunk of candidate successors not yet deduplicated: each one's (action, state) and
     # fingerprint; per expanded state, its index in the frontier and where its candidates start.
     pending: list = []
@@ -264,7 +272,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             found(p, path_to(0, n))
                             always = checks.always
                     witness(inits[j])
-                frontier, nxt = next_level(), new_level()
+                frontier = next_level()
+                nxt = new_level()
                 checkpoint(frontier)
             while frontier:
                 if max_depth and depth >= max_depth:
@@ -315,7 +324,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         flush()
                 expanding = None
                 flush()
-                frontier, nxt = next_level(), new_level()
+                frontier = next_level()
+                nxt = new_level()
                 if frontier:
                     depth += 1
                     checkpoint(frontier)
@@ -336,13 +346,16 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             except Exception:   # noqa: BLE001 -- the model error is reported
                 pass
             violations.append(error)
+        finally:
+            budget.close()
 
     seconds = time.perf_counter() - t0
     depth += bool(levels.open_size)  # a level cut short by a violation
     fired = by_name(cov)
     kinds = list(getattr(model, "action_kinds", lambda: ())())
     stats = search_stats(generated, len(visited) - overcount, depth, seconds, rss0, packed)
-    store = {"visited_bytes": visited.nbytes, "tree_bytes": levels.nbytes}
+    memory = {"visited_bytes": visited.nbytes, "tree_bytes": levels.nbytes,
+              "on_disk": budget.spilled}
     return Outcome(
         model=model.name, explorer="bfs", stats=stats,
         coverage=action_coverage(fired, by_name(dcov), kinds),
@@ -351,7 +364,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         not_applicable=checks.not_applicable,
         violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
         interrupted=interrupted, complete=complete,
-        extra={"memory": store, **(reduction_note(reducer) if reducer else {})})
+        extra={"memory": memory, **(reduction_note(reducer) if reducer else {})})
 
 
 def reduction_note(reducer) -> dict:

@@ -6,9 +6,9 @@ expanded), in the search's run directory (``OUT/bfs``)::
     levels/level-00007.fps.npy       depth 7's fingerprints in discovery order (int64), and
     levels/level-00007.parents.npy   their parents' indices in depth 6 (int32): the BFS tree,
                                      written once when a checkpoint first needs the level
-    frontier-00007.states            depth 7's states, one canonical ITF JSON object a line (the
-                                     trace encoding); none for a packed model, whose states are
-                                     their own fingerprints
+    frontier-00007.states            depth 7's states, a block of them a line
+                                     (``explorers.state_codec``); none for a packed model, whose
+                                     states are their own fingerprints
     checkpoint.json                  the commit point, written last
 
 ``checkpoint.json`` names the search (model, config, properties checked, kafka-mc version and
@@ -41,7 +41,7 @@ from explorers.fingerprints import Levels, PackedLevel, VisitedSet, level_files
 from explorers.paths import follow, successors_of
 from explorers.result import Path as Behaviour
 from traces.files import write_atomically
-from traces.itf import ItfError, canonical, decode, encode
+from explorers.state_codec import BLOCK, decode_block, encode_block, model_package
 
 FORMAT = 1
 META = "checkpoint.json"
@@ -85,6 +85,17 @@ def _meta_digest(meta: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+def _blocks(states):
+    block = []
+    for s in states:
+        block.append(s)
+        if len(block) == BLOCK:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
 def frontier_file(run_dir: Path, d: int) -> Path:
     return run_dir / f"frontier-{d:05d}.states"
 
@@ -119,9 +130,8 @@ def save(run_dir: str, model, levels: Levels, frontier: Sequence, packed: bool,
                 digests[str(f)] = _digest(f)
     if not packed:
         states = frontier_file(root, depth)
-        write_atomically(states, (
-            (canonical({k: encode(v) for k, v in model.itf_encode(s).items()}) + "\n")
-            .encode("utf-8") for s in frontier))
+        write_atomically(states, ((encode_block(block) + "\n").encode("utf-8")
+                                  for block in _blocks(frontier)))
         files[states.name] = states
     meta = {"format": FORMAT, "depth": depth, **counters,
             "files": {name: digests.get(str(f)) or _digest(f) for name, f in sorted(files.items())},
@@ -252,13 +262,14 @@ def load(run_dir: str, identity: dict, model, key, packed: bool) -> Resumed:
         frontier = []
         try:
             with open(frontier_file(root, depth), encoding="utf-8") as f:
-                for i, line in enumerate(f):
-                    s = model.itf_decode({k: decode(v) for k, v in json.loads(line).items()})
-                    if i >= len(last) or key(s) != int(last[i]):
-                        raise CheckpointError(f"{where}: frontier state {i} does not match its "
-                                              "fingerprint")
-                    frontier.append(s)
-        except (OSError, ValueError, ItfError, KeyError, TypeError) as e:
+                for line in f:
+                    for s in decode_block(line, model_package(model)):
+                        i = len(frontier)
+                        if i >= len(last) or key(s) != int(last[i]):
+                            raise CheckpointError(f"{where}: frontier state {i} does not match "
+                                                  "its fingerprint")
+                        frontier.append(s)
+        except (OSError, ValueError, TypeError) as e:
             raise CheckpointError(f"{where}: the frontier is unreadable ({e})") from None
         if len(frontier) != len(last):
             raise CheckpointError(f"{where}: the frontier has {len(frontier)} states, level "
@@ -300,5 +311,6 @@ def start_fresh(run_dir: str) -> None:
             f"{shown(run_dir)} holds the checkpoint of an earlier search: resume it with "
             f"--recover {shown(run_dir)}, or to start afresh delete that directory or give "
             "another --out")
-    for f in [*root.glob("frontier-*.states"), *root.glob("levels/level-*.npy")]:
+    for f in [*root.glob("frontier-*.states"), *root.glob("levels/level-*.npy"),
+              *root.glob("live/frontier-*.states")]:
         f.unlink(missing_ok=True)

@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "minutes (0: every level), in OUT/bfs or OUT/spark")
     c.add_argument("--recover", metavar="DIR",
                    help="bfs, spark: resume the search checkpointed in DIR (e.g. out/bfs)")
+    c.add_argument("--memory", type=_positive, metavar="MB",
+                   help="bfs: a memory budget; past half of it the BFS tree and the frontier "
+                        "go to disk (OUT/bfs with --checkpoint, else a temporary directory)")
     c.add_argument("--induction", type=_positive, metavar="K",
                    help="symbolic: prove by k-induction up to K (default 1; without --depth)")
     c.add_argument("--continue", dest="continue", action="store_const", const=True,
@@ -383,7 +386,8 @@ def search_options(cfg, args, progress) -> BfsOptions:
                       check_deadlock=cfg.get("check.deadlock"), progress=progress,
                       progress_interval=args.progress_interval,
                       keep_going=bool(getattr(args, "continue")),
-                      por=bool(cfg.get("check.por")))
+                      por=bool(cfg.get("check.por")),
+                      memory_mb=getattr(args, "memory", None))
 
 
 def run_bfs(cfg, args, progress):
@@ -486,7 +490,7 @@ EXPLORERS = {"bfs": run_bfs, "graph": run_graph, "spark": run_spark, "stateful":
 # flag -> the explorers it applies to (giving it to another explorer is a usage error)
 EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                   "--continue": ("bfs", "graph", "spark"), "--induction": ("symbolic",),
-                  "--runs": ("simulate",), "--seed": ("stateful", "simulate"),
+                  "--runs": ("simulate",), "--memory": ("bfs",), "--seed": ("stateful", "simulate"),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
                                                    "--master")},
                   **{flag: ("bfs", "spark") for flag in ("--checkpoint", "--recover")}}

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from explorers.state_codec import DiskFrontier
+
 FP = np.int64
 INITIAL_CAPACITY = 1 << 16
 
@@ -199,6 +201,67 @@ class Levels:
         self.fps[d], self.parents[d] = (np.load(f, mmap_mode="r", allow_pickle=False)
                                         for f in files)
         return files
+
+
+def resident_bytes() -> int:
+    """This process's resident set now (Linux ``/proc``; elsewhere its peak so far)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class Budget:
+    """``--memory MB``: once the resident set passes half the budget at a level's end, the
+    complete levels of the BFS tree are moved to files (read back memory-mapped) and from then on
+    each next level's states are written to a file as they are discovered and streamed back when
+    it is expanded (``explorers.state_codec``; a packed model's frontier is its level's
+    fingerprints, so it moves with them). What stays in memory: the visited set (8 bytes a
+    state), the block being read and the chunk being deduplicated. The files go to the
+    checkpoint's run directory, else to a temporary directory removed at the end."""
+
+    def __init__(self, megabytes: int | None, run_dir: str | None, package: str):
+        self.limit = None if megabytes is None else megabytes * 2**20
+        self.run_dir, self.package = run_dir, package
+        self.spilled = False
+        self._tmp = None
+        self._live: list[DiskFrontier] = []
+
+    def directory(self) -> Path:
+        if self.run_dir is not None:
+            return Path(self.run_dir)
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="kafka-mc-bfs-")
+        return Path(self._tmp.name)
+
+    def level_done(self, levels: "Levels", expanded) -> None:
+        """A level was closed; ``expanded``: the states of the one before, no longer needed."""
+        if isinstance(expanded, DiskFrontier):
+            expanded.remove()
+        if self.limit is None:
+            return
+        if self.spilled or resident_bytes() > self.limit // 2:
+            self.spilled = True
+            for d in range(len(levels)):
+                if not isinstance(levels.fps[d], np.memmap):
+                    levels.spill(self.directory() / "levels", d)
+
+    def new_frontier(self, depth: int):
+        """Where the states of level ``depth`` go as they are discovered."""
+        if not self.spilled:
+            return []
+        live = self.directory() / "live"
+        live.mkdir(parents=True, exist_ok=True)
+        self._live.append(DiskFrontier(live / f"frontier-{depth:05d}.states", self.package))
+        return self._live[-1]
+
+    def close(self) -> None:
+        for frontier in self._live:
+            frontier.remove()
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
 
 def level_files(directory: Path, d: int) -> tuple[Path, Path]:

@@ -56,6 +56,11 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     lines.append(f"  peak memory {s.peak_memory_mb:.0f} MB ({s.bytes_per_state:.0f} bytes per state); "
                  + ("fingerprints exact (packed states)" if s.collision_probability == 0
                     else f"fingerprint collision probability {s.collision_probability:.1e}"))
+    if "memory" in x and s.distinct:  # the BFS's visited set and tree (explorers/fingerprints.py)
+        m = x["memory"]
+        lines.append(f"  visited set and BFS tree: {(m['visited_bytes'] + m['tree_bytes']) / s.distinct:.0f}"
+                     " bytes per state in memory" + ("; tree and frontier on disk (--memory)"
+                                                     if m["on_disk"] else ""))
     if "reduction" in x:  # a partial-order reduced search (explorers/por.py)
         r = x["reduction"]
         lines.append("  partial-order reduction: " + (
@@ -164,6 +169,8 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         doc["graph"] = x["graph"]
     if "reduction" in x:
         doc["reduction"] = x["reduction"]
+    if "memory" in x:
+        doc["memory"] = x["memory"]
     if "walks" in x:  # a random explorer: the run's size, speed and seed, to repeat it
         doc["random"] = {"walks": x["walks"], "seed": x.get("seed", 0),
                          "steps_per_second": round(x["steps_per_second"]),
