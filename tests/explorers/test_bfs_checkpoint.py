@@ -73,7 +73,7 @@ def _result(out_dir: Path, stdout: str) -> tuple[dict, dict]:
     data = json.loads(stdout)
     for k in ("seconds", "states_per_second", "peak_memory_mb", "bytes_per_state"):
         data["stats"].pop(k)
-    data.pop("extra", None)
+    data.pop("memory", None)
     for v in data["violations"]:
         v["trace"] = Path(v["trace"]).name
     traces = {f.name: f.read_bytes() for f in sorted(out_dir.glob("*.itf.json"))}
@@ -187,3 +187,47 @@ def test_a_tampered_frontier_state_is_refused(tmp_path):
 def test_checkpoint_options_are_for_exhaustive_explorers_only(tmp_path):
     r = run("check", "twophase", "--explorer", "simulate", "--checkpoint", "1", cwd=tmp_path)
     assert r.returncode == 2 and "--checkpoint" in r.stderr
+
+
+# --- the memory budget and the state codec ------------------------------------------------------
+
+def test_a_search_past_its_memory_budget_keeps_its_results(tmp_path):
+    """--memory 1 moves the tree and every frontier to disk from the first level on."""
+    plain = run(*KAFKA, "--out", tmp_path / "plain", cwd=tmp_path)
+    disk = run(*KAFKA, "--memory", "1", "--out", tmp_path / "disk", cwd=tmp_path)
+    assert disk.returncode == plain.returncode == 12, disk.stderr
+    want, got = _result(tmp_path / "plain", plain.stdout), _result(tmp_path / "disk", disk.stdout)
+    assert got == want
+    assert json.loads(disk.stdout)["memory"]["on_disk"] is True
+    assert json.loads(plain.stdout)["memory"]["on_disk"] is False
+    assert not list(tmp_path.glob("disk/**/*.states"))   # its temporary files are gone
+
+
+def test_state_blocks_round_trip_and_share_components():
+    from explorers.paths import successors_of
+    from explorers.state_codec import decode_block, encode_block
+    model = registry.bind(registry.load(resolve_config_path("tiny")))
+    succ = successors_of(model)
+    states = [t for s in model.init_states() for _, t in succ(s)]
+    states += [u for t in states for _, u in succ(t)]
+    line = encode_block(states)
+    back = decode_block(line, "model")
+    assert back == states and [hash(s) for s in back] == [hash(s) for s in states]
+    assert [type(s) for s in back] == [type(s) for s in states]
+    # components shared by the states are written once: the block is smaller than the states
+    # written one by one
+    assert len(line) < sum(len(encode_block([s])) for s in states) / 2
+
+
+@pytest.mark.parametrize("evil", [
+    '{"c": ["os:system"], "n": [[0, "ls"]], "r": [[0]]}',          # not the model's
+    '{"c": ["model.core:Footprint.__init__"], "n": [[0]], "r": [[0]]}',  # not a NamedTuple class
+    '{"c": ["model.kafka.nope:X"], "n": [[0]], "r": [[0]]}',       # not imported
+    '{"c": ["tuple"], "n": [[0, [5]]], "r": [[0]]}',              # a dangling reference
+    '{"c": ["tuple"], "n": [[3]], "r": [[0]]}',                   # no such class
+    '[1, 2]',
+])
+def test_a_state_block_builds_only_the_models_classes(evil):
+    from explorers.state_codec import decode_block
+    with pytest.raises(ValueError):
+        decode_block(evil, "model")
