@@ -137,8 +137,10 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         return None if packed else budget.new_frontier(len(levels))
     # The chunk of candidate successors not yet deduplicated: each one's (action, state) and
     # fingerprint; per expanded state, its index in the frontier and where its candidates start.
-    pending: list = []
     pending_fps, owners, starts = array("q"), array("q"), array("q")
+    outs: list = []   # per entry of ``owners``: the state's successors, candidate ``c`` of the
+                      # entry being ``outs[m][c - starts[m]]`` (a start is negative when a flush
+                      # cut the state's successors: the chunk then begins inside them)
     expanded: list = []                        # the states of ``owners``
     chunk_edges = [set() for _ in machines]   # the edges taken before the chunk (``rewind``)
     overcount = 0                              # states added past a stop (``rewind``)
@@ -201,7 +203,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         """Deduplicate the pending candidates; the new states join the next level in the
         order they were generated and are checked there, as if each had been looked up alone."""
         nonlocal always
-        if not pending:
+        if not pending_fps:
             return
         new = visited.add_new(np.array(pending_fps, dtype=np.int64))
         if len(new):
@@ -210,8 +212,9 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             levels.add(np.array(pending_fps, dtype=np.int64)[new],
                        np.array(owners, dtype=np.int64)[first])
             keep, dcov_get = (nxt.append if nxt is not None else None), dcov.get
-            for n, j in enumerate(new.tolist()):
-                a, t = pending[j]
+            begins = starts.tolist()
+            for n, (j, k) in enumerate(zip(new.tolist(), first.tolist())):
+                a, t = outs[k][j - begins[k]]
                 if keep is not None:
                     keep(t)
                 dcov[a] = dcov_get(a, 0) + 1
@@ -223,7 +226,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         always = checks.always
                 if unseen:
                     witness(t)
-        pending.clear()
+        outs.clear()
         expanded.clear()
         del pending_fps[:], owners[:], starts[:]
         if edges:
@@ -237,10 +240,10 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         k = bisect_right(starts, j) - 1
         owner = owners[k]
         end = next((starts[m] for m in range(k + 1, len(starts)) if owners[m] != owner),
-                   len(pending))
-        generated -= len(pending) - end
+                   len(pending_fps))
+        generated -= len(pending_fps) - end
         overcount += new_after
-        for a, _ in pending[j + 1:]:
+        for a, _ in candidates(0, len(starts))[j + 1:]:
             cov[a] -= 1
             if not cov[a]:
                 del cov[a]
@@ -249,9 +252,17 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 got.intersection_update(before)
             for m in range(k + 1):
                 s = expanded[m]
-                for a, t in pending[starts[m]:j + 1 if m == k else starts[m + 1]]:
+                for a, t in candidates(m, m + 1)[:j + 1 - max(starts[m], 0)]:
                     for taken, note in edges:
                         note(taken(s, a, t))
+
+    def candidates(lo: int, hi: int) -> list:
+        """The pending candidates of entries ``lo`` to ``hi`` of ``owners``, in order."""
+        out = []
+        for m in range(lo, hi):
+            end = starts[m + 1] if m + 1 < len(starts) else len(pending_fps)
+            out += outs[m][max(starts[m], 0) - starts[m]:end - starts[m]]
+        return out
 
     expanding = None  # (depth, index) of the state being expanded, for model errors
     with gc_paused():
@@ -278,7 +289,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             while frontier:
                 if max_depth and depth >= max_depth:
                     break
-                fps_append, pend_append = pending_fps.append, pending.append
+                fps_append = pending_fps.append
                 cov_get = cov.get
                 for i, s in enumerate(frontier):
                     expanding = (depth, i)
@@ -297,11 +308,11 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             found(stuck, path_to(depth, i))
                         continue
                     generated += len(out)
-                    starts.append(len(pending))
+                    starts.append(len(pending_fps))
                     owners.append(i)
                     expanded.append(s)
-                    for at in out:
-                        a, t = at
+                    outs.append(out)
+                    for a, t in out:
                         cov[a] = cov_get(a, 0) + 1
                         for taken, note in edges:
                             note(taken(s, a, t))
@@ -315,12 +326,14 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                                     last = model.step(base.states[-1], a) if reducer else t
                                     found(p, type(base)(base.states + (last,), base.actions + (a,)))
                                     transition = checks.transition
-                                    starts.append(0)   # flush emptied the chunk: this state's
-                                    owners.append(i)   # remaining candidates start it again
+                                    # flush emptied the chunk: it goes on inside this
+                                    # state's successors, at this one
+                                    starts.append(-out.index((a, t)))
+                                    owners.append(i)
                                     expanded.append(s)
+                                    outs.append(out)
                         fps_append(t if packed else key(t))
-                        pend_append(at)
-                    if len(pending) >= CHUNK:
+                    if len(pending_fps) >= CHUNK:
                         flush()
                 expanding = None
                 flush()
