@@ -151,9 +151,9 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
                 states.append(t)
                 actions.append(a)
                 fam.rules.add(a[0])
+                fam.steps += 1
                 violation = walks.advance(s, a, t)
                 s = t
-            fam.steps += len(actions)
             if violation is not None:
                 fam.violations += 1
                 found = (i, seed, config)

@@ -93,6 +93,7 @@ def test_walks_only_take_their_families():
     out = swarm.explore(model, SimulateOptions(seed=4, runs=64, depth=30))
     rows = out.extra["swarm"]["by_family"]
     assert sum(r["walks"] for r in rows) == 64
+    assert sum(r["steps"] for r in rows) == out.stats.generated
     for r in rows:   # a rule taken by a walk is a family that walk allowed
         assert set(r["rules"]) <= set(r["families_on"])
     per = {r["family"]: r for r in out.extra["swarm"]["per_family"]}
