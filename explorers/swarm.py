@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import NamedTuple
 
 from model.core import Model
@@ -49,7 +50,7 @@ class SwarmConfig(NamedTuple):
     """What one walk allows and favours (drawn from its seed before its first step)."""
 
     off: frozenset          # swarm families left out
-    weights: dict           # action kind -> weight
+    weights: MappingProxyType  # action kind -> weight (read-only)
     late: float | None      # per-step probability of a held-back delivery; None: by weight
 
     def describe(self) -> str:
@@ -60,21 +61,25 @@ class SwarmConfig(NamedTuple):
 
 def draw(rng: random.Random, families: tuple[str, ...], kinds: tuple[str, ...]) -> SwarmConfig:
     off = frozenset(f for f in families if rng.random() < 0.5)
-    weights = {k: 2.0 ** rng.uniform(-MAX_WEIGHT_EXPONENT, MAX_WEIGHT_EXPONENT) for k in kinds}
+    weights = MappingProxyType({k: 2.0 ** rng.uniform(-MAX_WEIGHT_EXPONENT, MAX_WEIGHT_EXPONENT)
+                                for k in kinds})
     return SwarmConfig(off, weights, LATE[rng.randrange(len(LATE))])
 
 
 @dataclass
 class Family:
-    """What the walks of one swarm configuration (its families off) reached."""
+    """What the walks of one swarm configuration (its families off) reached: counts, the rules
+    taken, and per state machine of the model the edges of its table taken."""
 
+    machines: int
     walks: int = 0
     steps: int = 0
     violations: int = 0
+    rules: set = field(default_factory=set)
+    edges: list = field(default_factory=list)
 
     def __post_init__(self):
-        self.rules: set = set()
-        self.edges: list = []
+        self.edges = [set() for _ in range(self.machines)]
 
 
 def choose(rng: random.Random, allowed: list, config: SwarmConfig, held_back) -> tuple:
@@ -124,10 +129,9 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
             config = draw(rng, families, walks.kinds)
             fam = per.get(config.off)
             if fam is None:
-                fam = per[config.off] = Family()
-                fam.edges = [set() for _ in machines]
+                fam = per[config.off] = Family(len(machines))
             fam.walks += 1
-            walks.edges = fam.edges
+            walks.edges = fam.edges   # Walks.advance records the machines' edges there
             s = inits[rng.randrange(len(inits))]
             states, actions = [s], []
             violation = walks.begin(s)
@@ -189,8 +193,7 @@ def summary(per: dict, enabled: list[str], machines, found) -> dict:
     changes nothing), most walks first. ``per_family``: for each family, the walks that allowed
     it and those that left it out (readable when there are too many groups to list)."""
     def merge(groups) -> dict:
-        m = Family()
-        m.edges = [set() for _ in machines]
+        m = Family(len(machines))
         for fam in groups:
             m.walks, m.steps, m.violations = (m.walks + fam.walks, m.steps + fam.steps,
                                               m.violations + fam.violations)
