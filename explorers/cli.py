@@ -67,7 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "fault families, reweights its actions and may deliver held-back "
                         "messages late; explorers/swarm.py)")
     c.add_argument("--seed", type=_nonneg, metavar="S",
-                   help="stateful, simulate: random seed (default 0)")
+                   help="stateful, simulate: random seed (default 0); with --swarm, walk 0's "
+                        "seed, so a walk's seed with --runs 1 replays that walk")
     c.add_argument("--workers", type=_positive, metavar="N",
                    help="spark: local[N] threads (default: all cores); with --master, "
                         "spark.cores.max")

@@ -43,7 +43,7 @@ SEEDS = 2**63
 
 def walk_seed(seed: int, i: int) -> int:
     """The seed of walk ``i`` of a run with seed ``seed`` (walk 0's is ``seed`` itself)."""
-    return (seed + i * MIX) % SEEDS
+    return (seed + i * MIX) % SEEDS if i else seed
 
 
 class SwarmConfig(NamedTuple):
