@@ -63,8 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stateful: actions per behaviour at most (default 50)")
     c.add_argument("--runs", type=_positive, metavar="R",
                    help="simulate: number of random walks (default 10000)")
+    c.add_argument("--swarm", action="store_const", const=True,
+                   help="simulate: swarm walks (each leaves out a random subset of the model's "
+                        "fault families, reweights its actions and may deliver held-back "
+                        "messages late; explorers/swarm.py)")
     c.add_argument("--seed", type=_nonneg, metavar="S",
-                   help="stateful, simulate: random seed (default 0)")
+                   help="stateful, simulate: random seed (default 0); with --swarm, walk 0's "
+                        "seed, so a walk's seed with --runs 1 replays that walk")
     c.add_argument("--workers", type=_positive, metavar="N",
                    help="spark: local[N] threads (default: all cores); with --master, "
                         "spark.cores.max")
@@ -466,6 +471,10 @@ def run_simulate(cfg, args, progress):
         properties=property_names(cfg), check_deadlock=cfg.get("check.deadlock"),
         progress=progress, progress_interval=args.progress_interval,
         **_given(runs=args.runs, seed=args.seed, depth=cfg["check.max_depth"] or None))
+    if args.swarm:
+        from explorers import swarm
+
+        return swarm.explore(registry.bind(cfg), options)
     return simulate.explore(registry.bind(cfg), options)
 
 
@@ -491,6 +500,7 @@ EXPLORERS = {"bfs": run_bfs, "graph": run_graph, "spark": run_spark, "stateful":
 EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                   "--continue": ("bfs", "graph", "spark"), "--induction": ("symbolic",),
                   "--runs": ("simulate",), "--memory": ("bfs",), "--seed": ("stateful", "simulate"),
+                  "--swarm": ("simulate",),
                   **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
                                                    "--master")},
                   **{flag: ("bfs", "spark") for flag in ("--checkpoint", "--recover")}}
@@ -514,6 +524,9 @@ def write_traces(outcome, cfg, model, out: Path) -> dict[str, str]:
         meta = trace_metadata(cfg, property=v.property, kind=v.kind, claim=v.claim,
                               explorer=outcome.explorer, source=f"kafka-mc {_version()}",
                               seed=outcome.extra.get("seed"), model=model)
+        found_by = outcome.extra.get("swarm", {}).get("found_by")
+        if found_by is not None:   # the walk that found it, to replay it alone (--seed W --runs 1)
+            meta["swarm"] = found_by
         try:
             out.mkdir(parents=True, exist_ok=True)
             Trace.from_path(model, v.path, meta).write(file, model)

@@ -73,6 +73,8 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
                      f"seed {x.get('seed', 0)}; not exhaustive")
     elif not outcome.complete and not outcome.violations and not outcome.interrupted:
         lines.append(f"  search stopped at the depth bound ({s.depth}); the state space was not exhausted")
+    if "swarm" in x:
+        lines.extend(_swarm(x["swarm"], outcome.edges))
     if outcome.checked:
         lines.append(f"Properties checked: {', '.join(outcome.checked)}")
     if outcome.unchecked:
@@ -123,6 +125,41 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
             lines.append(f"  trace written to {traces[v.property]}")
             lines.extend(explain.commands(traces[v.property]))
     return "\n".join(lines)
+
+
+SWARM_ROWS = 12
+
+
+def _swarm(sw: dict, edges) -> list[str]:
+    """Coverage per walk family (explorers/swarm.py): a row per set of families walks allowed
+    (most walked first), or, when there are more than ``SWARM_ROWS`` sets, a row per family with
+    the walks that allowed it and those that did not; each with the rules taken and the states
+    of each of the model's state machines reached."""
+    fams = sw["families"]
+    lines = [f"  swarm walks over {len(fams)} families enabled somewhere: "
+             + (", ".join(fams) or "none")
+             + ("" if "found_by" not in sw else
+                f"; violation found by walk {sw['found_by']['walk']} "
+                f"(walk seed {sw['found_by']['walk_seed']})")]
+    names = [e.machine for e in edges]
+
+    def cells(r) -> str:
+        return (f"{_n(r['walks'])} walks, {_n(r['steps'])} steps, {len(r['rules'])} rules"
+                + "".join(f", {len(r['states'].get(n, ()))}" for n in names)
+                + (f", {r['violations']} violation" if r["violations"] else ""))
+
+    head = ("walks, steps, rules taken, states reached"
+            + "".join(f" ({n})" for n in names))
+    rows = sw["by_family"]
+    if len(rows) <= SWARM_ROWS:
+        lines.append(f"Coverage per walk family (families on: {head}):")
+        lines.extend(f"  {' + '.join(r['families_on']) or '(none)'}: {cells(r)}" for r in rows)
+    else:
+        lines.append(f"Coverage per swarm family ({len(rows)} sets of families walked; "
+                     f"on | off: {head}):")
+        lines.extend(f"  {r['family']}: {cells(r['on'])} | {cells(r['off'])}"
+                     for r in sw["per_family"])
+    return lines
 
 
 def _violation_headline(v) -> str:
@@ -177,4 +214,6 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
                          "seconds_to_violation": None if x["seconds_to_violation"] is None
                          else round(x["seconds_to_violation"], 3),
                          "found_steps": x["found_steps"]}
+    if "swarm" in x:
+        doc["swarm"] = x["swarm"]
     return json.dumps(doc, indent=2, sort_keys=True)

@@ -238,6 +238,24 @@ class ModelBase:
         stands for): a trace that records settings but not this one meant that value."""
         return {}
 
+    # Swarm simulation (optional; explorers/swarm.py). A model that declares nothing gets swarm
+    # walks that only reweight its actions: no family is ever left out.
+
+    def swarm_families(self) -> tuple[str, ...]:
+        """The families of actions a swarm walk may leave out entirely (each walk omits each
+        with probability 1/2), in a fixed order: actions no behaviour needs, such as faults."""
+        return ()
+
+    def swarm_family(self, a: Action) -> str | None:
+        """The swarm family (one of ``swarm_families``) action ``a`` belongs to; None: every
+        walk may take it."""
+        return None
+
+    def held_back(self, a: Action) -> bool:
+        """Whether ``a`` delivers a message the network held back or duplicated (a swarm walk
+        may deliver such messages late, after many other steps)."""
+        return False
+
     # Partial-order reduction (optional; explorers/por.py). A model that declares nothing is
     # reduced to nothing: every action is dependent on every other.
 

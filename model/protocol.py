@@ -152,6 +152,16 @@ class RuleModel(ModelBase):
     def properties(self):
         return self._properties
 
+    def swarm_families(self) -> tuple[str, ...]:
+        """The rules a swarm walk may leave out: those no fairness condition covers entirely
+        (the behaviours they are left out of are behaviours of the model: faults and optional
+        events; a fair rule, such as a delivery, is one every complete behaviour takes)."""
+        return tuple(r.name for r in self.spec.rules if r.fair is None or r.fair.only is not None)
+
+    def swarm_family(self, a: Action) -> str | None:
+        """An action's rule, unless a fairness condition covers the action."""
+        return None if self.fair_family(a) is not None else a[0]
+
     def fairness(self):
         """The rules' fairness conditions, by family (the rule's name unless it names one)."""
         return {f.family or name: f for name, f in self._fair.items()}

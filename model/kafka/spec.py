@@ -129,6 +129,8 @@ def _fused(K):
     return successors
 
 
+DELIVERY_NAMES = frozenset(r.name for r in DELIVERIES.values())
+
 MESSAGES = {cls.__name__: cls for cls in (
     network.InitProducerId, network.InitProducerIdResponse, network.AddPartitionsToTxn,
     network.AddPartitionsToTxnResponse, network.EndTxn, network.EndTxnResponse, network.Produce,
@@ -217,6 +219,11 @@ class KafkaModel(RuleModel):
     def components(self, s):
         """One panel per producer, coordinator, leader (with its LSO) and consumer."""
         return components.components(self.params, s)
+
+    def held_back(self, a):
+        """A delivery (``(name, message, held_back)``) of a message ``DelayRequest`` held back or
+        ``DuplicateRequest`` copied (network.deliverable's second source)."""
+        return len(a) == 3 and a[2] is True and a[0] in DELIVERY_NAMES
 
     def machines(self):
         """The coordinator's and the client's state machines, against Kafka's tables for the
