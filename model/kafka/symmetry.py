@@ -86,6 +86,11 @@ class _Renaming:
         self.C = dict(enumerate(c))
 
 
+@cache
+def _renaming(K, g) -> _Renaming:
+    return _Renaming(K, g)
+
+
 def _message(m, r: _Renaming):
     """A message (or a request inside one) renamed."""
     fields = _FIELDS.get(type(m))
@@ -191,7 +196,7 @@ def _consumer(K, c: Consumer, r: _Renaming) -> Consumer:
 def permute(K, w: World, g) -> World:
     """``w`` with transactional.ids, data partitions and consumers renamed by ``g``, in normal
     form (see the module's docstring)."""
-    r = _Renaming(K, g)
+    r = _renaming(K, g)
     normalise = _sizes(K)[PARTITIONS] > 1
     if not (r.t_moves or r.p_moves or r.c_moves):
         return _normal(w) if normalise else w
@@ -222,7 +227,7 @@ _ACTION_KINDS = {"producer": "producer", "partition": "partition", "transactiona
 
 def permute_action(K, a, g, names: dict):
     """Action ``a`` renamed by ``g``; ``names``: each rule's parameter names."""
-    r = _Renaming(K, g)
+    r = _renaming(K, g)
     out = [a[0]]
     for name, v in zip(names.get(a[0], ()), a[1:]):
         kind = _ACTION_KINDS.get(name)
