@@ -398,10 +398,10 @@ def with_symmetry(model):
 
     def canonical_view(s):
         best = view(permute(s, first))
-        least = hash(best)
+        least = fingerprint(best)
         for g in rest:
             v = view(permute(s, g))
-            h = hash(v)
+            h = fingerprint(v)
             if h < least:
                 best, least = v, h
         return best
