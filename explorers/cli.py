@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--por", action="store_const", const=True,
                    help="bfs: partial-order reduction (safety only; counterexamples are "
                         "shortest within the reduced graph; default: [check] por)")
+    c.add_argument("--symmetry", action="store_const", const=True,
+                   help="bfs, spark, graph, simulate: symmetry reduction under the identifiers "
+                        "the model declares interchangeable (safety only; counterexamples stay "
+                        "concrete; default: [check] symmetry)")
     c.add_argument("--invariant", action="append", metavar="NAME", dest="invariants",
                    help="check only this property (repeatable; default: [check] invariants)")
     c.add_argument("--depth", type=_nonneg, metavar="N",
@@ -308,6 +312,8 @@ def load_config(args):
         sets.append(("check.invariants", args.invariants))
     if getattr(args, "por", None):
         sets.append(("check.por", True))
+    if getattr(args, "symmetry", None):
+        sets.append(("check.symmetry", True))
     path = resolve_config_path(args.config) if args.config is not None else None
     return registry.load(path, model=args.model, overrides=sets)
 
@@ -319,6 +325,8 @@ def cmd_check(args) -> int:
                              f"(only to {', '.join(takers)})")
     cfg = load_config(args)
     model = registry.bind(cfg)
+    if cfg.get("check.symmetry"):
+        check_symmetry(cfg, model, args.explorer)
     if args.explorer == "symbolic":
         return run_symbolic(cfg, model, args)
     try:
@@ -343,6 +351,29 @@ def cmd_check(args) -> int:
         sys.stdout.flush()
         _error(failure)
     return outcome.exit_code
+
+
+def check_symmetry(cfg, model, explorer: str) -> None:
+    """Symmetry reduction merges states with interchangeable identifiers: sound for safety
+    (every property is invariant under the declared permutations), not for liveness, where a
+    cycle of the quotient need not be one of the model (TLC's caveat); not with partial-order
+    reduction (its reduction view and proviso are not canonicalised); not for the stateful and
+    symbolic explorers, which do not deduplicate on views."""
+    if explorer in ("stateful", "symbolic"):
+        raise UsageError(f"--symmetry / [check] symmetry: the {explorer} explorer does not "
+                         "deduplicate states (use bfs, spark, graph or simulate)")
+    if cfg.get("check.por"):
+        raise UsageError("--symmetry / [check] symmetry cannot be combined with --por / [check] "
+                         "por (partial-order reduction deduplicates on its own view)")
+    if explorer == "graph":
+        try:
+            selected = select_properties(model, property_names(cfg))
+        except KeyError:
+            return   # reported by the caller
+        live = [p.name for p in selected if p.expectation.value == "eventually"]
+        if live:
+            raise UsageError(f"--symmetry / [check] symmetry is unsound for liveness ({live[0]}): "
+                             "check only safety properties with it (--invariant NAME), or drop it")
 
 
 def check_out_dir(out: Path) -> list[Path]:

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import IO, Any
 
+from model.core import symmetry_note
 from explorers.result import Outcome
 from traces import explain
 
@@ -68,6 +69,11 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
             "shortest within the reduced graph" if r["active"] else
             "requested, but nothing is reducible here (no footprints, a property reading "
             "everything, or a state constraint): the full search"))
+    sym = symmetry_note(model)
+    if sym is not None:
+        lines.append("  symmetry: " + (", ".join(f"{g['name']} x{g['size']}" for g in sym["groups"])
+                                       + f" (group of {sym['order']} permutations); one state per "
+                                       "orbit, counterexamples concrete"))
     if "walks" in x:  # a random explorer: what it did, and how to get the same run again
         lines.append(f"  {_n(x['walks'])} random behaviours, {_n(int(x['steps_per_second']))} steps/s, "
                      f"seed {x.get('seed', 0)}; not exhaustive")
@@ -208,6 +214,9 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         doc["reduction"] = x["reduction"]
     if "memory" in x:
         doc["memory"] = x["memory"]
+    sym = symmetry_note(model)
+    if sym is not None:
+        doc["symmetry"] = sym
     if "walks" in x:  # a random explorer: the run's size, speed and seed, to repeat it
         doc["random"] = {"walks": x["walks"], "seed": x.get("seed", 0),
                          "steps_per_second": round(x["steps_per_second"]),

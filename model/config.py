@@ -72,6 +72,9 @@ CHECK_PARAMS = (
           "whether a state with no enabled action is an error (unset: the model's default)"),
     Param("check.por", bool, None,
           "partial-order reduction of safety checks (bfs, spark; unset: off)"),
+    Param("check.symmetry", bool, None,
+          "symmetry reduction under the identifiers the model declares interchangeable "
+          "(safety only; unset: off)"),
 )
 
 

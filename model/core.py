@@ -11,6 +11,8 @@ A model is a transition system over immutable values. Explorers see only this mo
 * ``fingerprint``: the stable 64-bit key of a view.
 * ``Fairness`` / ``Fair``: the fairness a model declares for families of its actions
   (``ModelBase.fairness``, ``fair_family``), under which ``eventually`` properties are checked.
+* ``Symmetry``: a set of interchangeable identifiers a model declares (``ModelBase.symmetries``,
+  ``permute``); ``with_symmetry`` makes a bound model's ``view`` canonicalise under them.
 
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
 build in the hot path and readable in traces. A model names each action's parameters in
@@ -23,6 +25,7 @@ For people reading counterexamples, a model may also say what a step means as se
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass
 from typing import (Any, Callable, Hashable, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar,
                     runtime_checkable)
@@ -310,6 +313,28 @@ class ModelBase:
     def lifelines(self) -> tuple[str, ...]:
         return (self.name,)
 
+    # Symmetry reduction (optional; ``with_symmetry``). A model that declares nothing has none.
+
+    symmetric = False   # set by ``with_symmetry``: ``view`` canonicalises under ``symmetries``
+
+    def symmetries(self) -> tuple["Symmetry", ...]:
+        """The sets of interchangeable identifiers in this configuration (none by default)."""
+        return ()
+
+    def permute(self, s, g: tuple[tuple[int, ...], ...]):
+        """``s`` with its identifiers renamed by ``g`` (one permutation per declared
+        ``Symmetry``: ``g[i][x]`` is the new name of identifier ``x`` of ``symmetries()[i]``)."""
+        raise NotImplementedError(f"{self.name} declares no symmetry")
+
+    def permute_action(self, a: Action, g: tuple[tuple[int, ...], ...]) -> Action:
+        """Action ``a`` with its identifiers renamed by ``g`` (for the self-check)."""
+        raise NotImplementedError(f"{self.name} declares no symmetry")
+
+    # Optional: ``canonical(s)``, a state of ``s``'s orbit that is the same for every state of the
+    # orbit, computed faster than by trying every permutation (TwoPhase sorts its RMs). None:
+    # ``with_symmetry`` tries them all.
+    canonical: Callable[[Any], Any] | None = None
+
     def symbolic(self) -> "SymbolicSystem | None":
         """The model's symbolic transition system (``SymbolicSystem``), for the symbolic
         explorer; None: the model offers none."""
@@ -319,6 +344,98 @@ class ModelBase:
         """The events of step ``s --a--> t``, in order (several for a step that both handles a
         request and answers it)."""
         return (Event("note", self.lifelines()[0], label=self.format_action(a)),)
+
+
+# --- symmetry (DESIGN.md section 8) -----------------------------------------------------------------
+#
+# A model declares sets of interchangeable identifiers (transactional.ids with identical workloads,
+# resource managers) and how to rename them in a state (``permute``). Each permutation ``g`` of the
+# group they generate must be an automorphism of the transition system: ``permute(step(s, a), g)
+# == permute(step(permute(s, g), permute_action(a, g)), identity)``, the actions enabled in
+# ``permute(s, g)`` are the renamed actions enabled in ``s``, and every property has the same
+# verdict in ``s`` and ``permute(s, g)`` (tests sample reachable states to confirm it). A model may
+# return states in a normal form that every rule and property treats alike (a bisimulation: the
+# Kafka model orders its network by connection when partitions are renamed), even for the
+# identity. Then every state is equivalent to its images, and a search that deduplicates on the
+# canonical view visits one state per orbit; the states it keeps are concrete states, and a
+# counterexample is rebuilt from concrete successors whose canonical view is the next one on the
+# path, so traces stay concrete and replayable. Liveness is not checked under symmetry (TLC's
+# caveat: a lasso in the quotient need not be one in the model).
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """A set of ``size`` interchangeable identifiers (numbered 0 .. size - 1 in ``permute``),
+    named as the system calls them, with ``why`` they are interchangeable."""
+
+    name: str
+    size: int
+    why: str
+
+
+def group_elements(symmetries: Sequence[Symmetry]) -> list[tuple[tuple[int, ...], ...]]:
+    """Every permutation of the group the symmetries generate (their direct product), the
+    identity first."""
+    return list(itertools.product(*(itertools.permutations(range(x.size)) for x in symmetries)))
+
+
+def group_order(symmetries: Sequence[Symmetry]) -> int:
+    n = 1
+    for x in symmetries:
+        for i in range(2, x.size + 1):
+            n *= i
+    return n
+
+
+class SymmetryError(ValueError):
+    """Symmetry asked of a model that declares none."""
+
+
+def with_symmetry(model):
+    """``model`` with its ``view`` canonicalised under its declared symmetries: of the images of a
+    state under every permutation of the group, the view whose fingerprint is smallest. (Not the
+    lexicographically smallest: Kafka states hold frozensets, which have no total order, and the
+    fingerprint is computed anyway; two images with equal fingerprints collide in the visited set
+    whichever is chosen.) A packed model's states are ints: the canonical view is an int, its own
+    fingerprint, but no longer the state itself, so the model is no longer ``packed``. With a
+    group of order 1 (one transactional.id, one partition) the view is left as it is."""
+    symmetries = tuple(model.symmetries())
+    if not symmetries:
+        raise SymmetryError(f"model {model.name} declares no symmetry: --symmetry / [check] "
+                            "symmetry does not apply to it")
+    model.symmetric = True
+    elements = group_elements(symmetries)
+    if len(elements) == 1:
+        return model
+    view, permute, first, rest = model.view, model.permute, elements[0], elements[1:]
+    if model.canonical is not None:
+        canonical = model.canonical
+        model.view = lambda s: view(canonical(s))
+        model.packed = False
+        return model
+
+    def canonical_view(s):
+        best = view(permute(s, first))
+        least = fingerprint(best)
+        for g in rest:
+            v = view(permute(s, g))
+            h = fingerprint(v)
+            if h < least:
+                best, least = v, h
+        return best
+
+    model.view = canonical_view
+    model.packed = False
+    return model
+
+
+def symmetry_note(model) -> dict | None:
+    """What a report says about a search under symmetry (None: it was off)."""
+    if not getattr(model, "symmetric", False):
+        return None
+    symmetries = tuple(model.symmetries())
+    return {"groups": [{"name": x.name, "size": x.size} for x in symmetries],
+            "order": group_order(symmetries)}
 
 
 # --- the symbolic hook (DESIGN.md section 8) ----------------------------------------------------------

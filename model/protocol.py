@@ -51,6 +51,9 @@ class ProtocolSpec:
     # optional, for partial-order reduction (model.core.ModelBase): footprints(p, s), group(p, a),
     # reduction_view(p, s), location(p, s, loc)
     reduction: Any = None
+    # optional, for symmetry reduction (model.core.with_symmetry): symmetries(p), permute(p, s, g),
+    # permute_action(p, a, g), and optionally canonical(p, s) (see ModelBase.canonical)
+    symmetry: Any = None
     doc: str = ""
 
     def __post_init__(self):
@@ -131,6 +134,13 @@ class RuleModel(ModelBase):
             self.group = partial(r.group, p)
             self.reduction_view = partial(r.reduction_view, p)
             self.location = partial(r.location, p)
+        y = spec.symmetry
+        if y is not None:
+            self.symmetries = partial(y.symmetries, p)
+            self.permute = partial(y.permute, p)
+            self.permute_action = partial(y.permute_action, p)
+            if hasattr(y, "canonical"):
+                self.canonical = partial(y.canonical, p)
 
     def init_states(self):
         return list(self.spec.init(self.params))

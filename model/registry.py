@@ -29,7 +29,7 @@ from importlib import metadata
 from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
-from model.core import Property
+from model.core import Property, SymmetryError, with_symmetry
 from model.protocol import DuplicateName, ProtocolSpec, RuleModel
 
 MODELS_GROUP = "kafka_mc.models"
@@ -163,7 +163,8 @@ def from_dict(sections: Mapping[str, Any], source: str = "<dict>") -> Config:
 
 
 def bind(cfg: Config):
-    """The Model for a configuration, with the properties registered for it."""
+    """The Model for a configuration, with the properties registered for it; with ``[check]
+    symmetry``, its view canonicalises under the symmetries it declares (``with_symmetry``)."""
     props = properties_for(cfg.model)
     names = [p.name for p in props]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -171,7 +172,13 @@ def bind(cfg: Config):
         raise ConfigError(f"property {twice[0]} is registered twice for model {cfg.model} "
                           f"({PROPERTIES_GROUP})")
     try:
-        return entry(cfg.model).build(cfg, props)
+        model = entry(cfg.model).build(cfg, props)
     except DuplicateName as e:   # a registered property named like one of the model's own
         raise ConfigError(f"model {cfg.model}: {e} (a property set of {PROPERTIES_GROUP} "
                           "repeats one of the model's own)") from None
+    if cfg.get("check.symmetry"):
+        try:
+            return with_symmetry(model)
+        except SymmetryError as e:
+            raise ConfigError(f"{cfg.source}: {e}") from None
+    return model

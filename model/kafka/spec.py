@@ -23,7 +23,8 @@ from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.core import WF
 from model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
-                         group_coordinator, mutants, network, partition, producer, tables)
+                         group_coordinator, mutants, network, partition, producer, symmetry,
+                         tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
 from model.kafka.versions import PRESETS, Features
@@ -182,7 +183,7 @@ def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
-        reduction=footprints.Reduction,
+        reduction=footprints.Reduction, symmetry=symmetry.KafkaSymmetry(RULES),
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 
@@ -247,6 +248,8 @@ class KafkaModel(RuleModel):
 
 def _build(cfg: Config, properties=()):
     spec = mutants.mutate(spec_for(kafka_params(cfg)), cfg["model.mutant"])
+    if cfg["model.mutant"] != mutants.NONE:   # a mutant may single out a partition or an id
+        spec = spec.derive(spec.name, symmetry=None, fast_successors=spec.fast_successors)
     return KafkaModel(spec.derive(spec.name, add_properties=properties), cfg)
 
 

@@ -20,6 +20,11 @@ enumerates the same successors in the same order in one pass (tests check they a
 manager is prepared. Its shortest counterexample to ``TCConsistent`` has 5 steps (RMPrepare,
 TMRcvPrepared, TMCommit, RMRcvCommitMsg, RMChooseToAbort).
 
+Symmetry (``--symmetry``): the resource managers are interchangeable (the spec's RM is a set of
+model values, and every rule and property treats its members alike). ``_Symmetry.permute``
+renames them in a packed state: RM r's state field and its tmPrepared and Prepared-message bits
+move to r's new number; the TM's state and the Commit / Abort broadcasts stay.
+
 Sequence diagrams (``TwoPhase.describe``) have lifelines TM, r1..rN; a message is drawn when it
 takes effect at its receiver (messages are never consumed in the spec, and Commit and Abort are
 broadcasts): Prepared as a request arrow r -> TM, Commit and Abort as response arrows TM -> r.
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 
 from model.config import Param
 
-from model.core import Event, Expectation, Property
+from model.core import Event, Expectation, Property, Symmetry
 from model.protocol import ProtocolSpec, RuleModel, Rule
 from model.registry import spec_entry
 
@@ -257,13 +262,49 @@ def _rm_number(L, name):
     return r
 
 
+# --- symmetry: the resource managers are interchangeable ------------------------------------------
+
+class _Symmetry:
+    @staticmethod
+    def symmetries(L):
+        return (Symmetry("resource manager", L.n, "RM is a set of model values: every rule and "
+                         "property treats its members alike"),)
+
+    @staticmethod
+    def permute(L, s, g):
+        perm = g[0]
+        out = s & (3 << L.tm | 1 << L.mc | 1 << L.ma)
+        tmp, mp = L.tmp, L.mp
+        for x, y in enumerate(perm):
+            out |= ((s >> 2 * x) & 3) << 2 * y
+            out |= ((s >> (tmp + x)) & 1) << (tmp + y)
+            out |= ((s >> (mp + x)) & 1) << (mp + y)
+        return out
+
+    @staticmethod
+    def permute_action(L, a, g):
+        return (a[0], g[0][a[1] - 1] + 1) if len(a) > 1 else a
+
+    @staticmethod
+    def canonical(L, s):
+        """The orbit's representative without enumerating N! permutations: the RMs renamed so
+        that their (state, tmPrepared, Prepared message) triples are in increasing order."""
+        tmp, mp = L.tmp, L.mp
+        triples = sorted(((s >> 2 * x) & 3, (s >> (tmp + x)) & 1, (s >> (mp + x)) & 1)
+                         for x in range(L.n))
+        out = s & (3 << L.tm | 1 << L.mc | 1 << L.ma)
+        for y, (rm, prepared, message) in enumerate(triples):
+            out |= rm << 2 * y | prepared << (tmp + y) | message << (mp + y)
+        return out
+
+
 def _init(L):
     return [0]  # all RMs working, TM init, no messages
 
 
 SPEC = ProtocolSpec(
     name="twophase", init=_init, rules=RULES, properties=PROPERTIES, params=layout,
-    fast_successors=_fused, packed=True, check_deadlock=True, itf_codec=_Codec,
+    fast_successors=_fused, packed=True, check_deadlock=True, itf_codec=_Codec, symmetry=_Symmetry,
     doc="two-phase commit with N resource managers (Gray and Lamport)")
 
 

@@ -95,6 +95,18 @@ def test_kafka_counterexample_through_both_partitions_is_the_bfs_one(spark):
     assert {place(s, key(s)) for s in v.path.states} == {0, 1}
 
 
+@pytest.mark.parametrize("cfg, distinct", [
+    (twophase("twophase", 3).with_values(**{"check.symmetry": True}), 80),
+    (registry.load(resolve_config_path("tiny"), overrides={
+        "protocol.version": "kafka-0.11", "cluster.partitions": 2, "check.symmetry": True}), 1830)])
+def test_symmetry_agrees_with_bfs(spark, cfg, distinct):
+    """Symmetry reduction goes through the bound model's view: the executors bind the same
+    canonicalising view, and the counterexample is the BFS's concrete one."""
+    expected = bfs.explore(registry.bind(cfg))
+    got = spark_explorer.explore(cfg, spark=spark)
+    assert summary(got) == summary(expected) and got.stats.distinct == distinct
+
+
 def test_the_same_spark_run_twice_gives_the_same_trace_bytes(spark):
     """Determinism: the same configuration twice gives the same counts, the same counterexample
     and byte-identical trace files (the BFS, simulate and stateful twins: test_hardening.py)."""
