@@ -1,14 +1,21 @@
 """Single-process breadth-first search: the reference explorer, with shortest counterexamples.
 
-The search is level-synchronous. What it keeps per distinct state is small:
+The search is level-synchronous. What it keeps per distinct state is 20 bytes
+(``explorers.fingerprints``):
 
-* ``seen``: a set of 64-bit fingerprints (``model.core.fingerprint`` of the view, or the state
-  itself for packed models) -- an int per state, not the state;
-* per level, the fingerprints in discovery order and an ``array`` of parent indices into the
-  previous level. A counterexample is the chain of parent indices, rebuilt into states and actions
-  by replaying (``explorers.paths.rebuild``); no per-state parent dict, no stored actions.
+* the visited set: 64-bit fingerprints (``model.core.fingerprint`` of the view, or the state
+  itself for packed models) in a sorted numpy array. Successors are fingerprinted once and
+  deduplicated a chunk (``CHUNK``) at a time; the new ones are then checked one by one in the
+  order they were generated, so everything is as if each had been looked up alone -- the same
+  first violation, and at a stop the same counts (``rewind``);
+* per level, the fingerprints in discovery order and int32 parent indices into the previous
+  level. A counterexample is the chain of parent indices, rebuilt into states and actions by
+  replaying (``explorers.paths.rebuild``); no per-state parent dict, no stored actions.
 
-Only the current and the next frontier hold full states. Each successor is fingerprinted once.
+Only the current and the next frontier hold full states (a packed model's frontier is its level's
+fingerprints). ``--memory`` moves the tree and the frontiers to disk past a budget
+(``fingerprints.Budget``); ``--checkpoint`` / ``--recover`` save and resume the search at level
+boundaries (``explorers.bfs_checkpoint``).
 Properties are checked as ``explorers.checking`` says: invariants and witnesses when a state is
 first discovered (so the first violation found is at the smallest depth), transition properties
 on every generated transition, terminal properties on expanded states without successors. The

@@ -31,7 +31,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -182,11 +182,13 @@ _TYPES = {"format": _count, "identity": lambda v: isinstance(v, dict), "depth": 
           "reduced_states": _count, "files": _files, "digest": lambda v: isinstance(v, str)}
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
+def flat(d: dict, prefix: str = "") -> dict:
+    """A nested dict as dotted keys (``{"a": {"b": 1}}`` -> ``{"a.b": 1}``): what a checkpoint's
+    identity is compared on, key by key."""
     out = {}
     for k, v in d.items():
         if isinstance(v, dict):
-            out |= _flat(v, f"{prefix}{k}.")
+            out |= flat(v, f"{prefix}{k}.")
         else:
             out[prefix + k] = v
     return out
@@ -212,7 +214,7 @@ def read_meta(run_dir: str, identity: dict) -> dict:
             raise CheckpointError(f"{where}: {META}: {key} is missing or has the wrong type")
     if meta["digest"] != _meta_digest(meta):
         raise CheckpointError(f"{where}: {META} was altered (its digest does not match)")
-    mine, theirs = _flat(identity), _flat(meta["identity"])
+    mine, theirs = flat(identity), flat(meta["identity"])
     for key in sorted(set(mine) | set(theirs)):
         if mine.get(key) != theirs.get(key):
             raise CheckpointError(f"{where}: the checkpoint was made with {key} = "

@@ -59,6 +59,7 @@ from model import registry
 from model.config import Config, shown
 from explorers import spark_store
 from explorers.bfs import BfsOptions, Progress
+from explorers.bfs_checkpoint import flat
 from explorers.checking import DEADLOCK, Checks, violation
 from explorers.paths import check_fingerprint_contract, follow, rebuild
 from explorers.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
@@ -204,8 +205,8 @@ def _resumable(options: SparkOptions, identity: dict, witnesses) -> dict:
     if options.run_dir is None:
         raise CheckpointError("recovering needs the run directory of the checkpointed search")
     meta = spark_store.read_meta(options.run_dir)
-    mine = _flat(identity)
-    theirs = _flat({k: meta[k] for k in identity})
+    mine = flat(identity)
+    theirs = flat({k: meta[k] for k in identity})
     for key in sorted(set(mine) | set(theirs)):
         if mine.get(key) != theirs.get(key):
             raise CheckpointError(f"--recover {options.run_dir}: the checkpoint was made with "
@@ -243,16 +244,6 @@ def _reported_before(meta: dict, model, checks: Checks, keep_going: bool, run_di
         except IndexError:
             raise CheckpointError(f"--recover {run_dir}: the counterexample of {what[1]} in the "
                                   "checkpoint does not replay") from None
-
-
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out |= _flat(v, f"{prefix}{k}.")
-        else:
-            out[prefix + k] = v
-    return out
 
 
 class _Search:
