@@ -105,7 +105,7 @@ def decode_block(line: str, package: str) -> list:
             build = builders[node[0]]
             args = [objs[x[0]] if type(x) is list else x for x in node[1:]]
             objs.append(build(args))
-        return [objs[r[0]] for r in data["r"]]
+        return [objs[r[0]] if type(r) is list else r for r in data["r"]]
     except (KeyError, IndexError, TypeError, AttributeError) as e:
         raise ValueError(f"malformed state block ({type(e).__name__}: {e})") from None
 

@@ -234,3 +234,25 @@ def test_a_state_block_builds_only_the_models_classes(evil):
     from explorers.state_codec import decode_block
     with pytest.raises(ValueError):
         decode_block(evil, "model")
+
+
+def test_states_that_are_atoms_round_trip():
+    from explorers.state_codec import decode_block, encode_block
+    states = [5, "x", None, True, (1, frozenset({2})), 5]
+    assert decode_block(encode_block(states), "model") == states
+
+
+def test_symmetry_with_the_budget_and_a_checkpoint_keeps_the_reduced_count(tmp_path):
+    """TwoPhase under symmetry is no longer packed (its view sorts the resource managers): its
+    frontier goes through the state codec as plain ints."""
+    plain = run("check", "twophase", "--symmetry", "--json", "--out", tmp_path / "a", cwd=tmp_path)
+    disk = run("check", "twophase", "--symmetry", "--memory", "1", "--checkpoint", "0", "--json",
+               "--out", tmp_path / "b", cwd=tmp_path)
+    assert plain.returncode == disk.returncode == 0, disk.stderr
+    assert json.loads(disk.stdout)["stats"]["distinct"] == \
+        json.loads(plain.stdout)["stats"]["distinct"] == 920
+    again = run("check", "twophase", "--symmetry", "--recover", tmp_path / "b" / "bfs", "--json",
+                "--out", tmp_path / "b", cwd=tmp_path)
+    assert again.returncode == 0 and json.loads(again.stdout)["stats"]["distinct"] == 920
+    other = run("check", "twophase", "--recover", tmp_path / "b" / "bfs", cwd=tmp_path)
+    assert other.returncode == 2 and "check.symmetry" in other.stderr
