@@ -209,7 +209,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     def flush() -> None:
         """Deduplicate the pending candidates; the new states join the next level in the
         order they were generated and are checked there, as if each had been looked up alone."""
-        nonlocal always
+        nonlocal always, expanding
         if not pending_fps:
             return
         new = visited.add_new(np.array(pending_fps, dtype=np.int64))
@@ -225,14 +225,21 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 if keep is not None:
                     keep(t)
                 dcov[a] = dcov_get(a, 0) + 1
-                for p, holds in always:
-                    if not holds(t):
-                        if not options.keep_going:
-                            rewind(j, int((new > j).sum()))
-                        found(p, path_to(depth + 1, base + n))
-                        always = checks.always
-                if unseen:
-                    witness(t)
+                try:
+                    for p, holds in always:
+                        if not holds(t):
+                            if not options.keep_going:
+                                rewind(j, int((new > j).sum()))
+                            found(p, path_to(depth + 1, base + n))
+                            always = checks.always
+                    if unseen:
+                        witness(t)
+                except _Stop:
+                    raise
+                except Exception:   # a model error in a property: where the search was then
+                    rewind(j, int((new > j).sum()))
+                    expanding = (depth, owners[k])
+                    raise
         outs.clear()
         expanded.clear()
         del pending_fps[:], owners[:], starts[:]
@@ -287,6 +294,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         nxt.append(inits[j])
                     for p, holds in always:
                         if not holds(inits[j]):
+                            if not options.keep_going:   # the later ones were not reached
+                                overcount += int((new > j).sum())
                             found(p, path_to(0, n))
                             always = checks.always
                     witness(inits[j])
@@ -355,6 +364,13 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             violations.append(stop.violation)
         except KeyboardInterrupt:
             interrupted = True
+            try:   # the states generated before it are checked and counted, as they were
+                flush()
+            except _Stop as stop:   # a violation met before the interrupt ends the search
+                interrupted = False
+                violations.append(stop.violation)
+            except Exception:   # noqa: BLE001 -- the interrupt is reported
+                pass
         except Exception as exc:  # an exception in model code: a model error, with its path
             error = Violation("model_error", "model_error", "the model raised an exception",
                               path_to(*expanding) if expanding else None,

@@ -1,0 +1,50 @@
+"""The chunked BFS against the one-at-a-time one (explorers/graph.py) where the chunk is cut short:
+a violation at an initial state that is not the last, a model error in a property, an interrupt."""
+import dataclasses
+
+from explorers import bfs, graph
+from model.core import Expectation as E
+from model.protocol import Rule
+from tests.explorers.test_graph import _same
+from tests.grid import grid, grid_spec
+
+
+def test_a_violation_at_an_initial_state_counts_only_the_initial_states_before_it():
+    spec = grid_spec(Inv=(E.ALWAYS, lambda p, s: s != (1, 0)))
+    model = dataclasses.replace(spec, init=lambda p: [(0, 0), (1, 0), (2, 0), (0, 1)]).bind(
+        {"max": 3, "reset": True})
+    out = bfs.explore(model)
+    assert out.stats.distinct == graph.explore(model).stats.distinct == 2
+
+
+def _raises_at_2_2(p, s):
+    if s == (2, 2):
+        raise RuntimeError("boom")
+    return True
+
+
+def test_a_model_error_in_an_invariant_has_the_path_to_the_state_expanded_and_its_counts():
+    model = grid(max=3, Inv=(E.ALWAYS, _raises_at_2_2))
+    for keep_going in (False, True):
+        out = bfs.explore(model, bfs.BfsOptions(keep_going=keep_going))
+        [error] = out.violations
+        assert error.kind == "model_error"
+        assert error.path is not None and error.path.states[-1] in ((1, 2), (2, 1))
+        assert error.path.actions == (("IncX",), ("IncX",), ("IncY",))   # as before the chunks
+        assert (out.stats.distinct, out.stats.generated) == (12, 15)
+
+
+def _interrupt_at_0_3(p, s):
+    if s == (0, 3):
+        raise KeyboardInterrupt
+    return []
+
+
+def test_an_interrupt_checks_and_counts_the_successors_generated_before_it():
+    spec = grid_spec(I=(E.ALWAYS, lambda p, s: s != (3, 1)))
+    spec = dataclasses.replace(spec, rules=spec.rules + (Rule("Kb", (), _interrupt_at_0_3,
+                                                              lambda p, s: s),))
+    model = spec.bind({"max": 4, "reset": False})
+    out = bfs.explore(model)
+    _same(graph.explore(model), out)   # (3, 1) fails before (0, 3) is expanded
+    assert [v.property for v in out.violations] == ["I"] and not out.interrupted
