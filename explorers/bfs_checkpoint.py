@@ -271,6 +271,8 @@ def load(run_dir: str, identity: dict, model, key, packed: bool) -> Resumed:
                             raise CheckpointError(f"{where}: frontier state {i} does not match "
                                                   "its fingerprint")
                         frontier.append(s)
+        except CheckpointError:
+            raise
         except (OSError, ValueError, TypeError) as e:
             raise CheckpointError(f"{where}: the frontier is unreadable ({e})") from None
         if len(frontier) != len(last):

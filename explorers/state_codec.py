@@ -103,11 +103,18 @@ def decode_block(line: str, package: str) -> list:
         objs: list = []
         for node in data["n"]:
             build = builders[node[0]]
-            args = [objs[x[0]] if type(x) is list else x for x in node[1:]]
+            args = [objs[x[0]] if type(x) is list else _atom(x) for x in node[1:]]
             objs.append(build(args))
-        return [objs[r[0]] if type(r) is list else r for r in data["r"]]
-    except (KeyError, IndexError, TypeError, AttributeError) as e:
+        return [objs[r[0]] if type(r) is list else _atom(r) for r in data["r"]]
+    except (KeyError, IndexError, TypeError, AttributeError, RecursionError) as e:
         raise ValueError(f"malformed state block ({type(e).__name__}: {e})") from None
+
+
+def _atom(x):
+    """A scalar of a block, if a state may hold it (not a float, not a JSON object)."""
+    if type(x) not in _ATOMS:
+        raise TypeError(f"a {type(x).__name__} is not a state component")
+    return x
 
 
 def model_package(model) -> str:

@@ -1,8 +1,12 @@
 """The chunked BFS against the one-at-a-time one (explorers/graph.py) where the chunk is cut short:
 a violation at an initial state that is not the last, a model error in a property, an interrupt."""
 import dataclasses
+import json
+
+import pytest
 
 from explorers import bfs, graph
+from explorers.state_codec import decode_block, encode_block
 from model.core import Expectation as E
 from model.protocol import Rule
 from tests.explorers.test_graph import _same
@@ -48,3 +52,19 @@ def test_an_interrupt_checks_and_counts_the_successors_generated_before_it():
     out = bfs.explore(model)
     _same(graph.explore(model), out)   # (3, 1) fails before (0, 3) is expanded
     assert [v.property for v in out.violations] == ["I"] and not out.interrupted
+
+
+@pytest.mark.parametrize("line", [
+    "[" * 100_000,                                                  # nested past the recursion limit
+    json.dumps({"c": ["tuple"], "n": [[0, 1.5]], "r": [[0]]}),      # a float component
+    json.dumps({"c": ["tuple"], "n": [[0, {"a": 1}]], "r": [[0]]}),  # a JSON object
+    json.dumps({"c": [], "n": [], "r": [2.0]}),                      # a float state
+])
+def test_a_malformed_state_block_raises_value_error_only(line):
+    with pytest.raises(ValueError):
+        decode_block(line, "model")
+
+
+def test_state_blocks_round_trip_atoms_and_tuples():
+    states = [(1, "a", None, True, (2, frozenset({3}))), 7]
+    assert decode_block(encode_block(states), "model") == states
