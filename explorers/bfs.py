@@ -103,7 +103,10 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 "max_depth": max_depth, "partial_order": options.por}
     resumed = None
     if store is not None and store.recover:
-        resumed = bfs_checkpoint.load(store.run_dir, identity, model, key, packed)
+        if options.por:   # the frontier's fingerprints are of the reduction view
+            from explorers.por import reduction_key
+        resumed = bfs_checkpoint.load(store.run_dir, identity, model,
+                                      reduction_key(model) if options.por else key, packed)
     visited, levels = (resumed.visited, resumed.levels) if resumed else (VisitedSet(), Levels())
     reducer = None
     if options.por:   # partial-order reduction: the reduced successors, deduplicated on their

@@ -68,3 +68,24 @@ def test_a_malformed_state_block_raises_value_error_only(line):
 def test_state_blocks_round_trip_atoms_and_tuples():
     states = [(1, "a", None, True, (2, frozenset({3}))), 7]
     assert decode_block(encode_block(states), "model") == states
+
+
+def test_a_reduced_search_resumes_from_a_checkpoint_past_where_reduction_views_differ(tmp_path):
+    from explorers.bfs_checkpoint import CheckpointOptions
+    from model import registry
+    from model.config import resolve_config_path
+    cfg = registry.load(resolve_config_path("tiny")).with_values(**{"protocol.version": "kafka-0.11"})
+    model = registry.bind(cfg)
+
+    def stop_at_7(p):
+        if p.depth >= 7:
+            raise KeyboardInterrupt
+
+    first = bfs.explore(model, bfs.BfsOptions(por=True, max_depth=9, progress=stop_at_7,
+                                              progress_interval=0,
+                                              checkpoint=CheckpointOptions(str(tmp_path), minutes=0)))
+    assert first.interrupted
+    resumed = bfs.explore(model, bfs.BfsOptions(por=True, max_depth=9, checkpoint=CheckpointOptions(
+        str(tmp_path), recover=True)))
+    whole = bfs.explore(model, bfs.BfsOptions(por=True, max_depth=9))
+    _same(whole, resumed)
