@@ -205,16 +205,21 @@ def read_meta(run_dir: str, identity: dict) -> dict:
     except FileNotFoundError:
         raise CheckpointError(f"{where}: no checkpoint in it ({META} missing; was the search "
                               "started with --checkpoint?)") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise CheckpointError(f"{where}: {META} is unreadable ({e})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{where}: not a kafka-mc BFS checkpoint (format {FORMAT})")
     for key, ok in _TYPES.items():
         if key not in meta or not ok(meta[key]):
             raise CheckpointError(f"{where}: {META}: {key} is missing or has the wrong type")
-    if meta["digest"] != _meta_digest(meta):
+    try:
+        altered = meta["digest"] != _meta_digest(meta)
+        theirs = flat(meta["identity"])
+    except RecursionError:
+        raise CheckpointError(f"{where}: {META} is nested too deeply") from None
+    if altered:
         raise CheckpointError(f"{where}: {META} was altered (its digest does not match)")
-    mine, theirs = flat(identity), flat(meta["identity"])
+    mine = flat(identity)
     for key in sorted(set(mine) | set(theirs)):
         if mine.get(key) != theirs.get(key):
             raise CheckpointError(f"{where}: the checkpoint was made with {key} = "

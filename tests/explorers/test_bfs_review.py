@@ -89,3 +89,10 @@ def test_a_reduced_search_resumes_from_a_checkpoint_past_where_reduction_views_d
         str(tmp_path), recover=True)))
     whole = bfs.explore(model, bfs.BfsOptions(por=True, max_depth=9))
     _same(whole, resumed)
+
+
+def test_a_checkpoint_json_nested_past_the_recursion_limit_is_refused_in_one_line(tmp_path):
+    from explorers.bfs_checkpoint import CheckpointError, read_meta
+    (tmp_path / "checkpoint.json").write_text("[" * 100_000)
+    with pytest.raises(CheckpointError, match="unreadable"):
+        read_meta(str(tmp_path), {})
