@@ -256,11 +256,17 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         nonlocal generated, overcount
         k = bisect_right(starts, j) - 1
         owner = owners[k]
-        end = next((starts[m] for m in range(k + 1, len(starts)) if owners[m] != owner),
-                   len(pending_fps))
-        generated -= len(pending_fps) - end
+        later = owner   # the states expanded after it: all their transitions were counted
+        for m in range(k + 1, len(starts)):
+            if owners[m] != later:
+                later = owners[m]
+                generated -= len(outs[m])
         overcount += new_after
-        for a, _ in candidates(0, len(starts))[j + 1:]:
+        later = candidates(0, len(starts))[j + 1:]
+        c = len(pending_fps) - starts[-1]   # the last state's candidate being generated, if
+        if c < len(outs[-1]):               # any: counted, not yet pending (a flush or an
+            later.append(outs[-1][c])       # error at it)
+        for a, _ in later:
             cov[a] -= 1
             if not cov[a]:
                 del cov[a]
@@ -295,13 +301,19 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 for n, j in enumerate(new.tolist()):
                     if nxt is not None:
                         nxt.append(inits[j])
-                    for p, holds in always:
-                        if not holds(inits[j]):
-                            if not options.keep_going:   # the later ones were not reached
-                                overcount += int((new > j).sum())
-                            found(p, path_to(0, n))
-                            always = checks.always
-                    witness(inits[j])
+                    try:
+                        for p, holds in always:
+                            if not holds(inits[j]):
+                                if not options.keep_going:   # the later ones were not reached
+                                    overcount += int((new > j).sum())
+                                found(p, path_to(0, n))
+                                always = checks.always
+                        witness(inits[j])
+                    except _Stop:
+                        raise
+                    except Exception:   # a model error in a property: nor were they then
+                        overcount += int((new > j).sum())
+                        raise
                 frontier = next_level()
                 nxt = new_level()
                 checkpoint(frontier)

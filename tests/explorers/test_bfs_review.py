@@ -7,8 +7,8 @@ import pytest
 
 from explorers import bfs, graph
 from explorers.state_codec import decode_block, encode_block
-from model.core import Expectation as E
-from model.protocol import Rule
+from model.core import Expectation as E, Property
+from model.protocol import ProtocolSpec, Rule
 from tests.explorers.test_graph import _same
 from tests.grid import grid, grid_spec
 
@@ -96,3 +96,31 @@ def test_a_checkpoint_json_nested_past_the_recursion_limit_is_refused_in_one_lin
     (tmp_path / "checkpoint.json").write_text("[" * 100_000)
     with pytest.raises(CheckpointError, match="unreadable"):
         read_meta(str(tmp_path), {})
+
+
+def test_a_violation_found_when_a_transition_property_fails_later_in_the_chunk_counts_as_before():
+    # 1 -> 10 (fails I), 1 -> 11; 2 -> 12 (A), 2 -> 13 (B, fails T). Expanding 2 flushes the chunk
+    # at the failing step, which meets 10 first: 2's transitions are not counted.
+    succ = {1: [("A", 10), ("A", 11)], 2: [("A", 12), ("B", 13)]}
+
+    def enabled(name):
+        return lambda p, s: [(i,) for i, (a, _) in enumerate(succ.get(s, ())) if a == name]
+
+    def apply(p, s, i):
+        return succ[s][i][1]
+
+    spec = ProtocolSpec("chunk", init=lambda p: [1, 2], rules=(
+        Rule("A", ("i",), enabled("A"), apply), Rule("B", ("i",), enabled("B"), apply)),
+        properties=(Property("I", E.ALWAYS, lambda p, s: s != 10),
+                    Property("T", E.TRANSITION, lambda p, s, a, t: t != 13)), check_deadlock=False)
+    out = bfs.explore(spec.bind({}))
+    assert [v.property for v in out.violations] == ["I"]
+    assert (out.stats.distinct, out.stats.generated) == (3, 2)
+    assert [(c.name, c.fired) for c in out.coverage if c.fired] == [("A", 1)]
+
+
+def test_a_model_error_in_an_invariant_of_an_initial_state_counts_the_ones_before_it():
+    spec = dataclasses.replace(grid_spec(Inv=(E.ALWAYS, _raises_at_2_2)),
+                               init=lambda p: [(0, 0), (2, 2), (1, 1)])
+    out = bfs.explore(spec.bind({"max": 3, "reset": True}))
+    assert [v.kind for v in out.violations] == ["model_error"] and out.stats.distinct == 2
