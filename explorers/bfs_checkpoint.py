@@ -238,6 +238,8 @@ def load(run_dir: str, identity: dict, model, key, packed: bool) -> Resumed:
     frontier, and its ``checkpoint.json`` (counters, witnesses pending, violations)."""
     meta = read_meta(run_dir, identity)
     root, where = Path(run_dir), f"--recover {shown(run_dir)}"
+    for f in root.glob("live/frontier-*.states"):   # a killed search's --memory frontiers
+        f.unlink(missing_ok=True)
     depth = meta["depth"]
     levels = Levels()
     for d in range(depth + 1):

@@ -124,3 +124,16 @@ def test_a_model_error_in_an_invariant_of_an_initial_state_counts_the_ones_befor
                                init=lambda p: [(0, 0), (2, 2), (1, 1)])
     out = bfs.explore(spec.bind({"max": 3, "reset": True}))
     assert [v.kind for v in out.violations] == ["model_error"] and out.stats.distinct == 2
+
+
+def test_recovering_removes_the_memory_frontiers_a_killed_search_left(tmp_path):
+    from explorers.bfs_checkpoint import CheckpointOptions
+    model = grid(max=3)
+    bfs.explore(model, bfs.BfsOptions(max_depth=2, checkpoint=CheckpointOptions(str(tmp_path),
+                                                                               minutes=0)))
+    stale = tmp_path / "live" / "frontier-00003.states"   # as a search killed with --memory leaves
+    stale.parent.mkdir()
+    stale.write_text("{}\n")
+    bfs.explore(model, bfs.BfsOptions(max_depth=2, checkpoint=CheckpointOptions(str(tmp_path),
+                                                                               recover=True)))
+    assert not stale.exists()
