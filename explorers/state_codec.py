@@ -82,6 +82,8 @@ def _resolve(name: str, package: str):
         cls = getattr(cls, part, None)
     ok = isinstance(cls, type) and (issubclass(cls, IntEnum) or (
         issubclass(cls, tuple) and hasattr(cls, "_fields")))
+    # (the class itself, not one another module it imports has: what encode_block names)
+    ok = ok and cls.__module__ == module and cls.__qualname__ == qual
     if not ok:
         raise ValueError(f"class {name!r} is not a NamedTuple or IntEnum")
     return cls

@@ -137,3 +137,13 @@ def test_recovering_removes_the_memory_frontiers_a_killed_search_left(tmp_path):
     bfs.explore(model, bfs.BfsOptions(max_depth=2, checkpoint=CheckpointOptions(str(tmp_path),
                                                                                recover=True)))
     assert not stale.exists()
+
+
+@pytest.mark.parametrize("name", ["model.registry:metadata.Pair",    # importlib.metadata's
+                                  "model.kafka.world:IntEnum"])      # enum's
+def test_a_state_block_names_only_classes_of_the_model_itself(name):
+    import model.kafka.world  # noqa: F401 -- the modules the names go through are imported
+    import model.registry  # noqa: F401
+    line = json.dumps({"c": [name], "n": [[0, "a", "b"]], "r": [[0]]})
+    with pytest.raises(ValueError, match="not"):
+        decode_block(line, "model")
