@@ -41,6 +41,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from model.config import shown
 from model.core import Model, ModelBase
 import numpy as np
 
@@ -199,6 +200,14 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         if not frontier or store is None or store.minutes is None \
                 or time.monotonic() - last_checkpoint < 60 * store.minutes:
             return
+        try:
+            save(frontier)
+        except OSError as e:   # not the model's: the search cannot go on as asked
+            raise bfs_checkpoint.CheckpointError(
+                f"--checkpoint: cannot save in {shown(store.run_dir)} ({e})") from None
+        last_checkpoint = time.monotonic()
+
+    def save(frontier) -> None:
         bfs_checkpoint.save(store.run_dir, model, levels, frontier, packed, {
             "identity": identity, "generated": generated, "distinct": len(visited),
             "fired": by_name(cov), "found": by_name(dcov),
@@ -207,7 +216,6 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             "violations": [{"kind": v.kind, "property": v.property,
                             "path": bfs_checkpoint.positions(model, v.path)} for v in violations],
             "reduced_states": reducer.reduced_states if reducer else 0}, store.digests)
-        last_checkpoint = time.monotonic()
 
     def flush() -> None:
         """Deduplicate the pending candidates; the new states join the next level in the
@@ -377,6 +385,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             violations += checks.unwitnessed(witnesses.pending) if complete else []
         except _Stop as stop:
             violations.append(stop.violation)
+        except bfs_checkpoint.CheckpointError:
+            raise
         except KeyboardInterrupt:
             interrupted = True
             try:   # the states generated before it are checked and counted, as they were

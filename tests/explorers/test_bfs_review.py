@@ -147,3 +147,16 @@ def test_a_state_block_names_only_classes_of_the_model_itself(name):
     line = json.dumps({"c": [name], "n": [[0, "a", "b"]], "r": [[0]]})
     with pytest.raises(ValueError, match="not"):
         decode_block(line, "model")
+
+
+def test_a_checkpoint_that_cannot_be_written_is_not_a_model_error(tmp_path, monkeypatch):
+    from explorers import bfs_checkpoint
+    from explorers.bfs_checkpoint import CheckpointError, CheckpointOptions
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(bfs_checkpoint, "save", disk_full)
+    with pytest.raises(CheckpointError, match="cannot save"):
+        bfs.explore(grid(max=3), bfs.BfsOptions(checkpoint=CheckpointOptions(str(tmp_path),
+                                                                            minutes=0)))
