@@ -223,11 +223,12 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         nonlocal always, expanding
         if not pending_fps:
             return
-        new = visited.add_new(np.array(pending_fps, dtype=np.int64))
+        fps = np.array(pending_fps, dtype=np.int64)
+        new = visited.add_new(fps)
         if len(new):
             first = np.searchsorted(np.array(starts, dtype=np.int64), new, side="right") - 1
             base = levels.open_size
-            levels.add(np.array(pending_fps, dtype=np.int64)[new],
+            levels.add(fps[new],
                        np.array(owners, dtype=np.int64)[first])
             keep, dcov_get = (nxt.append if nxt is not None else None), dcov.get
             begins = starts.tolist()
@@ -303,8 +304,9 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 frontier = resumed.frontier
             else:
                 inits = list(model.init_states())
-                new = visited.add_new(np.array([key(s) for s in inits], dtype=np.int64))
-                levels.add(np.array([key(s) for s in inits], dtype=np.int64)[new],
+                init_fps = np.array([key(s) for s in inits], dtype=np.int64)
+                new = visited.add_new(init_fps)
+                levels.add(init_fps[new],
                            np.zeros(len(new), dtype=np.int32))
                 for n, j in enumerate(new.tolist()):
                     if nxt is not None:
