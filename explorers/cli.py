@@ -459,10 +459,6 @@ def run_graph(cfg, args, progress):
 def run_spark(cfg, args, progress):
     from explorers import spark
 
-    if cfg.get("check.por"):   # its cycle proviso needs the whole visited set (explorers/por.py)
-        raise UsageError("--por / [check] por: partial-order reduction runs with the bfs explorer "
-                         "only (not yet spark)")
-
     conf = [item.partition("=") for item in args.spark_conf or ()]
     for item, (key, sep, _) in zip(args.spark_conf or (), conf):
         if not sep or not key.strip():

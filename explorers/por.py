@@ -118,12 +118,21 @@ class Reducer:
         """(the reduced successors ``[(action, state)]`` in the model's order, whether they are
         all of them). The full successors are computed (the model's fused function is the
         fastest way to enumerate the enabled actions) and the stubborn set picks among them."""
+        out, kept = self.reduced_positions(s)
+        if kept is None:
+            return out, True
+        return [out[i] for i in kept], False
+
+    def reduced_positions(self, s) -> tuple[list, list | None]:
+        """(every successor ``[(action, state)]`` in the model's order, the positions in it of
+        the reduced set's; None: the full set). Positions are what a path is replayed by
+        (``explorers.paths.follow``), whatever part of the successors a search took."""
         out = self._last = self.all_successors(s)
         if not self.enabled or len(out) < 2:
-            return out, True
+            return out, None
         table = self.footprints(s)
         if table is None:
-            return out, True
+            return out, None
         group = self.group
         groups = [group(a) for a, _ in out]
         by_group: dict[Hashable, int] = {}
@@ -132,7 +141,7 @@ class Reducer:
         visible = self._is_visible
         seeds = [g for g in by_group if not visible(table[g])]
         if not seeds:
-            return out, True
+            return out, None
         d = self._derive(table)
         state_key = frozenset(by_group.items())
         if state_key in d.chosen:
@@ -140,8 +149,8 @@ class Reducer:
         else:
             best = d.chosen[state_key] = self._choose(table, d, by_group, seeds, len(out))
         if best is None:
-            return out, True
-        return [e for e, g in zip(out, groups) if g in best], False
+            return out, None
+        return out, [i for i, g in enumerate(groups) if g in best]
 
     def _choose(self, table, d, by_group, seeds, best_n):
         """The stubborn set of groups with the fewest enabled actions grown from an invisible

@@ -262,7 +262,12 @@ class _Search:
         deadlock = options.check_deadlock
         self.job = Job(uuid.uuid4().hex, build, self.P,
                        None if options.properties is None else tuple(options.properties),
-                       deadlock, self.run_dir)
+                       deadlock, self.run_dir, options.por)
+        self.reduced = 0   # por: states expanded with a reduced set
+        self._key = None
+        if options.por:   # fingerprints of the reduction view (paths are rebuilt with them)
+            from explorers.por import reduction_key
+            self._key = reduction_key(model)
         self.pending = [p.name for p, _ in checks.sometimes]
         self.generated = self.distinct = self.depth = self.frontier = 0
         self.fired: Counter = Counter()
@@ -336,15 +341,26 @@ class _Search:
 
         def next_level(stop_at=None):
             t = replace(task, stop_at=stop_at)
-            candidates = prev.mapPartitionsWithIndex(t.expand).partitionBy(self.P, bucket)
-            nxt = prev.union(candidates).mapPartitionsWithIndex(t.merge, True)
-            if nxt.getNumPartitions() != self.P:  # the union must keep the visited sets in place
-                raise RuntimeError("Spark did not co-partition the visited sets and candidates")
-            return nxt
+            source = prev
+            if self.job.por:   # the proviso: which states to expand fully (spark_tasks.probe)
+                asked = prev.mapPartitionsWithIndex(t.probe).partitionBy(self.P, bucket)
+                answers = self._beside(prev, asked).mapPartitionsWithIndex(t.answer) \
+                    .partitionBy(self.P, bucket)
+                source = self._beside(prev, answers)
+            candidates = source.mapPartitionsWithIndex(t.expand).partitionBy(self.P, bucket)
+            return self._beside(prev, candidates).mapPartitionsWithIndex(t.merge, True)
         self.sc.setJobDescription(f"kafka-mc: level {depth + 1}")
         self.violation = self._advance(next_level, depth)
         if prev is not self.level:
             prev.unpersist()
+
+    def _beside(self, level, records):
+        """``level``'s partitions with the records addressed to each (a partitioner-aware union:
+        the visited sets stay where they are)."""
+        both = level.union(records)
+        if both.getNumPartitions() != self.P:
+            raise RuntimeError("Spark did not co-partition the visited sets and candidates")
+        return both
 
     def _advance(self, make_level: Callable, depth: int, initial: bool = False) -> Violation | None:
         """Build the next level from the one at ``depth`` (``initial``: build level 0); on a
@@ -364,6 +380,7 @@ class _Search:
             sums = self._summaries(make_level(event.at), built, event.at)
         new = sum(s.new for s in sums)
         self.generated += sum(s.expansion.generated for s in sums)
+        self.reduced += sum(s.expansion.reduced for s in sums)
         self.distinct += new
         for s in sums:
             self.fired.update(s.expansion.fired)
@@ -399,7 +416,8 @@ class _Search:
         path = None
         if e.base is not None or e.last is not None:
             fps = self._chain(*e.base) if e.base is not None else []
-            path = rebuild(self.model, fps + ([e.last] if e.last is not None else []))
+            path = rebuild(self.model, fps + ([e.last] if e.last is not None else []),
+                           self._key)
             if e.step is not None:
                 a, t = e.step
                 path = Path(path.states + (t,), path.actions + (a,))
@@ -443,7 +461,16 @@ class _Search:
             not_applicable=checks.not_applicable,
             violations=tuple(violations), edges=edge_coverage(self.machines, self.edges),
             interrupted=interrupted, complete=complete,
-            extra={"partitions": self.P, "master": self.sc.master})
+            extra={"partitions": self.P, "master": self.sc.master, **self._reduction()})
+
+    def _reduction(self) -> dict:
+        """The report's note on a reduced search (as the BFS's, ``bfs.reduction_note``)."""
+        if not self.job.por:
+            return {}
+        from explorers.por import Reducer
+        return {"reduction": {"partial_order": True,
+                              "active": Reducer(self.model, self.checks).enabled,
+                              "reduced_states": self.reduced}}
 
     # --- checkpoints ---
 

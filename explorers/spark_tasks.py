@@ -38,6 +38,17 @@ With ``keep_going`` (``--continue``) a partition does not stop at a violation: `
 the first of each property not yet reported (``Level.retired``), and the first exception of each
 property's check, which the driver may find void (a violation of that property came first).
 
+Partial-order reduction (``Job.por``, ``explorers/por.py``). States are fingerprinted on the
+model's reduction view and expanded with their reduced successors, under the BFS's proviso: a
+state is expanded fully when one of its reduced successors is on its level or an earlier one,
+i.e. in some owner's visited set at the level's start. A level then takes two more partition
+functions before ``expand``: ``probe`` sends each reduced successor's fingerprint to its owner,
+``answer`` returns to each state's partition the states one of whose reduced successors the
+owner has visited; ``expand`` expands those fully. The visited sets are those the BFS reads (its
+levels so far, the frontier's included), so the reduced search is the BFS's, counts and all.
+A step's position is its place among all the state's successors (what ``paths.follow`` replays),
+so keys order the reduced steps as the BFS takes them.
+
 Every function is deterministic and writes its files atomically, so Spark may re-run any task.
 """
 from __future__ import annotations
@@ -95,6 +106,7 @@ class Job:
     properties: tuple[str, ...] | None  # None: all the model has
     deadlock: bool | None               # None: the model's default
     run_dir: str                        # parent pointers go to run_dir/levels
+    por: bool = False                   # partial-order reduction (explorers/por.py)
 
 
 @dataclass(frozen=True)
@@ -131,6 +143,7 @@ class Expansion:
     edges: tuple = ()                           # per machine of the model: edges taken (frozensets)
     reported: tuple = ()                        # keep_going: ``Reports.events``
     errors: dict = field(default_factory=dict)  # keep_going: ``Reports.errors``
+    reduced: int = 0                            # por: states expanded with a reduced set
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,10 @@ class Checker:
         self.always, self.transition = checks.always, checks.transition
         self.sometimes = {p.name: (p, holds) for p, holds in checks.sometimes}
         self.successors, self.key = successors_of(model), key_function(model)
+        self.reducer = None
+        if job.por:   # reduced successors, deduplicated on the reduction view
+            from explorers.por import Reducer, reduction_key
+            self.reducer, self.key = Reducer(model, checks), reduction_key(model)
         self.packed = getattr(model, "packed", False)
         self.within = model.within_bounds
         self.place = placement(model, job.partitions)
@@ -250,16 +267,28 @@ def path_positions(e: Event) -> list[int]:
         for i in range(INIT_KEY_BYTES, len(key), STEP_KEY_BYTES)]
 
 
-def _cut(out: list, rest: bytes, cov: dict, s=None, edges: tuple = ()) -> list:
-    """The transitions of the state ``s`` where the level's first event is (``rest``: the
-    event's place after the state's key) that the BFS would have handed on before stopping."""
+def _cut(steps: list, rest: bytes, cov: dict, s=None, edges: tuple = ()) -> list:
+    """The steps ``(position, (action, state))`` of the state ``s`` where the level's first
+    event is (``rest``: the event's place after the state's key) that the BFS would have handed
+    on before stopping."""
     at, phase = int.from_bytes(rest[:-1], "big"), rest[-1]
+    kept = [step for step in steps if step[0] < at + phase]
     if not phase:  # stopped at this transition: it is counted (its action and the machines'
-        a, t = out[at]  # edges it takes, as the BFS notes them), its target is not looked at
-        cov[a] = cov.get(a, 0) + 1
-        for edges_of, note in edges:
-            note(edges_of(s, a, t))
-    return out[:at + phase]
+        for pos, (a, t) in steps:  # edges it takes, as the BFS notes them), its target is not
+            if pos == at:          # looked at
+                cov[a] = cov.get(a, 0) + 1
+                for edges_of, note in edges:
+                    note(edges_of(s, a, t))
+    return kept
+
+
+def _reduced_steps(reducer, s, expand_fully: Callable[[], bool]) -> tuple[list, bool]:
+    """A reduced search's steps from ``s`` as ``(position, (action, state))`` and whether they
+    are a proper subset; ``expand_fully()``: the proviso holds for ``s`` (take them all)."""
+    out, kept = reducer.reduced_positions(s)
+    if kept is None or expand_fully():
+        return list(enumerate(out)), False
+    return [(i, out[i]) for i in kept], True
 
 
 def _trace(exc: BaseException) -> str:
@@ -292,7 +321,12 @@ class Level:
 
     def _expand(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
         c, P, stop, depth = checker(self.job), self.job.partitions, self.stop_at, self.depth
-        visited, frontier = read_level(records)
+        visited, frontier, answers = read_level(records, with_answers=True)
+        full = set()   # por: the states the proviso expands fully (``answer``)
+        for blob in answers:
+            full.update(pickle.loads(blob))
+        del answers
+        reducer, reduced = c.reducer, 0
         cands: dict = {}  # fingerprint -> its first candidate (the frontier is in key order)
         cov: dict = {}
         cov_get = cov.get
@@ -309,10 +343,14 @@ class Level:
             try:
                 if bounded and not within(s):
                     continue
-                out = successors(s)
-                if len(out) >= MAX_SUCCESSORS:
-                    raise ValueError(f"a state has {len(out)} successors; the Spark explorer "
-                                     f"supports at most {MAX_SUCCESSORS - 1}")
+                if reducer is None:
+                    out = list(enumerate(successors(s)))
+                else:
+                    out, cut = _reduced_steps(reducer, s, lambda: fp in full)
+                    reduced += cut
+                if out and out[-1][0] >= MAX_SUCCESSORS - 1:
+                    raise ValueError(f"a state has {out[-1][0] + 1} successors; the Spark "
+                                     f"explorer supports at most {MAX_SUCCESSORS - 1}")
             except Exception as exc:
                 event = _model_error(k, exc, (depth, index, fp))
                 break
@@ -335,7 +373,7 @@ class Level:
                 out = _cut(out, stop[len(k):], cov, s, edges)
             pos = 0
             try:
-                for pos, (a, t) in enumerate(out):
+                for pos, (a, t) in out:
                     cov[a] = cov_get(a, 0) + 1
                     for edges_of, note in edges:
                         note(edges_of(s, a, t))
@@ -368,7 +406,7 @@ class Level:
         for a, n in cov.items():
             fired[a[0]] += n
         summary = Expansion(generated, dict(fired), event, tuple(map(frozenset, taken)),
-                            **(reports.found() if keep else {}))
+                            **(reports.found() if keep else {}), reduced=reduced)
         buckets: list[list] = [[] for _ in range(P)]
         if P == 1:
             buckets[0] = list(cands.values())
@@ -380,6 +418,53 @@ class Level:
         for j, b in enumerate(buckets):
             if b or j == index:  # the summary rides with the partition's own candidates
                 yield j, pack(b, index, summary if j == index else None)
+
+    # --- the proviso of a reduced search (por) ----------------------------------------------
+
+    def probe(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
+        """Send each owner the fingerprints of the reduced successors it owns, with the
+        fingerprint and partition of the state they are of."""
+        with gc_paused():
+            c, P, stop = checker(self.job), self.job.partitions, self.stop_at
+            _, frontier = read_level(records, with_visited=False)
+            key, packed, within, bounded, place = c.key, c.packed, c.within, c.bounded, c.place
+            asked: list[list] = [[] for _ in range(P)]
+            for k, fp, s in frontier:
+                if stop is not None and k >= stop:
+                    break
+                try:   # (an exception here is raised again, and reported, by ``expand``)
+                    if bounded and not within(s):
+                        continue
+                    out, kept = c.reducer.reduced_positions(s)
+                    if kept is None:
+                        continue
+                    for i in kept:
+                        t = out[i][1]
+                        ft = t if packed else key(t)
+                        asked[place(t, ft)].append((ft, fp))
+                except Exception:   # noqa: BLE001
+                    continue
+            for j, q in enumerate(asked):
+                if q:
+                    yield j, pickle.dumps((index, q), PICKLE)
+
+    def answer(self, index: int, records: Iterable) -> Iterator[tuple[int, bytes]]:
+        """To each partition, the states of it with a reduced successor this one has visited."""
+        with gc_paused():
+            visited, asked = array("q"), {}
+            for tag, data in records:
+                if tag == "V":
+                    visited.frombytes(data)
+                elif isinstance(tag, int):
+                    sender, q = pickle.loads(data)
+                    for ft, pfp in q:
+                        asked.setdefault(ft, []).append((sender, pfp))
+            full: dict[int, set] = {}
+            for ft in asked.keys() & visited:
+                for sender, pfp in asked[ft]:
+                    full.setdefault(sender, set()).add(pfp)
+            for j in sorted(full):
+                yield j, pickle.dumps(sorted(full[j]), PICKLE)
 
     # --- reduce side ----------------------------------------------------------------------------
 
@@ -551,15 +636,19 @@ def level_records(visited: array, frontier: list) -> Iterator[tuple[str, Any]]:
         yield "F", pickle.dumps(frontier[i:i + CHUNK], PICKLE)
 
 
-def read_level(records: Iterable) -> tuple[array, list]:
-    """The visited set and frontier of a level partition."""
-    visited, frontier = array("q"), []
+def read_level(records: Iterable, with_visited: bool = True, with_answers: bool = False):
+    """The visited set and frontier of a level partition (and with ``with_answers`` the
+    ``answer`` blobs that came with them)."""
+    visited, frontier, answers = array("q"), [], []
     for tag, data in records:
         if tag == "V":
-            visited.frombytes(data)
+            if with_visited:
+                visited.frombytes(data)
         elif tag == "F":
             frontier.extend(pickle.loads(data))
-    return visited, frontier
+        elif isinstance(tag, int):
+            answers.append(data)
+    return (visited, frontier, answers) if with_answers else (visited, frontier)
 
 
 def save_checkpoint(job: Job, level: int, index: int, records: Iterable) -> Iterator[tuple[int, int]]:

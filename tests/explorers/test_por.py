@@ -4,6 +4,11 @@ every model mutant), counterexamples replay, and the independence self-check pas
 model and catches a deliberately wrong declaration."""
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from model import registry
@@ -229,15 +234,19 @@ def test_cli_por_flag_and_config_key(tmp_path, capsys):
     assert "partial-order" not in capsys.readouterr().out
 
 
-def test_cli_por_with_spark_is_a_usage_error(tmp_path):
-    import os
-    import subprocess
-    import sys
+def test_cli_por_with_spark_is_the_reduced_bfs(tmp_path):
+    """``--explorer spark --por`` (a real local Spark session): the reduced BFS's counts."""
+    def run(*extra):
+        r = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "tiny", "--protocol",
+                            "kafka-3.6", "--invariant", "txn_atomicity", "--por", "--json",
+                            "--out", str(tmp_path), *extra], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        return doc["stats"]["distinct"], doc["stats"]["generated"], doc["reduction"]
 
-    r = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "tiny", "--explorer", "spark",
-                        "--por", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "bfs explorer only" in r.stderr
+    assert run("--explorer", "spark") == run() == (27071, 73372, {
+        "partial_order": True, "active": True, "reduced_states": 10120})
 
 
 def test_reduced_counts_are_pinned_and_deterministic():
