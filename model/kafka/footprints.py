@@ -10,8 +10,9 @@ Locations are the components of ``World`` and the ends of its connections:
   coordinator epoch (what FindCoordinator and a leader's verification request read; only
   ``ElectCoordinator`` changes it); ``("L", k)``: partition ``k``'s leader (ReplicaManager,
   ProducerStateManager; ``__consumer_offsets`` after the data partitions); ``("R", c)``:
-  consumer ``c``; ``"G"``: the consumer group (GroupCoordinator); ``"D"``: the messages held
-  back; ``"B"``: the fault budgets.
+  consumer ``c``; ``"G"``: the consumer group (GroupCoordinator); ``("D", conn)``: the messages
+  of a connection held back (``World.delayed``: a sorted multiset, so holding back or delivering
+  on one connection leaves the others' alone); ``"B"``: the fault budgets.
 * ``("H", conn)`` / ``("T", conn)``: the head and the tail of a connection's FIFO
   (``network.connection``). A sender appends at the tail, a receiver takes the head: on a
   non-empty connection they commute (the reduction view orders the network by connection, so
@@ -125,10 +126,11 @@ class Layout:
         heads = F(connection(m) for m in w.network)
         live = tuple(r for r, b in FAULT_BUDGETS.items() if w.budgets.total and getattr(w.budgets, b, 0))
         block = self._idle_block(w)
-        key = (heads, live, block)
+        timeouts = bool(w.budgets.total and w.budgets.transaction_timeouts)
+        key = (heads, live, block, timeouts)
         t = self._tables.get(key)
         if t is None:
-            t = self._tables[key] = self._build(heads, live, block)
+            t = self._tables[key] = self._build(heads, live, block, timeouts)
         return t
 
     def _idle_block(self, w: World):
@@ -136,7 +138,7 @@ class Layout:
         if w.network:   # (the least connection: the same whatever the network's order)
             return ("H", min(connection(m) for m in w.network))
         if w.delayed:
-            return D
+            return ("D", min(connection(m) for m in w.delayed))
         if any(w.coordinator.appends):
             return C
         K = self.K
@@ -145,7 +147,7 @@ class Layout:
                 return ("client", args[0])
         return None
 
-    def _build(self, heads, live, block):
+    def _build(self, heads, live, block, timeouts=True):
         K, out = self.K, {}
         for i in self.instances:
             reads, writes, _ = self._client(i)
@@ -160,7 +162,8 @@ class Layout:
             out[("deliver", c, False)] = Footprint(
                 reads | chan, writes | tails | {("H", c)},
                 F([("H", c)]) if c in heads else F([("T", c)]))  # only a send fills it
-            out[("deliver", c, True)] = Footprint(reads | {D}, writes | tails | {D}, F([D]))
+            held = F([("D", c)])
+            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held, held)
         out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]), F([C]) | self.coordinator_out)
         for c in range(K.consumers):
             for k in range(K.partitions):
@@ -173,7 +176,10 @@ class Layout:
         else:
             guard = F([block])
         expire_writes = F([C, B]) | self.coordinator_out
-        out[("ExpireTransaction",)] = Footprint(F([C, CE, B]) | guard, expire_writes)
+        # Without a timeout budget it waits for idleness: until then only a change of ``block``
+        # (the least busy place) can enable it, whatever the coordinator does meanwhile.
+        out[("ExpireTransaction",)] = Footprint(F([C, CE, B]) | guard, expire_writes,
+                                                None if timeouts or block is None else guard)
         for r in live:
             self._fault(out, r, heads)
         return out
@@ -204,16 +210,16 @@ class Layout:
             out[(r,)] = Footprint(F([G, B]), F([G, B]))
         else:   # a message fault on one connection
             for c in self.conns:
-                chan = F([("H", c), ("T", c)])
+                chan, held = F([("H", c), ("T", c)]), ("D", c)
                 if r == "DelayRequest":
-                    out[(r, c)] = Footprint(self._chan(c, heads) | {B}, F([("H", c), D, B]))
+                    out[(r, c)] = Footprint(self._chan(c, heads) | {B}, F([("H", c), held, B]))
                 elif r == "DuplicateRequest":
-                    out[(r, c)] = Footprint(chan | {B, D}, F([D, B]))
+                    out[(r, c)] = Footprint(chan | {B, held}, F([held, B]))
                 else:   # a loss: the message goes, and its sender (or requester) times out
                     sr, sw, st = self.sender[c]
                     rr, rw, rt = self.agent[c]
-                    out[(r, c)] = Footprint(self._chan(c, heads) | {B, D} | sr | rr,
-                                            F([("H", c), D, B]) | sw | st | rw | rt)
+                    out[(r, c)] = Footprint(self._chan(c, heads) | {B, held} | sr | rr,
+                                            F([("H", c), held, B]) | sw | st | rw | rt)
 
 
 def _layout(K) -> Layout:
@@ -268,6 +274,8 @@ class Reduction:
             return w.group
         if loc == D:
             return w.delayed
+        if loc[0] == "D":   # the messages of one connection held back
+            return tuple(m for m in w.delayed if connection(m) == loc[1])
         if loc == B:
             return w.budgets
         kind, x = loc
@@ -298,6 +306,8 @@ def locations(K, *kinds) -> frozenset:
             out |= {("R", c) for c in range(K.consumers)}
         elif kind == "N":
             out |= {(e, c) for c in lay.conns for e in ("H", "T")}
+        elif kind == "D":
+            out |= {("D", c) for c in lay.conns}
         else:
             out.add(kind)
     return frozenset(out)
