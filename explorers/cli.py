@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bfs, spark: keep exploring after a violation and report every violated "
                         "property, each with its own shortest counterexample")
     c.add_argument("--por", action="store_const", const=True,
-                   help="bfs: partial-order reduction (safety only; counterexamples are "
+                   help="bfs, spark: partial-order reduction (safety only; counterexamples are "
                         "shortest within the reduced graph; default: [check] por)")
     c.add_argument("--symmetry", action="store_const", const=True,
                    help="bfs, spark, graph, simulate: symmetry reduction under the identifiers "
