@@ -1,7 +1,7 @@
 """Full against reduced search (``--por``), side by side in one run (issue 20).
 
     PYTHONPATH=$PWD nice -n 5 .venv/bin/python bench/por.py [RUN ...] [--seconds 600] [--explorer bfs] \\
-        [--also ARG ...]
+        [--also ARG ...] [--only reduced]
 
 A RUN is ``CONFIG[@PRESET]`` (a shipped config or a TOML file, e.g. ``small@kafka-4.2``,
 ``medium``) or ``issue@PRESET:FAULT+FAULT``: the issue's configuration (one transactional.id, one
@@ -10,7 +10,8 @@ two network faults of the given kinds with a budget of one each and two in all, 
 fault off), e.g. ``issue@kafka-3.6:request_delays+request_duplicates``. Default: the issue's
 configuration with delays and duplicates on kafka-3.6, kafka-4.0 and latest. ``--also`` passes
 more arguments to every search (``--also=--set --also=workload.transactions_per_producer=1``,
-``--also=--invariant --also=txn_atomicity``).
+``--also=--invariant --also=txn_atomicity``); ``--only reduced`` (or ``full``) runs one search
+of each pair.
 
 Each search is ``kafka-mc check ... --json`` in its own child process, full then reduced, one
 after the other (so the two of a pair meet about the same load on a shared machine), stopped
@@ -110,16 +111,19 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--explorer", default="bfs", choices=("bfs", "spark"))
     ap.add_argument("--also", action="append", default=[], metavar="ARG")
+    ap.add_argument("--only", choices=("full", "reduced"))
     args = ap.parse_args()
     print("| run | search | distinct | generated | depth | seconds | peak RSS MB | verdict "
           "| states expanded reduced | factor |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for run in args.runs:
         base = arguments(run) + ["--explorer", args.explorer] + args.also
-        full = search(base, args.seconds)
-        reduced = search(base + ["--por"], args.seconds)
+        full = None if args.only == "reduced" else search(base, args.seconds)
+        reduced = None if args.only == "full" else search(base + ["--por"], args.seconds)
         for name, r in (("full", full), ("reduced", reduced)):
-            factor = f"{full['distinct'] / r['distinct']:.2f}" if name == "reduced" else ""
+            if r is None:
+                continue
+            factor = f"{full['distinct'] / r['distinct']:.2f}" if name == "reduced" and full else ""
             print(f"| {run} | {name} | {r['distinct']:,} | {r['generated']:,} | {r['depth']} "
                   f"| {r['seconds']:.1f} | {r['rss_mb']:.0f} | {verdict(r)} "
                   f"| {'' if name == 'full' else format(r['reduced'] or 0, ',')} | {factor} |",
