@@ -111,8 +111,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     visited, levels = (resumed.visited, resumed.levels) if resumed else (VisitedSet(), Levels())
     reducer = None
     if options.por:   # partial-order reduction: the reduced successors, deduplicated on their
-        from explorers.por import Reducer, reduction_key   # reduction view, with the proviso
-        reducer, key = Reducer(model, checks), reduction_key(model)
+        from explorers.por import Reducer, reduction_key, report_note   # the reduction view,
+        reducer, key = Reducer(model, checks), reduction_key(model)   # with the proviso
 
         def successors(s, _reduced=reducer.successors, _old=visited.seen_before):
             return _reduced(s, _old, key)
@@ -427,10 +427,5 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         not_applicable=checks.not_applicable,
         violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
         interrupted=interrupted, complete=complete,
-        extra={"memory": memory, **(reduction_note(reducer) if reducer else {})})
-
-
-def reduction_note(reducer) -> dict:
-    """What a report says about a reduced search."""
-    return {"reduction": {"partial_order": True, "active": reducer.enabled,
-                          "reduced_states": reducer.reduced_states}}
+        extra={"memory": memory,
+               **(report_note(reducer, reducer.reduced_states) if reducer else {})})

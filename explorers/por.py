@@ -310,6 +310,12 @@ def _changed(model, s, t, table) -> list:
     return out
 
 
+def report_note(reducer: Reducer, reduced_states: int) -> dict:
+    """What a report says about a reduced search (the BFS's and Spark's)."""
+    return {"reduction": {"partial_order": True, "active": reducer.enabled,
+                          "reduced_states": reduced_states}}
+
+
 def properties_read(checks) -> str:
     """A short note for reports: which checked properties make every action visible."""
     names = [p.name for p, _ in checks.always + checks.transition + checks.sometimes
@@ -317,5 +323,5 @@ def properties_read(checks) -> str:
     return ", ".join(names)
 
 
-__all__ = ["Reducer", "reduction_key", "supports_reduction", "self_check", "sample_states",
-           "Breach", "Expectation"]
+__all__ = ["Reducer", "reduction_key", "report_note", "supports_reduction", "self_check",
+           "sample_states", "Breach", "Expectation"]

@@ -464,13 +464,11 @@ class _Search:
             extra={"partitions": self.P, "master": self.sc.master, **self._reduction()})
 
     def _reduction(self) -> dict:
-        """The report's note on a reduced search (as the BFS's, ``bfs.reduction_note``)."""
+        """The report's note on a reduced search (the BFS's, ``por.report_note``)."""
         if not self.job.por:
             return {}
-        from explorers.por import Reducer
-        return {"reduction": {"partial_order": True,
-                              "active": Reducer(self.model, self.checks).enabled,
-                              "reduced_states": self.reduced}}
+        from explorers.por import Reducer, report_note
+        return report_note(Reducer(self.model, self.checks), self.reduced)
 
     # --- checkpoints ---
 

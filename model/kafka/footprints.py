@@ -27,7 +27,7 @@ are spent they no longer tie the components together. ``ExpireTransaction`` also
 budget, once nothing else can happen (``client.idle``); while something is in flight its guard is
 the first thing that must change before the system can become idle.
 
-The declaration is checked by ``explorers.por.self_check`` (tests/model/test_footprints.py).
+The declaration is checked by ``explorers.por.self_check`` (tests/explorers/test_por.py).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ from model.kafka.world import World
 from model.core import Footprint
 
 F = frozenset
-C, CE, G, D, B = "C", "CE", "G", "D", "B"
+C, CE, G, B = "C", "CE", "G", "B"
 
 # the delivery rules (their actions are (name, message, held))
 DELIVERY_RULES = frozenset({
@@ -147,7 +147,7 @@ class Layout:
                 return ("client", args[0])
         return None
 
-    def _build(self, heads, live, block, timeouts=True):
+    def _build(self, heads, live, block, timeouts):
         K, out = self.K, {}
         for i in self.instances:
             reads, writes, _ = self._client(i)
@@ -272,8 +272,6 @@ class Reduction:
             return c.coordinator_epoch if loc == CE else c._replace(coordinator_epoch=0)
         if loc == G:
             return w.group
-        if loc == D:
-            return w.delayed
         if loc[0] == "D":   # the messages of one connection held back
             return tuple(m for m in w.delayed if connection(m) == loc[1])
         if loc == B:
