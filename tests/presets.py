@@ -38,21 +38,21 @@ class Pinned(NamedTuple):
 
 
 PINNED = {
-    "kafka-0.11": Pinned((2121, 4995, 19), (33463, 78783, 17), HANGING, frozenset()),
-    "kafka-1.0": Pinned((17994, 55269, 46), (49644, 122057, 18), HANGING, frozenset()),
-    "kafka-2.5": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
-    "kafka-2.6": Pinned((17994, 55269, 46), (50366, 123240, 18), HANGING, IDEMPOTENT),
-    "kafka-2.7": Pinned((21610, 65665, 46), (50428, 123275, 18), HANGING, IDEMPOTENT),
-    "kafka-3.6": Pinned((37582, 118593, 50), (4983319, 19819745, 59), (),
+    "kafka-0.11": Pinned((2121, 4995, 19), (31212, 73395, 17), HANGING, frozenset()),
+    "kafka-1.0": Pinned((17994, 55269, 46), (46611, 114331, 18), HANGING, frozenset()),
+    "kafka-2.5": Pinned((17994, 55269, 46), (47306, 115468, 18), HANGING, IDEMPOTENT),
+    "kafka-2.6": Pinned((17994, 55269, 46), (47306, 115468, 18), HANGING, IDEMPOTENT),
+    "kafka-2.7": Pinned((21610, 65665, 46), (47365, 115502, 18), HANGING, IDEMPOTENT),
+    "kafka-3.6": Pinned((37582, 118593, 50), (4934758, 19645806, 59), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-4.0": Pinned((18768, 55197, 44), (1834970, 6780978, 49), (),
+    "kafka-4.0": Pinned((18768, 55197, 44), (1810126, 6699987, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((18150, 53279, 44), (1735532, 6383416, 49), (),
+    "kafka-4.1": Pinned((18150, 53279, 44), (1711383, 6304950, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     # KAFKA-19999: the marker the coordinator resends after its first response was lost is
     # rejected by KIP-1228's strict epoch check (23 steps; after a failover, 24).
-    "kafka-4.2": Pinned((18150, 53279, 44), (274334, 857843, 24), ("quiescent_completion",),
+    "kafka-4.2": Pinned((18150, 53279, 44), (266214, 833188, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((18150, 53279, 44), (1639382, 6066993, 49), (),
+    "latest": Pinned((18150, 53279, 44), (1615313, 5988675, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

@@ -123,14 +123,19 @@ class Layout:
 
     def table(self, w: World):
         """group -> Footprint in ``w`` (one object per distinct key, so explorers can cache)."""
-        heads = F(connection(m) for m in w.network)
+        conns = [connection(m) for m in w.network]
+        heads = F(conns)
         live = tuple(r for r, b in FAULT_BUDGETS.items() if w.budgets.total and getattr(w.budgets, b, 0))
+        # connections with a message behind the head (where a delay can be taken, and a send
+        # changes nothing about that)
+        followed = F(c for i, c in enumerate(conns) if c in conns[i + 1:]) \
+            if "DelayRequest" in live and len(conns) > len(heads) else F()
         block = self._idle_block(w)
         timeouts = bool(w.budgets.total and w.budgets.transaction_timeouts)
-        key = (heads, live, block, timeouts)
+        key = (heads, followed, live, block, timeouts)
         t = self._tables.get(key)
         if t is None:
-            t = self._tables[key] = self._build(heads, live, block, timeouts)
+            t = self._tables[key] = self._build(heads, followed, live, block, timeouts)
         return t
 
     def _idle_block(self, w: World):
@@ -147,7 +152,7 @@ class Layout:
                 return ("client", args[0])
         return None
 
-    def _build(self, heads, live, block, timeouts):
+    def _build(self, heads, followed, live, block, timeouts):
         K, out = self.K, {}
         for i in self.instances:
             reads, writes, _ = self._client(i)
@@ -181,7 +186,7 @@ class Layout:
         out[("ExpireTransaction",)] = Footprint(F([C, CE, B]) | guard, expire_writes,
                                                 None if timeouts or block is None else guard)
         for r in live:
-            self._fault(out, r, heads)
+            self._fault(out, r, heads, followed)
         return out
 
     @staticmethod
@@ -190,7 +195,7 @@ class Layout:
         tail (a send)."""
         return F([("H", c)]) if c in heads else F([("H", c), ("T", c)])
 
-    def _fault(self, out, r, heads):
+    def _fault(self, out, r, heads, followed):
         K = self.K
         if r == "CrashProducer":
             for i, loc in self.P.items():   # the instance is replaced, the next one starts
@@ -211,8 +216,9 @@ class Layout:
         else:   # a message fault on one connection
             for c in self.conns:
                 chan, held = F([("H", c), ("T", c)]), ("D", c)
-                if r == "DelayRequest":
-                    out[(r, c)] = Footprint(self._chan(c, heads) | {B}, F([("H", c), held, B]))
+                if r == "DelayRequest":   # until a message follows the head, a send enables it
+                    ends = F([("H", c)]) if c in followed else chan
+                    out[(r, c)] = Footprint(ends | {B}, F([("H", c), held, B]))
                 elif r == "DuplicateRequest":
                     out[(r, c)] = Footprint(chan | {B, held}, F([held, B]))
                 else:   # a loss: the message goes, and its sender (or requester) times out

@@ -3,7 +3,8 @@
 A message is a NamedTuple whose first field is its ``Rpc``. Messages travel on connections
 (direction, producer, partition); with no fault budget the network is reliable and FIFO per
 connection: only the oldest message of a connection can be delivered. ``DelayRequest`` holds a
-message back (it leaves the FIFO and can be delivered at any later time, out of order);
+message back (it leaves the FIFO and can be delivered at any later time, out of order), once a
+later message on its connection can overtake it (``delay_request_enabled`` says why no earlier);
 ``DuplicateRequest`` delivers a copy later (a retry over a new connection). ``LoseRequest`` and
 ``LoseResponse`` (``loss``) drop a request or its answer while its sender still waits for it, and
 the sender's request times out: a client resends (``producer.request_timed_out``), the
@@ -223,9 +224,24 @@ def delivery(rpc: Rpc, handler, to_producer: bool = False):
 # --- the network faults -----------------------------------------------------------------------
 
 def delay_request_enabled(K, w):
+    """The oldest request of a connection may be held back while a later message follows it
+    there. Holding it back matters only to that later message, which may then overtake it: a
+    request held back with nothing behind it is one still in flight (its FIFO lets it arrive at
+    any later time) and a delay spent on it a budget not spent. So a delay is taken once there is
+    something to overtake: every behaviour with an earlier one is a behaviour of this model
+    (the same components and messages in flight, with more budget left), and every behaviour of
+    this model is one of a delay taken at any time, so no safety verdict changes."""
     if not budget(w, "request_delays"):
         return []
-    return [(m,) for _, i, m in deliverable(w.network, ()) if m.rpc in REQUESTS]
+    net = w.network
+    return [(m,) for _, i, m in deliverable(net, ()) if m.rpc in REQUESTS
+            and _followed(net, i)]
+
+
+def _followed(net: tuple, i: int) -> bool:
+    """Whether a later message is on the connection of ``net[i]``."""
+    c = connection(net[i])
+    return any(connection(x) == c for x in net[i + 1:])
 
 
 def delay_request(K, w, m):

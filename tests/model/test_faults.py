@@ -7,6 +7,7 @@ import pytest
 from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation, Property
+from model.kafka import network
 from model.kafka.world import ClientState as C, Errors, Outcome, TxnState
 from explorers.bfs import BfsOptions, explore
 
@@ -140,18 +141,37 @@ def test_lost_requests_are_resent_and_every_invariant_holds(preset):
 def test_total_caps_the_faults_of_one_execution():
     """faults.total: at most that many faults of any kinds per execution; by default the sum of
     the budgets (no further limit)."""
-    two = {"faults.request_delays": 1, "faults.request_duplicates": 1, "faults.producer_crashes": 0}
+    two = {"faults.request_losses": 1, "faults.request_duplicates": 1, "faults.producer_crashes": 0}
     model = bind("latest", **two, **{"faults.total": 1})
-    both = _recording(model, lambda s, a, t: t.budgets.request_delays == 0
+    both = _recording(model, lambda s, a, t: t.budgets.request_losses == 0
                       and t.budgets.request_duplicates == 0)
     capped = explore(model)
-    assert both == [] and not {"DelayRequest", "DuplicateRequest"} & set(capped.never_enabled)
+    assert both == [] and not {"LoseRequest", "DuplicateRequest"} & set(capped.never_enabled)
     model = bind("latest", **two)
-    both = _recording(model, lambda s, a, t: t.budgets.request_delays == 0
+    both = _recording(model, lambda s, a, t: t.budgets.request_losses == 0
                       and t.budgets.request_duplicates == 0)
     uncapped = explore(model)
     assert both and uncapped.stats.distinct > capped.stats.distinct
     assert model.init_states()[0].budgets.total == 2
+
+
+def test_a_request_is_held_back_only_once_a_later_one_can_overtake_it():
+    """DelayRequest is taken at the head of a connection with a later message behind it (that
+    message overtakes the held one). A client sends one request at a time on a connection and
+    the coordinator one marker per partition, so on tiny with delays alone a delay has nothing
+    to overtake; after a coordinator failover the new coordinator's WriteTxnMarkers queues
+    behind the old one's on the connection to the partition."""
+    delays = {"faults.request_delays": 1, "faults.producer_crashes": 0}
+    assert "DelayRequest" in explore(bind("latest", **delays)).never_enabled
+    model = bind("latest", **delays, **{"faults.coordinator_failovers": 1})
+    steps = _recording(model, lambda s, a, t: a[0] == "DelayRequest")
+    assert "DelayRequest" not in explore(model).never_enabled and steps
+    assert {a[1].rpc for _, a, _ in steps} == {network.Rpc.WriteTxnMarkers}
+    for s, a, t in steps:
+        held = a[1]
+        behind = [m for m in s.network[s.network.index(held) + 1:]
+                  if network.connection(m) == network.connection(held)]
+        assert behind and t.delayed.count(held) == s.delayed.count(held) + 1
 
 
 @pytest.mark.parametrize("preset, error", [("kafka-2.6", Errors.INVALID_PRODUCER_EPOCH),
