@@ -149,6 +149,33 @@ def test_kafka_self_check(preset):
     assert self_check(m, sample_states(m, 400, seed=7)) == []
 
 
+@pytest.mark.parametrize("faults", [{"faults.coordinator_failovers": 1},
+                                    {"faults.request_duplicates": 1, "faults.request_losses": 1}])
+def test_kafka_self_check_with_delays(faults):
+    """Where a request can be held back (a later message behind it on its connection): every
+    reachable state (a few thousand), some of which can hold one back, keeps the declaration."""
+    m = kafka(**{"faults.request_delays": 1, "faults.producer_crashes": 0}, **faults)
+    states, todo = set(m.init_states()), list(m.init_states())
+    while todo:
+        for a in m.actions(s := todo.pop()):
+            if (t := m.step(s, a)) not in states:
+                states.add(t)
+                todo.append(t)
+    states = sorted(states, key=repr)
+    assert any(a[0] == "DelayRequest" for s in states for a in m.actions(s))
+    assert self_check(m, states) == []
+
+
+@pytest.mark.parametrize("preset", ["kafka-2.6", "kafka-4.2", "latest"])
+def test_kafka_same_verdicts_where_a_request_can_be_held_back(preset):
+    m = kafka(preset, **{"faults.request_delays": 1, "faults.producer_crashes": 0,
+                         "faults.coordinator_failovers": 1})
+    full = explore(m, BfsOptions(keep_going=True))
+    red = explore(m, BfsOptions(keep_going=True, por=True))
+    assert "DelayRequest" not in full.never_enabled
+    assert verdicts(full) == verdicts(red)
+
+
 def test_kafka_self_check_catches_a_wrong_declaration(monkeypatch):
     """Fetch declared as not reading its partition: a leader's append changes what it can read."""
     m = kafka()

@@ -174,6 +174,49 @@ def test_a_request_is_held_back_only_once_a_later_one_can_overtake_it():
         assert behind and t.delayed.count(held) == s.delayed.count(held) + 1
 
 
+def _reachable(model, extra=lambda s: ()):
+    seen, todo = set(model.init_states()), list(model.init_states())
+    while todo:
+        s = todo.pop()
+        for a in list(model.actions(s)) + list(extra(s)):
+            t = network.delay_request(model.params, s, a[1]) if a in extra(s) else model.step(s, a)
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    return seen
+
+
+@pytest.mark.parametrize("faults", [{"faults.coordinator_failovers": 1},
+                                    {"faults.request_duplicates": 1}])
+def test_holding_back_only_what_can_be_overtaken_keeps_every_verdict(faults):
+    """The model against one that may hold back any request at the head of its connection
+    (``network.delay_request_enabled``'s argument, checked): the same states up to where the
+    requests wait (in their FIFO or held back) and the budgets left, and each state property has
+    the same value on states that agree on the rest."""
+    model = bind("latest", **{"faults.request_delays": 1, "faults.producer_crashes": 0}, **faults)
+    K = model.params
+
+    def eager(s):   # the delays the model leaves out
+        return [("DelayRequest", m) for _, i, m in network.deliverable(s.network, ())
+                if m.rpc in network.REQUESTS and s.budgets.total and s.budgets.request_delays
+                and ("DelayRequest", m) not in model.actions(s)]
+
+    def rest(s):
+        return (s.producers, s.coordinator, s.partitions, s.consumers, s.group,
+                tuple(sorted(map(repr, s.network + s.delayed))))
+
+    def values(s):
+        return tuple(p.holds(s) for p in model.properties()
+                     if p.expectation in (Expectation.ALWAYS, Expectation.SOMETIMES,
+                                          Expectation.TERMINAL))
+
+    lazy, full = _reachable(model), _reachable(model, eager)
+    assert lazy < full
+    by_rest = {rest(s): values(s) for s in lazy}
+    assert {rest(s) for s in full} == set(by_rest)
+    assert all(values(s) == by_rest[rest(s)] for s in full)
+
+
 @pytest.mark.parametrize("preset, error", [("kafka-2.6", Errors.INVALID_PRODUCER_EPOCH),
                                            ("kafka-2.7", Errors.PRODUCER_FENCED)])
 def test_a_fenced_bump_is_answered_as_the_version_does(preset, error):
