@@ -224,13 +224,14 @@ def delivery(rpc: Rpc, handler, to_producer: bool = False):
 # --- the network faults -----------------------------------------------------------------------
 
 def delay_request_enabled(K, w):
-    """The oldest request of a connection may be held back while a later message follows it
-    there. Holding it back matters only to that later message, which may then overtake it: a
-    request held back with nothing behind it is one still in flight (its FIFO lets it arrive at
-    any later time) and a delay spent on it a budget not spent. So a delay is taken once there is
-    something to overtake: every behaviour with an earlier one is a behaviour of this model
-    (the same components and messages in flight, with more budget left), and every behaviour of
-    this model is one of a delay taken at any time, so no safety verdict changes."""
+    """The oldest request of a connection may be held back once a later message follows it
+    there. Holding a request back matters only to the messages behind it, which may then
+    overtake it; one held back with nothing behind it is as good as in flight (its FIFO lets it
+    arrive at any later time). So the model takes a delay only when there is something to
+    overtake: a state reached with an earlier delay has a counterpart here with the same
+    components and messages (some still in their FIFO rather than held back) and more budget
+    left, and every behaviour here is one of a delay taken at some time, so no safety verdict
+    changes (tests/model/test_faults.py compares the two models state by state)."""
     if not budget(w, "request_delays"):
         return []
     net = w.network
