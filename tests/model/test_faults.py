@@ -175,11 +175,13 @@ def test_a_request_is_held_back_only_once_a_later_one_can_overtake_it():
 
 
 def _reachable(model, extra=lambda s: ()):
+    """Every reachable state, with the delays ``extra(s)`` adds (``network.delay_request``)."""
     seen, todo = set(model.init_states()), list(model.init_states())
     while todo:
         s = todo.pop()
-        for a in list(model.actions(s)) + list(extra(s)):
-            t = network.delay_request(model.params, s, a[1]) if a in extra(s) else model.step(s, a)
+        held = list(extra(s))
+        for a in list(model.actions(s)) + held:
+            t = network.delay_request(model.params, s, a[1]) if a in held else model.step(s, a)
             if t not in seen:
                 seen.add(t)
                 todo.append(t)
