@@ -123,13 +123,11 @@ class Layout:
 
     def table(self, w: World):
         """group -> Footprint in ``w`` (one object per distinct key, so explorers can cache)."""
-        conns = [connection(m) for m in w.network]
-        heads = F(conns)
+        heads = F(connection(m) for m in w.network)
         live = tuple(r for r, b in FAULT_BUDGETS.items() if w.budgets.total and getattr(w.budgets, b, 0))
-        # connections with a message behind the head (where a delay can be taken, and a send
-        # changes nothing about that)
-        followed = F(c for i, c in enumerate(conns) if c in conns[i + 1:]) \
-            if "DelayRequest" in live and len(conns) > len(heads) else F()
+        # where a delay can be taken (and a send changes nothing about that)
+        followed = network.followed(w.network) \
+            if "DelayRequest" in live and len(w.network) > len(heads) else F()
         block = self._idle_block(w)
         timeouts = bool(w.budgets.total and w.budgets.transaction_timeouts)
         key = (heads, followed, live, block, timeouts)

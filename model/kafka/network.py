@@ -234,15 +234,18 @@ def delay_request_enabled(K, w):
     changes (tests/model/test_faults.py compares the two models state by state)."""
     if not budget(w, "request_delays"):
         return []
-    net = w.network
-    return [(m,) for _, i, m in deliverable(net, ()) if m.rpc in REQUESTS
-            and _followed(net, i)]
+    behind = followed(w.network)
+    return [(m,) for _, i, m in deliverable(w.network, ()) if m.rpc in REQUESTS
+            and connection(m) in behind]
 
 
-def _followed(net: tuple, i: int) -> bool:
-    """Whether a later message is on the connection of ``net[i]``."""
-    c = connection(net[i])
-    return any(connection(x) == c for x in net[i + 1:])
+def followed(network: tuple) -> frozenset:
+    """The connections with a message behind their oldest one (where a delay can be taken)."""
+    seen, out = set(), set()
+    for m in network:
+        c = connection(m)
+        (out if c in seen else seen).add(c)
+    return frozenset(out)
 
 
 def delay_request(K, w, m):
