@@ -8,6 +8,8 @@ the message class. Malformed input raises ValueError naming the path.
 Traces outlive the model: a record written before a field was added decodes with that field's
 declared default (the NamedTuple's default; a field without one is required), so a model may
 grow a state field, a message field or a fault budget without making saved traces unreadable.
+A field a type lists in ``_only_if_set`` is written only when it differs from its default (a
+request's ``disconnected``), so traces of behaviours that never set it keep their bytes.
 A field the type no longer has is an error naming it: its value meant something the model can no
 longer represent.
 """
@@ -26,7 +28,9 @@ def to_itf(value: Any) -> Any:
     if isinstance(value, IntEnum):
         return value.name
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return Record((f, to_itf(getattr(value, f))) for f in value._fields)
+        quiet = getattr(type(value), "_only_if_set", ())   # written only when not the default
+        return Record((f, to_itf(getattr(value, f))) for f in value._fields
+                      if not (f in quiet and getattr(value, f) == value._field_defaults[f]))
     if isinstance(value, tuple):
         return tuple(to_itf(v) for v in value)
     if isinstance(value, frozenset):

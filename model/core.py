@@ -518,13 +518,16 @@ def format_action(a: Action, params: Sequence[str] = ()) -> str:
 
 def show(v) -> str:
     """A value as people read it in actions: enums by name, records as Type(field=value) without
-    a field that only repeats the type (a message's ``rpc``), sets in braces."""
+    a field that only repeats the type (a message's ``rpc``) or one the type names in
+    ``_only_if_set`` left at its default (``codec.to_itf`` leaves it out too), sets in braces."""
     if isinstance(v, enum.Enum):
         return v.name
     if isinstance(v, tuple) and hasattr(v, "_fields"):
+        quiet = getattr(type(v), "_only_if_set", ())
         shown = [f"{f}={show(getattr(v, f))}" for f in v._fields
                  if not (isinstance(getattr(v, f), enum.Enum)
-                         and getattr(v, f).name == type(v).__name__)]
+                         and getattr(v, f).name == type(v).__name__)
+                 and not (f in quiet and getattr(v, f) == v._field_defaults[f])]
         return f"{type(v).__name__}({', '.join(shown)})"
     if isinstance(v, frozenset):
         return "{" + ", ".join(sorted(map(show, v))) + "}"

@@ -8,8 +8,8 @@ A new preset is one row here (the tests check every preset of model.kafka.versio
 - ``weakness``: what the default config finds on a preset with a known weakness relative to
   latest. Before KIP-890 a batch that expired in flight, or a zombie's batch at a leader that
   forgot its producer id, opens a hanging transaction (tests/model/test_faults.py); 4.2's strict
-  marker epoch rejects a marker resent after a lost response or a coordinator failover
-  (KAFKA-19999).
+  marker epoch rejects a marker resent after a lost response, a retry over a new connection or a
+  coordinator failover (KAFKA-19999).
 - ``unexercised_client``: the edges of Kafka's client table for the version that the model
   never takes (tests/model/test_conformance.py says why for each set).
 """
@@ -38,21 +38,22 @@ class Pinned(NamedTuple):
 
 
 PINNED = {
-    "kafka-0.11": Pinned((2121, 4995, 19), (31212, 73395, 17), HANGING, frozenset()),
-    "kafka-1.0": Pinned((17994, 55269, 46), (46611, 114331, 18), HANGING, frozenset()),
-    "kafka-2.5": Pinned((17994, 55269, 46), (47306, 115468, 18), HANGING, IDEMPOTENT),
-    "kafka-2.6": Pinned((17994, 55269, 46), (47306, 115468, 18), HANGING, IDEMPOTENT),
-    "kafka-2.7": Pinned((21610, 65665, 46), (47365, 115502, 18), HANGING, IDEMPOTENT),
-    "kafka-3.6": Pinned((37582, 118593, 50), (4934758, 19645806, 59), (),
+    "kafka-0.11": Pinned((2121, 4995, 19), (23821, 55590, 17), HANGING, frozenset()),
+    "kafka-1.0": Pinned((17994, 55269, 46), (34977, 85194, 18), HANGING, frozenset()),
+    "kafka-2.5": Pinned((17994, 55269, 46), (35568, 86115, 18), HANGING, IDEMPOTENT),
+    "kafka-2.6": Pinned((17994, 55269, 46), (35568, 86115, 18), HANGING, IDEMPOTENT),
+    "kafka-2.7": Pinned((21610, 65665, 46), (35620, 86147, 18), HANGING, IDEMPOTENT),
+    "kafka-3.6": Pinned((37582, 118593, 50), (3388738, 12894977, 58), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-4.0": Pinned((18768, 55197, 44), (1810126, 6699987, 49), (),
+    "kafka-4.0": Pinned((18768, 55197, 44), (1199319, 4223353, 48), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((18150, 53279, 44), (1711383, 6304950, 49), (),
+    "kafka-4.1": Pinned((18150, 53279, 44), (1169756, 4114570, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    # KAFKA-19999: the marker the coordinator resends after its first response was lost is
-    # rejected by KIP-1228's strict epoch check (23 steps; after a failover, 24).
-    "kafka-4.2": Pinned((18150, 53279, 44), (266214, 833188, 24), ("quiescent_completion",),
+    # KAFKA-19999: the marker the coordinator retries once the copy on the connection it closed
+    # was written (or after a lost response) is rejected by KIP-1228's strict epoch check (23
+    # steps; after a failover, 24).
+    "kafka-4.2": Pinned((18150, 53279, 44), (203491, 626567, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((18150, 53279, 44), (1615313, 5988675, 49), (),
+    "latest": Pinned((18150, 53279, 44), (1086037, 3852281, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

@@ -40,7 +40,7 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
 from __future__ import annotations
 
 from model.kafka.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
-                           Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, send)
+                           Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, answer, send)
 from model.kafka.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
                          replace_at, spend)
 
@@ -57,8 +57,20 @@ def _put(w: World, tid: int, txn: TxnMetadata, append=None) -> World:
     return w._replace(coordinator=c)
 
 
-def respond(w: World, response) -> World:
+def respond(w: World, request, response) -> World:
+    """Answer ``request`` (nothing is sent if its connection was closed: ``network.answer``)."""
+    return w._replace(network=answer(w.network, request, response))
+
+
+def send_reply(w: World, response) -> World:
+    """An append's callback answers the sender its ``Reply`` names (``reply_later``)."""
     return w._replace(network=send(w.network, response))
+
+
+def reply_later(request, rpc: int, producer: int = -1, answered=()) -> Reply:
+    """Whom the append's callback answers: the sender of ``request``, unless its connection was
+    closed (the callback's send goes nowhere)."""
+    return NO_REPLY if request.disconnected else Reply(producer, rpc, answered)
 
 
 def _error_reply(rpc: int, producer: int, error: Errors, request=()):
@@ -101,7 +113,7 @@ def handle_init_producer_id(K, w: World, m) -> World:
     request carries the client's producer id and epoch: a different id is fenced unless the
     metadata is new (isValidProducerId); the epoch is checked by prepareIncrementProducerEpoch."""
     c = w.coordinator
-    reply = lambda w, e: respond(w, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
+    reply = lambda w, e: respond(w, m, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
     if m.coordinator_epoch != c.coordinator_epoch:
         return reply(w, Errors.NOT_COORDINATOR)
     txn = c.txns[m.tid]
@@ -129,7 +141,8 @@ def handle_init_producer_id(K, w: World, m) -> World:
         return reply(w, _fenced(K))
     target = txn._replace(producer_epoch=epoch, last_producer_epoch=last, state=T.Empty,
                           partitions=frozenset(), pending_state=-1)
-    return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.InitProducerIdResponse))
+    return prepare_transition(w, m.tid, txn, target,
+                              reply_later(m, Rpc.InitProducerIdResponse, m.producer))
 
 
 def fence_and_abort(K, w, tid, txn):
@@ -146,7 +159,7 @@ def fence_and_abort(K, w, tid, txn):
 
 def handle_add_partitions(K, w: World, m) -> World:
     """TransactionCoordinator.handleAddPartitionsToTransaction (client path, TV1)."""
-    reply = lambda e: respond(w, _error_reply(Rpc.AddPartitionsToTxnResponse, m.producer, e))
+    reply = lambda e: respond(w, m, _error_reply(Rpc.AddPartitionsToTxnResponse, m.producer, e))
     error, txn = _producer_checks(w, m)
     if error:
         return reply(error)
@@ -157,13 +170,14 @@ def handle_add_partitions(K, w: World, m) -> World:
     if txn.state == T.Ongoing and m.partitions <= txn.partitions:
         return reply(Errors.NONE)
     target = txn._replace(state=T.Ongoing, partitions=txn.partitions | m.partitions, pending_state=-1)
-    return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.AddPartitionsToTxnResponse))
+    return prepare_transition(w, m.tid, txn, target,
+                              reply_later(m, Rpc.AddPartitionsToTxnResponse, m.producer))
 
 
 def handle_verify_add_partition(K, w: World, m) -> World:
     """AddPartitionsToTxn v4+ from a partition leader: handleVerifyPartitionsInTransaction
     (verify only, KIP-890 part 1) or an implicit add for a TV2 producer (part 2)."""
-    reply = lambda e: respond(w, _error_reply(Rpc.VerifyAddPartitionResponse, -1, e, m))
+    reply = lambda e: respond(w, m, _error_reply(Rpc.VerifyAddPartitionResponse, -1, e, m))
     error, txn = _producer_checks(w, m)
     if error:
         return reply(error)
@@ -179,14 +193,15 @@ def handle_verify_add_partition(K, w: World, m) -> World:
         return reply(Errors.NONE)
     target = txn._replace(state=T.Ongoing, partitions=txn.partitions | {m.partition},
                           pending_state=-1)
-    return prepare_transition(w, m.tid, txn, target, Reply(-1, Rpc.VerifyAddPartitionResponse, m))
+    return prepare_transition(w, m.tid, txn, target,
+                              reply_later(m, Rpc.VerifyAddPartitionResponse, answered=m))
 
 
 # --- EndTxn -----------------------------------------------------------------------------------------------
 
 def handle_end_txn(K, w: World, m) -> World:
     """TransactionCoordinator.handleEndTransaction: endTransactionWithTV1, or endTransaction (TV2)."""
-    reply = lambda e: respond(w, _error_reply(Rpc.EndTxnResponse, m.producer, e))
+    reply = lambda e: respond(w, m, _error_reply(Rpc.EndTxnResponse, m.producer, e))
     error, txn = _producer_checks(w, m)
     if error:
         return reply(error)
@@ -201,9 +216,10 @@ def handle_end_txn(K, w: World, m) -> World:
     commit = m.committed
     if txn.state == T.Ongoing:
         target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1)
-        return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
+        return prepare_transition(w, m.tid, txn, target,
+                                  reply_later(m, Rpc.EndTxnResponse, m.producer))
     if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
-        return respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
+        return respond(w, m, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
                                           txn.producer_id, txn.producer_epoch))
     if txn.state == (T.PrepareCommit if commit else T.PrepareAbort):
         return reply(Errors.CONCURRENT_TRANSACTIONS)
@@ -230,7 +246,7 @@ def _end_txn_tv2(K, w, m, txn, reply):
         return reply(Errors.CONCURRENT_TRANSACTIONS if same else Errors.INVALID_TXN_STATE)
     if retry:  # Complete*: answer a retry of the EndTxn that completed it
         if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
-            return respond(w, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
+            return respond(w, m, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
                                               txn.producer_id, txn.producer_epoch))
         return reply(Errors.INVALID_TXN_STATE)
     if commit and txn.state != T.Ongoing:
@@ -238,7 +254,7 @@ def _end_txn_tv2(K, w, m, txn, reply):
     target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1,
                           producer_epoch=txn.producer_epoch + 1,
                           last_producer_epoch=txn.producer_epoch)
-    return prepare_transition(w, m.tid, txn, target, Reply(m.producer, Rpc.EndTxnResponse))
+    return prepare_transition(w, m.tid, txn, target, reply_later(m, Rpc.EndTxnResponse, m.producer))
 
 
 # --- log appends and markers ------------------------------------------------------------------------------
@@ -259,14 +275,14 @@ def commit_append(K, w: World, tid: int) -> World:
     w = w._replace(coordinator=c)
     if a.reply.rpc != -1:
         if a.reply.rpc == Rpc.InitProducerIdResponse:
-            w = respond(w, InitProducerIdResponse(Rpc.InitProducerIdResponse, a.reply.producer,
-                                                   Errors.NONE, target.producer_id,
-                                                   target.producer_epoch))
+            w = send_reply(w, InitProducerIdResponse(Rpc.InitProducerIdResponse, a.reply.producer,
+                                                     Errors.NONE, target.producer_id,
+                                                     target.producer_epoch))
         elif a.reply.rpc == Rpc.EndTxnResponse:
-            w = respond(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
-                                           target.producer_id, target.producer_epoch))
+            w = send_reply(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
+                                             target.producer_id, target.producer_epoch))
         else:
-            w = respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE, a.reply.request))
+            w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE, a.reply.request))
     if target.state in PREPARE:
         w = send_markers(w, tid, target)
     return w
@@ -389,8 +405,8 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     w = spend(w._replace(coordinator=c), "coordinator_failovers")
     for a in old.appends:
         if a and a.reply.rpc != -1:
-            w = respond(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NOT_COORDINATOR,
-                                         a.reply.request))
+            w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NOT_COORDINATOR,
+                                           a.reply.request))
     for tid, t in enumerate(log):
         if t.state in PREPARE:
             w = send_markers(w, tid, t)

@@ -52,6 +52,8 @@ def endpoints(K, m) -> tuple[str, str, str]:
 
 
 def label(m) -> str:
+    if getattr(m, "disconnected", False):   # a DuplicateRequest copy
+        return f"{label(m._replace(disconnected=False))} (closed connection)"
     r = m.rpc
     if r == Rpc.Produce:
         return f"Produce(pid={m.producer_id}, epoch={m.producer_epoch}, seq={m.base_sequence})"

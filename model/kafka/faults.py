@@ -122,10 +122,13 @@ FAULTS = (
           (Rule("DelayRequest", ("message",), network.delay_request_enabled,
                 network.delay_request),),
           NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} held back"),
-    Fault("request_duplicates", "requests delivered twice",
+    Fault("request_duplicates",
+          "a request is retried over a new connection (request.timeout.ms) and the copy left on "
+          "the closed one may still arrive (its answer is lost)",
           (Rule("DuplicateRequest", ("message",), network.duplicate_request_enabled,
                 network.duplicate_request),),
-          NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} delivered twice"),
+          NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} retried on a new connection; "
+          "the old copy may still arrive"),
     Fault("request_losses",
           "a request is lost (a client's, a marker, a leader's verification): request.timeout.ms, "
           "the sender retries",

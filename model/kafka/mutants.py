@@ -108,7 +108,7 @@ def _end_txn_answered_before_replication():
 
     def mutant(w, tid, txn, target, reply):
         if reply.rpc == Rpc.EndTxnResponse and target.state in coordinator.PREPARE:
-            w = coordinator.respond(w, coordinator.EndTxnResponse(
+            w = coordinator.send_reply(w, coordinator.EndTxnResponse(
                 Rpc.EndTxnResponse, reply.producer, coordinator.Errors.NONE,
                 target.producer_id, target.producer_epoch))
             reply = coordinator.NO_REPLY

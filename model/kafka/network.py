@@ -5,7 +5,15 @@ A message is a NamedTuple whose first field is its ``Rpc``. Messages travel on c
 connection: only the oldest message of a connection can be delivered. ``DelayRequest`` holds a
 message back (it leaves the FIFO and can be delivered at any later time, out of order), once a
 later message on its connection can overtake it (``delay_request_enabled`` says why no earlier);
-``DuplicateRequest`` delivers a copy later (a retry over a new connection). ``LoseRequest`` and
+``DuplicateRequest`` is a retry over a new connection: the sender's request timed out, it closed
+the connection and sent the request again (NetworkClient.handleTimedOutRequests; the client's
+TransactionManager and Sender, the coordinator's TransactionMarkerChannelManager re-enqueue it).
+The request in the FIFO is the retry; the copy, ``disconnected``, is the one left on the closed
+connection: the broker may still handle it at any later time, but its answer is lost with the
+connection (``answer``), so a sender never sees two answers to one request. (Abstraction: a
+leader's AddPartitionsToTxnManager does not resend a verification itself, it fails the produce
+with a retriable error and the client's resend verifies again; a copy of a ``VerifyAddPartition``
+folds that round trip into one.) ``LoseRequest`` and
 ``LoseResponse`` (``loss``) drop a request or its answer while its sender still waits for it, and
 the sender's request times out: a client resends (``producer.request_timed_out``), the
 transaction coordinator re-enqueues a marker (``coordinator.marker_timed_out``), a leader fails
@@ -25,6 +33,7 @@ class InitProducerId(NamedTuple):
     coordinator_epoch: int      # the coordinator the client found (FindCoordinator)
     producer_id: int            # v3+ (KIP-360): the client's id and epoch for an epoch bump,
     producer_epoch: int         # -1 for initTransactions
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class InitProducerIdResponse(NamedTuple):
@@ -43,6 +52,7 @@ class AddPartitionsToTxn(NamedTuple):
     producer_id: int
     producer_epoch: int
     partitions: frozenset
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class AddPartitionsToTxnResponse(NamedTuple):
@@ -59,6 +69,7 @@ class EndTxn(NamedTuple):
     producer_id: int
     producer_epoch: int
     committed: bool
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class EndTxnResponse(NamedTuple):
@@ -78,6 +89,7 @@ class Produce(NamedTuple):
     base_sequence: int
     txn: int                    # ghost: the record's identity is (tid, instance, txn, n)
     n: int
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class ProduceResponse(NamedTuple):
@@ -96,6 +108,7 @@ class WriteTxnMarkers(NamedTuple):
     producer_epoch: int
     committed: bool
     coordinator_epoch: int
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class WriteTxnMarkersResponse(NamedTuple):
@@ -121,6 +134,7 @@ class VerifyAddPartition(NamedTuple):
     verify_only: bool
     guard: int                  # the VerificationGuard the leader stored for the producer id
     produce: object             # the parked request: a Produce, or a TxnOffsetCommit
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class VerifyAddPartitionResponse(NamedTuple):
@@ -142,6 +156,7 @@ class TxnOffsetCommit(NamedTuple):
     generation: int
     offset: int
     txn: int                    # ghost
+    disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
 
 
 class TxnOffsetCommitResponse(NamedTuple):
@@ -150,6 +165,10 @@ class TxnOffsetCommitResponse(NamedTuple):
     partition: int
     error: Errors
 
+
+for _request in (InitProducerId, AddPartitionsToTxn, EndTxn, Produce, WriteTxnMarkers,
+                 VerifyAddPartition, TxnOffsetCommit):
+    _request._only_if_set = ("disconnected",)   # actions and traces name a copy, not every request
 
 REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.Produce, Rpc.WriteTxnMarkers,
             Rpc.VerifyAddPartition, Rpc.TxnOffsetCommit)
@@ -184,6 +203,12 @@ def deliverable(network: tuple, delayed: tuple):
 
 def send(network: tuple, *messages) -> tuple:
     return network + messages
+
+
+def answer(network: tuple, request, response) -> tuple:
+    """``network`` with the answer to ``request`` sent, unless the connection the request came
+    on is closed (a ``DuplicateRequest`` copy): the broker handled it, the answer goes nowhere."""
+    return network if request.disconnected else network + (response,)
 
 
 def remove(network: tuple, i: int) -> tuple:
@@ -256,7 +281,8 @@ def delay_request(K, w, m):
 def duplicate_request_enabled(K, w):
     if not budget(w, "request_duplicates"):
         return []
-    return [(m,) for m in dict.fromkeys(w.network + w.delayed) if m.rpc in REQUESTS]
+    return [(m,) for m in dict.fromkeys(w.network + w.delayed)
+            if m.rpc in REQUESTS and not m.disconnected]
 
 
 def without(w, m):
@@ -268,13 +294,14 @@ def without(w, m):
 
 def loss(budget_name: str, responses: bool, awaited, timed_out):
     """``enabled``/``apply`` of a rule losing a deliverable request (or response) whose sender
-    still waits for it (``awaited(w, m)``): the budget is spent, the message is gone and the
-    sender's request times out (``timed_out(K, w, m)``)."""
+    still waits for it (``awaited(w, m)``; never a copy on a closed connection): the budget is
+    spent, the message is gone and the sender's request times out (``timed_out(K, w, m)``)."""
     def enabled(K, w):
         if not budget(w, budget_name):
             return []
         return [(m,) for _, _, m in deliverable(w.network, w.delayed)
-                if bool(m.rpc & 1) == responses and awaited(w, m)]
+                if bool(m.rpc & 1) == responses and (responses or not m.disconnected)
+                and awaited(w, m)]
 
     def apply(K, w, m):
         return timed_out(K, without(spend(w, budget_name), m), m)
@@ -283,4 +310,8 @@ def loss(budget_name: str, responses: bool, awaited, timed_out):
 
 
 def duplicate_request(K, w, m):
-    return spend(w._replace(delayed=duplicate(w.delayed, m)), "request_duplicates")
+    """The sender times out and retries ``m`` over a new connection: ``m`` stays where it is as
+    the retry, and the original, left on the closed connection, can still reach the broker at any
+    later time (``disconnected``: its answer is lost)."""
+    return spend(w._replace(delayed=duplicate(w.delayed, m._replace(disconnected=True))),
+                 "request_duplicates")

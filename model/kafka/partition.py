@@ -23,7 +23,7 @@ Abstraction: the high watermark is the log end (see ``Partition``).
 from __future__ import annotations
 
 from model.kafka.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
-                           WriteTxnMarkersResponse, send)
+                           WriteTxnMarkersResponse, answer, send)
 from model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
                          ProducerStateEntry, RecordId, World, replace_at)
 
@@ -62,7 +62,7 @@ def _append_and_respond(K, w, part, e, m) -> World:
     if error == Errors.NONE:
         error, part = validate_and_append(K, part, e, m, w.producers[m.producer])
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
-    return w._replace(network=send(w.network, _response(m, error)))
+    return w._replace(network=answer(w.network, m, _response(m, error)))
 
 
 def _generation_check(K, w, m) -> Errors:
@@ -135,22 +135,21 @@ def handle_verify_response(K, w: World, r) -> World:
             and K.features.verification_retry_at_leader):
         return w._replace(network=send(w.network, verification_request(K, w, m, r.guard)))
     if r.error in VERIFICATION_RETRIABLE:
-        return w._replace(network=send(w.network, _response(m, _retriable(m, r.error))))
+        return w._replace(network=answer(w.network, m, _response(m, _retriable(m, r.error))))
     guarded = not K.features.verification_guard or guard_of(part, m.producer_id) == r.guard
     if r.error == Errors.NONE and guarded:
         part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
         return _append_and_respond(K, w, part, entry_of(part, m.producer_id), m)
     error = (Errors.INVALID_PRODUCER_EPOCH if r.error == Errors.PRODUCER_FENCED
              else Errors.INVALID_TXN_STATE)
-    return w._replace(network=send(w.network, _response(m, error)))
+    return w._replace(network=answer(w.network, m, _response(m, error)))
 
 
 def verification_awaited(w: World, m) -> bool:
     """Whether the leader still waits for the answer to verification ``m`` (a request or its
     response): always, as AddPartitionsToTxnManager calls back every request it sent, even one
-    whose guard a marker has cleared meanwhile. (A copy made by ``DuplicateRequest`` is not told
-    from the original: its loss fails the produce too, which the client ignores unless the same
-    batch is in flight.)"""
+    whose guard a marker has cleared meanwhile. (A copy ``DuplicateRequest`` left on a closed
+    connection is never lost, ``network.loss``, and its answer is never sent.)"""
     return True
 
 
@@ -158,7 +157,7 @@ def verification_timed_out(K, w: World, m) -> World:
     """A verification or its answer is lost: AddPartitionsToTxnManager's request times out and
     its callbacks get NETWORK_EXCEPTION (AddPartitionsToTxnHandler.onComplete, wasDisconnected /
     wasTimedOut), a retriable verification error."""
-    return w._replace(network=send(w.network, _response(m.produce, _retriable(
+    return w._replace(network=answer(w.network, m.produce, _response(m.produce, _retriable(
         m.produce, Errors.NETWORK_EXCEPTION))))
 
 
@@ -209,7 +208,7 @@ def handle_write_txn_markers(K, w: World, m) -> World:
     part = w.partitions[m.partition]
     error, part = append_marker(K, part, m)
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
-    return w._replace(network=send(w.network, WriteTxnMarkersResponse(
+    return w._replace(network=answer(w.network, m, WriteTxnMarkersResponse(
         Rpc.WriteTxnMarkersResponse, m.partition, m.tid, error, m.coordinator_epoch,
         m.producer_id, m.producer_epoch, m.committed)))
 

@@ -8,10 +8,12 @@ from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation, Property
 from model.kafka import network
-from model.kafka.world import ClientState as C, Errors, Outcome, TxnState
+from model.kafka.world import ClientState as C, Errors, Outcome, Rpc, TxnState
 from explorers.bfs import BfsOptions, explore
 
 BEFORE_KIP_890 = ["kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7"]
+COORDINATOR_ANSWERS = (Rpc.InitProducerIdResponse, Rpc.AddPartitionsToTxnResponse,
+                       Rpc.EndTxnResponse)
 
 
 def bind(preset, config="tiny", **settings):
@@ -219,6 +221,35 @@ def test_holding_back_only_what_can_be_overtaken_keeps_every_verdict(faults):
     assert all(values(s) == by_rest[rest(s)] for s in full)
 
 
+def test_a_request_left_on_a_closed_connection_is_handled_but_never_answered():
+    """DuplicateRequest is a retry over a new connection: the copy left on the closed one
+    (``disconnected``) still reaches the broker, whose answer is lost with the connection. So a
+    client never has two answers of the coordinator on their way (it sends one request at a
+    time), a copy's delivery sends no answer, and a copy is neither lost nor copied again."""
+    model = bind("latest", **{"faults.request_duplicates": 1, "faults.request_losses": 1,
+                              "faults.producer_crashes": 0})
+    states = _reachable(model)
+    copies = [m for s in states for m in s.delayed]
+    assert copies and all(m.disconnected for m in copies)
+    assert not any(getattr(m, "disconnected", False) for s in states for m in s.network)
+
+    def answers(s, i):
+        return [m for m in s.network if m.rpc in COORDINATOR_ANSWERS and m.producer == i]
+    assert all(len(answers(s, i)) <= 1 for s in states for i in range(len(s.producers)))
+    handled = _recording(model, lambda s, a, t: len(a) == 3 and a[2] and a[1].disconnected)
+    faulty = _recording(model, lambda s, a, t: a[0] in ("DuplicateRequest", "LoseRequest")
+                        and a[1].disconnected)
+    explore(model)
+    assert {a[0] for _, a, _ in handled} >= {"HandleEndTxn", "HandleProduce",
+                                             "HandleWriteTxnMarkers"}
+    responses = lambda w: [m for m in w.network if m.rpc & 1]
+    assert all(responses(t) == responses(s) for s, _, t in handled)
+    assert all(after.reply.rpc == -1 for s, _, t in handled   # nor does the append's callback
+               for before, after in zip(s.coordinator.appends, t.coordinator.appends)
+               if after != before and after)
+    assert faulty == []
+
+
 @pytest.mark.parametrize("preset, error", [("kafka-2.6", Errors.INVALID_PRODUCER_EPOCH),
                                            ("kafka-2.7", Errors.PRODUCER_FENCED)])
 def test_a_fenced_bump_is_answered_as_the_version_does(preset, error):
@@ -274,17 +305,20 @@ def test_a_marker_whose_response_is_lost_is_retried_and_answered_by_the_versions
                 t.partitions[0].aborted
 
 
-@pytest.mark.parametrize("fault", ["faults.response_losses", "faults.coordinator_failovers"])
-def test_kafka_4_2_hangs_in_prepare_commit_on_a_resent_marker(fault):
-    """KAFKA-19999 from two generic faults: the marker resent after a lost response, or by the
-    next coordinator after a failover, is rejected by KIP-1228's strict epoch check, the
-    coordinator stops sending markers and the transaction stays in Prepare*. ``latest`` (the
-    fix) is clean on both."""
+@pytest.mark.parametrize("fault, rule", [("faults.response_losses", "LoseResponse"),
+                                         ("faults.request_duplicates", "DuplicateRequest"),
+                                         ("faults.coordinator_failovers", "ElectCoordinator")])
+def test_kafka_4_2_hangs_in_prepare_commit_on_a_resent_marker(fault, rule):
+    """KAFKA-19999 from three generic faults: the marker resent after a lost response, retried
+    over a new connection once the copy on the closed one was written, or resent by the next
+    coordinator after a failover, is rejected by KIP-1228's strict epoch check, the coordinator
+    stops sending markers and the transaction stays in Prepare*. ``latest`` (the fix) is clean
+    on all three."""
     settings = {fault: 1, "faults.producer_crashes": 0}
     (v,) = explore(bind("kafka-4.2", **settings),
                    BfsOptions(properties=["quiescent_completion"])).violations
     names = [a[0] for a in v.path.actions]
-    assert ("LoseResponse" if fault == "faults.response_losses" else "ElectCoordinator") in names
+    assert rule in names
     assert v.path.actions[-1][1].error == Errors.INVALID_PRODUCER_EPOCH
     assert v.path.states[-1].coordinator.txns[0].state in (TxnState.PrepareCommit,
                                                             TxnState.PrepareAbort)

@@ -34,7 +34,7 @@ def _small(preset):
 @pytest.fixture(scope="module")
 def small_runs():
     """Every preset's exhaustive run of the default config, two at a time (3.6, the largest at
-    five million states, first)."""
+    three and a half million states, first)."""
     order = sorted(PRESETS, key=lambda p: p != "kafka-3.6")
     with multiprocessing.get_context("spawn").Pool(2) as pool:
         return {r[0]: r[1:] for r in pool.imap_unordered(_small, order)}
@@ -79,16 +79,17 @@ def test_kafka_0_11_unfenced_abort_leaves_a_hanging_transaction():
 
 def test_kafka_4_2_strict_marker_epoch_rejects_a_resent_marker():
     """KAFKA-19999, found by the default config: the coordinator resends a COMMIT marker the
-    leader already wrote (its response was lost); KIP-1228's strict check (marker epoch must
-    exceed the stored one) rejects it, the coordinator stops sending markers and the transaction
-    stays in PrepareCommit. ``latest`` accepts the equal-epoch retry as a no-op. (The failover
-    path is tests/model/test_faults.py's.)"""
+    leader already wrote (first found: it retried the marker over a new connection and the copy
+    on the closed one was written; a lost response does the same, tests/model/test_faults.py);
+    KIP-1228's strict check (marker epoch must exceed the stored one) rejects the retry, the
+    coordinator stops sending markers and the transaction stays in PrepareCommit. ``latest``
+    accepts the equal-epoch retry as a no-op. (The failover path is test_faults.py's too.)"""
     cfg = load("small", **{"protocol.version": "kafka-4.2"})
     (v,) = explore(registry.bind(cfg), BfsOptions(properties=["quiescent_completion"])).violations
     names = [a[0] for a in v.path.actions]
-    assert len(names) == 23 and "LoseResponse" in names
+    assert len(names) == 23 and "DuplicateRequest" in names
     markers = [a[1] for a in v.path.actions if a[0] == "HandleWriteTxnMarkers"]
-    assert len(markers) == 2 and markers[0] == markers[1]
+    assert len(markers) == 2 and markers[0] == markers[1]._replace(disconnected=True)
     assert v.path.actions[-1][1].error.name == "INVALID_PRODUCER_EPOCH"
     w = v.path.states[-1]
     assert w.coordinator.txns[0].state.name == "PrepareCommit"

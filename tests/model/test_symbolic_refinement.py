@@ -38,7 +38,7 @@ def test_every_step_of_tiny_latest_is_admitted(tiny_latest):
     assert admitted(system, steps) == []
 
 
-@pytest.mark.parametrize("version, states, steps", [("kafka-2.6", 20515, 295)])
+@pytest.mark.parametrize("version, states, steps", [("kafka-2.6", 19795, 295)])
 def test_every_step_of_a_small_tv1_config_is_admitted(version, states, steps):
     model, system = bound(**flat(protocol__version=version), **SMALL)
     n, projected = explicit_steps(model, system)
