@@ -220,7 +220,7 @@ def handle_end_txn(K, w: World, m) -> World:
                                   reply_later(m, Rpc.EndTxnResponse, m.producer))
     if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
         return respond(w, m, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
-                                          txn.producer_id, txn.producer_epoch))
+                                             txn.producer_id, txn.producer_epoch))
     if txn.state == (T.PrepareCommit if commit else T.PrepareAbort):
         return reply(Errors.CONCURRENT_TRANSACTIONS)
     return reply(Errors.INVALID_TXN_STATE)
@@ -247,14 +247,15 @@ def _end_txn_tv2(K, w, m, txn, reply):
     if retry:  # Complete*: answer a retry of the EndTxn that completed it
         if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
             return respond(w, m, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
-                                              txn.producer_id, txn.producer_epoch))
+                                                 txn.producer_id, txn.producer_epoch))
         return reply(Errors.INVALID_TXN_STATE)
     if commit and txn.state != T.Ongoing:
         return reply(Errors.INVALID_TXN_STATE)
     target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1,
                           producer_epoch=txn.producer_epoch + 1,
                           last_producer_epoch=txn.producer_epoch)
-    return prepare_transition(w, m.tid, txn, target, reply_later(m, Rpc.EndTxnResponse, m.producer))
+    return prepare_transition(w, m.tid, txn, target,
+                              reply_later(m, Rpc.EndTxnResponse, m.producer))
 
 
 # --- log appends and markers ------------------------------------------------------------------------------
@@ -282,7 +283,8 @@ def commit_append(K, w: World, tid: int) -> World:
             w = send_reply(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
                                              target.producer_id, target.producer_epoch))
         else:
-            w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE, a.reply.request))
+            w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE,
+                                           a.reply.request))
     if target.state in PREPARE:
         w = send_markers(w, tid, target)
     return w
