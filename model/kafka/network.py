@@ -260,7 +260,7 @@ def delay_request_enabled(K, w):
     if not budget(w, "request_delays"):
         return []
     behind = followed(w.network)
-    return [(m,) for _, i, m in deliverable(w.network, ()) if m.rpc in REQUESTS
+    return [(m,) for _, _, m in deliverable(w.network, ()) if m.rpc in REQUESTS
             and connection(m) in behind]
 
 
