@@ -24,7 +24,9 @@ or an earlier level, so every cycle of the reduced graph has a fully expanded st
 C0-C3 every sequence of visible steps of the full graph is one of the reduced graph (stuttering
 equivalence for the checked properties): invariants, transition properties and witnesses keep
 their verdicts. A state constraint (``within_bounds``) is read by the search, so a bounded model
-is never reduced; a depth bound is not preserved (reduced paths may be longer).
+is never reduced; a depth bound is not preserved (reduced paths may be longer). Under symmetry
+reduction the keys are those of the canonicalised reduction view (``model.core.with_symmetry``):
+the stubborn set is the concrete kept state's, the proviso is the quotient's.
 
 ``self_check`` samples states and confirms the declaration: declared-independent enabled actions
 commute and neither enables nor disables the other, a step changes only locations it declares it

@@ -361,6 +361,15 @@ class ModelBase:
 # counterexample is rebuilt from concrete successors whose canonical view is the next one on the
 # path, so traces stay concrete and replayable. Liveness is not checked under symmetry (TLC's
 # caveat: a lasso in the quotient need not be one in the model).
+#
+# With partial-order reduction too, a model's own ``reduction_view`` is canonicalised the same way
+# (the images of ``reduction_view(permute(s, g))``), so the reduced search deduplicates on orbits
+# of reduction views. This is sound for safety (Emerson, Jha and Peled, "Combining partial order
+# and symmetry reductions", TACAS 1997): the stubborn set is computed on the concrete state the
+# search keeps, so it is persistent there; every property reads the same in every member of an
+# orbit; and the BFS proviso is checked on the canonical keys, so every cycle of the reduced
+# quotient has a fully expanded state. (A path of the full graph from a kept state is carried,
+# by the permutation, to one of the same length from the state kept for its orbit.)
 
 
 @dataclass(frozen=True)
@@ -398,7 +407,8 @@ def with_symmetry(model):
     fingerprint is computed anyway; two images with equal fingerprints collide in the visited set
     whichever is chosen.) A packed model's states are ints: the canonical view is an int, its own
     fingerprint, but no longer the state itself, so the model is no longer ``packed``. With a
-    group of order 1 (one transactional.id, one partition) the view is left as it is."""
+    group of order 1 (one transactional.id, one partition) the view is left as it is. A model's
+    own ``reduction_view`` (partial-order reduction) is canonicalised likewise."""
     symmetries = tuple(model.symmetries())
     if not symmetries:
         raise SymmetryError(f"model {model.name} declares no symmetry: --symmetry / [check] "
@@ -407,14 +417,27 @@ def with_symmetry(model):
     elements = group_elements(symmetries)
     if len(elements) == 1:
         return model
-    view, permute, first, rest = model.view, model.permute, elements[0], elements[1:]
+    view, permute = model.view, model.permute
+    if "reduction_view" in vars(model) or \
+            type(model).reduction_view is not ModelBase.reduction_view:
+        model.reduction_view = _least_image(model.reduction_view, permute, elements)
     if model.canonical is not None:
         canonical = model.canonical
         model.view = lambda s: view(canonical(s))
         model.packed = False
         return model
 
-    def canonical_view(s):
+    model.view = _least_image(view, permute, elements)
+    model.packed = False
+    return model
+
+
+def _least_image(view: Callable, permute: Callable, elements: Sequence) -> Callable:
+    """s -> of ``view(permute(s, g))`` for every ``g`` in ``elements``, the one whose fingerprint
+    is smallest (the first of equal ones)."""
+    first, rest = elements[0], elements[1:]
+
+    def least_image(s):
         best = view(permute(s, first))
         least = fingerprint(best)
         for g in rest:
@@ -423,10 +446,7 @@ def with_symmetry(model):
             if h < least:
                 best, least = v, h
         return best
-
-    model.view = canonical_view
-    model.packed = False
-    return model
+    return least_image
 
 
 def symmetry_note(model) -> dict | None:

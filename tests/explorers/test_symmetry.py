@@ -280,7 +280,6 @@ def test_cli_graph_with_safety_only_agrees_with_bfs(capsys, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["tiny", "--explorer", "graph"], "unsound for liveness (eventual_completion)"),
-    (["tiny", "--por"], "cannot be combined with --por"),
     (["tiny", "--explorer", "stateful"], "the stateful explorer does not deduplicate"),
     (["tiny", "--set", "model.mutant=lso-ignores-open-transactions"], "declares no symmetry"),
 ])
