@@ -417,17 +417,14 @@ def with_symmetry(model):
     elements = group_elements(symmetries)
     if len(elements) == 1:
         return model
-    view, permute = model.view, model.permute
+    view, permute, canonical = model.view, model.permute, model.canonical
     if "reduction_view" in vars(model) or \
             type(model).reduction_view is not ModelBase.reduction_view:
-        model.reduction_view = _least_image(model.reduction_view, permute, elements)
-    if model.canonical is not None:
-        canonical = model.canonical
-        model.view = lambda s: view(canonical(s))
-        model.packed = False
-        return model
-
-    model.view = _least_image(view, permute, elements)
+        own = model.reduction_view
+        model.reduction_view = (_least_image(own, permute, elements) if canonical is None
+                                else lambda s: own(canonical(s)))
+    model.view = (_least_image(view, permute, elements) if canonical is None
+                  else lambda s: view(canonical(s)))
     model.packed = False
     return model
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from model.core import Symmetry
+from model.core import Symmetry, fingerprint, group_elements
 from model.kafka import network
 from model.kafka.network import connection
 from model.kafka.world import (Append, Batch, Consumer, Coordinator, Partition, Producer, RecordId,
@@ -216,6 +216,50 @@ def permute(K, w: World, g) -> World:
     return _normal(w) if normalise else w
 
 
+def canonical(K, w: World) -> World:
+    """The state of ``w``'s orbit the search keeps (``model.core.with_symmetry``): of the images
+    of ``w`` under the permutations that order the data partitions' leaders by their hash, the
+    one with the smallest fingerprint. Renaming partitions moves a leader's state without
+    changing it (a log holds no partition index), so a leader's hash is the same wherever the
+    renaming puts it, and every state of an orbit has the same candidates' images: with leaders
+    that all differ, one permutation, and one renaming instead of one per permutation. With
+    transactional.ids or consumers interchangeable too (logs name transactional.ids), every
+    permutation is a candidate."""
+    elements = _elements(K)
+    if _sizes(K)[TIDS] == 1 and _sizes(K)[CONSUMERS] == 1:
+        h = [hash(x) for x in w.partitions[:K.partitions]]
+        if len(set(h)) == len(h):
+            order = sorted(range(len(h)), key=h.__getitem__)
+            p = [0] * len(h)
+            for rank, k in enumerate(order):
+                p[k] = rank
+            return permute(K, w, ((0,), tuple(p), (0,)))
+        elements = [g for g in elements
+                    if all(h[a] <= h[b] for a, b in zip(_inverse(g[PARTITIONS]),
+                                                        _inverse(g[PARTITIONS])[1:]))]
+    best = permute(K, w, elements[0])
+    least = fingerprint(best)
+    for g in elements[1:]:
+        v = permute(K, w, g)
+        f = fingerprint(v)
+        if f < least:
+            best, least = v, f
+    return best
+
+
+@cache
+def _elements(K) -> list:
+    return group_elements(symmetries(K))
+
+
+def _inverse(p: tuple[int, ...]) -> tuple[int, ...]:
+    """The partitions in the order a renaming puts them: ``out[new] = old``."""
+    out = [0] * len(p)
+    for old, new in enumerate(p):
+        out[new] = old
+    return tuple(out)
+
+
 # Renamed components, by (component, renaming): a state's successors share most components with
 # it and with each other, so most renamings are looked up, not rebuilt (x2 on the benchmark).
 _MEMO: dict = {}
@@ -264,6 +308,7 @@ class KafkaSymmetry:
 
     symmetries = staticmethod(symmetries)
     permute = staticmethod(permute)
+    canonical = staticmethod(canonical)
 
     def permute_action(self, K, a, g):
         return permute_action(K, a, g, self.names)
