@@ -161,6 +161,35 @@ class Walks:
             interrupted=interrupted, complete=False, extra=extra)
 
 
+def walk(walks: Walks, successors: Callable, s, depth: int, pick: Callable,
+         states: list, actions: list) -> Violation | None:
+    """One walk from ``s`` of at most ``depth`` steps, checked by ``walks``: at each step
+    ``pick(out)`` chooses among the enabled ``(action, successor)`` pairs ``out`` (None: the walk
+    ends there, as at the depth bound; it is not stuck). The walk goes into the caller's
+    ``states`` and ``actions`` (so that a model error can name its path); returns the violation
+    found, with that path, or None."""
+    states[:] = [s]
+    actions[:] = []
+    violation = walks.begin(s)
+    while violation is None and len(actions) < depth and not walks.stuck(s):
+        out = successors(s)
+        walks.enabled(a[0] for a, _ in out)
+        if not out:
+            violation = walks.deadlock(s)
+            break
+        chosen = pick(out)
+        if chosen is None:
+            break
+        a, t = chosen
+        states.append(t)
+        actions.append(a)
+        violation = walks.advance(s, a, t)
+        s = t
+    if violation is not None:
+        violation = replace(violation, path=Path(tuple(states), tuple(actions)))
+    return violation
+
+
 def model_error(exc: BaseException, path: Path) -> Violation:
     return Violation("model_error", "model_error", "the model raised an exception", path,
                      "".join(traceback.format_exception(exc)).rstrip())
@@ -175,24 +204,12 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
     successors, inits = successors_of(model), list(model.init_states())
     violation, interrupted = None, False
     states, actions = [], []
+    pick = lambda out: out[rng.randrange(len(out))]  # noqa: E731
     try:
         for _ in range(options.runs if inits else 0):
             s = inits[rng.randrange(len(inits))]
-            states, actions = [s], []
-            violation = walks.begin(s)
-            while violation is None and len(actions) < options.depth and not walks.stuck(s):
-                out = successors(s)
-                walks.enabled(a[0] for a, _ in out)
-                if not out:
-                    violation = walks.deadlock(s)
-                    break
-                a, t = out[rng.randrange(len(out))]
-                states.append(t)
-                actions.append(a)
-                violation = walks.advance(s, a, t)
-                s = t
+            violation = walk(walks, successors, s, options.depth, pick, states, actions)
             if violation is not None:
-                violation = replace(violation, path=Path(tuple(states), tuple(actions)))
                 break
     except KeyboardInterrupt:
         interrupted = True

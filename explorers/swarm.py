@@ -33,7 +33,7 @@ from typing import NamedTuple
 from model.core import Model
 from explorers.paths import successors_of
 from explorers.result import Outcome, Path
-from explorers.simulate import SimulateOptions, Walks, model_error
+from explorers.simulate import SimulateOptions, Walks, model_error, walk
 
 LATE = (None, 1 / 32, 1 / 16, 1 / 8)
 MAX_WEIGHT_EXPONENT = 3            # kind weights 2**u, u uniform in [-3, 3]
@@ -133,14 +133,8 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
             fam.walks += 1
             walks.edges = fam.edges   # Walks.advance records the machines' edges there
             s = inits[rng.randrange(len(inits))]
-            states, actions = [s], []
-            violation = walks.begin(s)
-            while violation is None and len(actions) < options.depth and not walks.stuck(s):
-                out = successors(s)
-                walks.enabled(a[0] for a, _ in out)
-                if not out:
-                    violation = walks.deadlock(s)
-                    break
+
+            def pick(out, rng=rng, config=config, fam=fam):
                 allowed = []
                 for x in out:
                     f = family_of(x[0])
@@ -150,18 +144,16 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
                             continue
                     allowed.append(x)
                 if not allowed:   # the walk's families allow nothing here: it ends, not stuck
-                    break
-                a, t = choose(rng, allowed, config, held_back)
-                states.append(t)
-                actions.append(a)
-                fam.rules.add(a[0])
+                    return None
+                chosen = choose(rng, allowed, config, held_back)
+                fam.rules.add(chosen[0][0])
                 fam.steps += 1
-                violation = walks.advance(s, a, t)
-                s = t
+                return chosen
+
+            violation = walk(walks, successors, s, options.depth, pick, states, actions)
             if violation is not None:
                 fam.violations += 1
                 found = (i, seed, config)
-                violation = replace(violation, path=Path(tuple(states), tuple(actions)))
                 break
     except KeyboardInterrupt:
         interrupted = True
