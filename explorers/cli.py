@@ -355,10 +355,10 @@ def cmd_check(args) -> int:
 
 def check_symmetry(cfg, model, explorer: str) -> None:
     """Symmetry reduction merges states with interchangeable identifiers: sound for safety
-    (every property is invariant under the declared permutations), not for liveness, where a
-    cycle of the quotient need not be one of the model (TLC's caveat); with partial-order
-    reduction too (``model.core``'s symmetry notes say why that stays sound); not for the stateful
-    and symbolic explorers, which do not deduplicate on views."""
+    (every property is invariant under the declared permutations), with partial-order reduction
+    too (``model.core``'s symmetry notes say why); not for liveness, where a cycle of the quotient
+    need not be one of the model (TLC's caveat); not for the stateful and symbolic explorers,
+    which do not deduplicate on views."""
     if explorer in ("stateful", "symbolic"):
         raise UsageError(f"--symmetry / [check] symmetry: the {explorer} explorer does not "
                          "deduplicate states (use bfs, spark, graph or simulate)")
