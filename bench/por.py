@@ -118,7 +118,7 @@ def main() -> None:
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")
     for run in args.runs:
         base = arguments(run) + ["--explorer", args.explorer] + args.also
-        full = None if args.only == "reduced" else search(base, args.seconds)
+        full = None if args.only == "reduced" else search(base + ["--no-por"], args.seconds)
         reduced = None if args.only == "full" else search(base + ["--por"], args.seconds)
         for name, r in (("full", full), ("reduced", reduced)):
             if r is None:

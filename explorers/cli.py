@@ -92,9 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--continue", dest="continue", action="store_const", const=True,
                    help="bfs, spark: keep exploring after a violation and report every violated "
                         "property, each with its own shortest counterexample")
-    c.add_argument("--por", action="store_const", const=True,
-                   help="bfs, spark: partial-order reduction (safety only; counterexamples are "
-                        "shortest within the reduced graph; default: [check] por)")
+    po = c.add_mutually_exclusive_group()
+    po.add_argument("--por", dest="por", action="store_const", const=True,
+                    help="bfs, spark: partial-order reduction (safety only; counterexamples are "
+                         "shortest within the reduced graph; default: [check] por, unset: on "
+                         "without a depth bound)")
+    po.add_argument("--no-por", dest="por", action="store_const", const=False,
+                    help="bfs, spark: search the full state graph")
     c.add_argument("--symmetry", action="store_const", const=True,
                    help="bfs, spark, graph, simulate: symmetry reduction under the identifiers "
                         "the model declares interchangeable (safety only; counterexamples stay "
@@ -310,8 +314,8 @@ def load_config(args):
         sets.append(("check.deadlock", args.deadlock))
     if args.invariants:
         sets.append(("check.invariants", args.invariants))
-    if getattr(args, "por", None):
-        sets.append(("check.por", True))
+    if getattr(args, "por", None) is not None:
+        sets.append(("check.por", args.por))
     if getattr(args, "symmetry", None):
         sets.append(("check.symmetry", True))
     path = resolve_config_path(args.config) if args.config is not None else None
@@ -414,12 +418,20 @@ def property_names(cfg) -> list[str] | None:
     return None if "all" in cfg["check.invariants"] else list(cfg["check.invariants"])
 
 
+def reduced(cfg) -> bool:
+    """Whether a bfs or spark search is partial-order reduced: ``[check] por`` when set, else on
+    unless a depth bound is given (a reduced search keeps every safety verdict of the whole
+    space, not what lies within a number of steps: its paths may be longer)."""
+    por = cfg.get("check.por")
+    return (not cfg["check.max_depth"]) if por is None else por
+
+
 def search_options(cfg, args, progress) -> BfsOptions:
     return BfsOptions(properties=property_names(cfg), max_depth=cfg["check.max_depth"],
                       check_deadlock=cfg.get("check.deadlock"), progress=progress,
                       progress_interval=args.progress_interval,
                       keep_going=bool(getattr(args, "continue")),
-                      por=bool(cfg.get("check.por")),
+                      por=reduced(cfg),
                       memory_mb=getattr(args, "memory", None))
 
 
@@ -449,7 +461,7 @@ def run_graph(cfg, args, progress):
     if cfg.get("check.por"):   # a reduced graph keeps safety verdicts, not liveness ones
         raise UsageError("--por / [check] por: the graph explorer checks liveness on the full "
                          "state graph; partial-order reduction runs with the bfs explorer only")
-    o = search_options(cfg, args, progress)
+    o = dataclasses.replace(search_options(cfg, args, progress), por=False)
     return graph.explore(registry.bind(cfg), graph.GraphOptions(**o.__dict__))
 
 

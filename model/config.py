@@ -71,7 +71,8 @@ CHECK_PARAMS = (
     Param("check.deadlock", bool, None,
           "whether a state with no enabled action is an error (unset: the model's default)"),
     Param("check.por", bool, None,
-          "partial-order reduction of safety checks (bfs, spark; unset: off)"),
+          "partial-order reduction of safety checks (bfs, spark; unset: on without a depth "
+          "bound)"),
     Param("check.symmetry", bool, None,
           "symmetry reduction under the identifiers the model declares interchangeable "
           "(safety only; unset: off)"),

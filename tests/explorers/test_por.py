@@ -257,8 +257,15 @@ def test_cli_por_flag_and_config_key(tmp_path, capsys):
     assert cli.main(["check", str(cfg), "--invariant", "txn_atomicity", "--out", out]) == 0
     text = capsys.readouterr().out
     assert "partial-order reduction:" in text and "shortest within the reduced graph" in text
+    # on by default (unset), off with --no-por, [check] por = false or a depth bound
     assert cli.main(["check", "tiny", "--out", out]) == 0
-    assert "partial-order" not in capsys.readouterr().out
+    assert "partial-order reduction:" in capsys.readouterr().out
+    for off in (["--no-por"], ["--set", "check.por=false"], ["--depth", "5"]):
+        assert cli.main(["check", "tiny", *off, "--out", out]) == 0
+        assert "partial-order" not in capsys.readouterr().out
+    assert cli.main(["check", "tiny", "--depth", "5", "--por", "--out", out]) == 0
+    assert "partial-order reduction:" in capsys.readouterr().out
+    assert cli.main(["check", "tiny", "--por", "--no-por", "--out", out]) == 2
 
 
 def test_cli_por_with_spark_is_the_reduced_bfs(tmp_path):
