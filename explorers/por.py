@@ -30,7 +30,10 @@ the stubborn set is the concrete kept state's, the proviso is the quotient's.
 
 ``self_check`` samples states and confirms the declaration: declared-independent enabled actions
 commute and neither enables nor disables the other, a step changes only locations it declares it
-writes, and a group's enabled actions do not change under a step writing nothing it reads.
+writes, a group's enabled actions do not change under a step writing nothing it reads, and every
+group is in ``footprints_anywhere`` (when the model says it) writing no more than it says there.
+When the checked properties read something every group of ``footprints_anywhere`` writes, no
+stubborn set is computed (each would be the full set).
 """
 from __future__ import annotations
 
@@ -98,6 +101,11 @@ class Reducer:
         within = getattr(model, "within_bounds", None)
         self.bounded = getattr(within, "__func__", None) not in (None, ModelBase.within_bounds)
         self.enabled = supports_reduction(model) and not self.reads_all and not self.bounded
+        anywhere = model.footprints_anywhere() if self.enabled else None
+        # every group visible wherever it occurs: no stubborn set can leave one out, so skip them
+        self.all_visible = anywhere is not None and all(
+            not f.writes.isdisjoint(self.reads) for f in anywhere.values())
+        self.enabled = self.enabled and not self.all_visible
         self._cache: dict[int, _Derived] = {}
         self._visible: dict = {}    # Footprint -> whether it writes what a property reads
         self.reduced_states = 0   # states expanded with a proper subset of their actions
@@ -214,7 +222,7 @@ class Reducer:
 class Breach:
     """One way a state contradicts the model's footprint declaration."""
 
-    kind: str        # "commute", "disable", "enable", "writes", "reads", "group"
+    kind: str        # "commute", "disable", "enable", "writes", "reads", "group", "anywhere"
     state: object
     actions: tuple
     detail: str = ""
@@ -254,6 +262,12 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
             breaches.append(Breach("group", s, tuple(by_group[missing[0]][:1]),
                                    f"group {missing[0]!r} has no footprint"))
             continue
+        anywhere = model.footprints_anywhere()
+        for g, f in table.items() if anywhere is not None else ():
+            if g not in anywhere or not f.writes <= anywhere[g].writes:
+                breaches.append(Breach("anywhere", s, (), f"group {g!r} writes more than "
+                                       "footprints_anywhere says" if g in anywhere else
+                                       f"group {g!r} is not in footprints_anywhere"))
         after = {a: model.step(s, a) for a in acts}
         for a, t in after.items():
             g = group(a)
@@ -315,6 +329,7 @@ def _changed(model, s, t, table) -> list:
 def report_note(reducer: Reducer, reduced_states: int) -> dict:
     """What a report says about a reduced search (the BFS's and Spark's)."""
     return {"reduction": {"partial_order": True, "active": reducer.enabled,
+                          "every_action_visible": reducer.all_visible,
                           "reduced_states": reduced_states}}
 
 

@@ -67,6 +67,9 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         lines.append("  partial-order reduction: " + (
             f"{_n(r['reduced_states'])} states expanded with a reduced set; counterexamples are "
             "shortest within the reduced graph" if r["active"] else
+            "every action writes what a checked property reads, so every state is expanded "
+            "fully (states are deduplicated on the model's reduction view)"
+            if r.get("every_action_visible") else
             "requested, but nothing is reducible here (no footprints, a property reading "
             "everything, or a state constraint): the full search"))
     sym = symmetry_note(model)

@@ -272,6 +272,13 @@ class ModelBase:
         """The group (a key of ``footprints``) action ``a`` belongs to."""
         return a[0]
 
+    def footprints_anywhere(self) -> Mapping[Hashable, Footprint] | None:
+        """Every group that can occur in a reachable state, each with a footprint whose
+        ``writes`` hold what the group writes in any of them (None: not said). A reduced search
+        whose checked properties read something every group writes skips the stubborn sets:
+        every action is visible, so every state would be expanded fully anyway."""
+        return None
+
     def reduction_view(self, s) -> Hashable:
         """The view a reduced search deduplicates on: states with equal reduction views must be
         indistinguishable to every rule and property (a bisimulation), so that steps commuting

@@ -49,7 +49,7 @@ class ProtocolSpec:
     check_deadlock: bool = True
     itf_codec: Any = None  # optional: encode(p, s) -> dict of vars, decode(p, vars) -> s
     # optional, for partial-order reduction (model.core.ModelBase): footprints(p, s), group(p, a),
-    # reduction_view(p, s), location(p, s, loc)
+    # reduction_view(p, s), location(p, s, loc), and optionally footprints_anywhere(p)
     reduction: Any = None
     # optional, for symmetry reduction (model.core.with_symmetry): symmetries(p), permute(p, s, g),
     # permute_action(p, a, g), and optionally canonical(p, s) (see ModelBase.canonical)
@@ -134,6 +134,8 @@ class RuleModel(ModelBase):
             self.group = partial(r.group, p)
             self.reduction_view = partial(r.reduction_view, p)
             self.location = partial(r.location, p)
+            if hasattr(r, "footprints_anywhere"):
+                self.footprints_anywhere = partial(r.footprints_anywhere, p)
         y = spec.symmetry
         if y is not None:
             self.symmetries = partial(y.symmetries, p)

@@ -136,6 +136,15 @@ class Layout:
             t = self._tables[key] = self._build(heads, followed, live, block, timeouts)
         return t
 
+    def anywhere(self):
+        """Every group of any reachable state: each connection with a head, every fault whose
+        budget is not spent at the start (budgets only shrink). What a group writes depends on
+        neither (only its reads and guard do)."""
+        K = self.K
+        live = tuple(r for r, b in FAULT_BUDGETS.items() if K.budgets.total and getattr(K.budgets, b, 0))
+        return self._build(F(self.conns), F(), live, None,
+                           bool(K.budgets.total and K.budgets.transaction_timeouts))
+
     def _idle_block(self, w: World):
         """A location that must change before nothing but a timer can fire (None: idle now)."""
         if w.network:   # (the least connection: the same whatever the network's order)
@@ -242,6 +251,10 @@ class Reduction:
     @staticmethod
     def footprints(K, w):
         return _layout(K).table(w)
+
+    @staticmethod
+    def footprints_anywhere(K):
+        return _layout(K).anywhere()
 
     @staticmethod
     def group(K, a):

@@ -194,6 +194,34 @@ def test_kafka_self_check_catches_a_wrong_declaration(monkeypatch):
     assert any(b.kind == "reads" and "Fetch" in b.detail for b in breaches)
 
 
+def test_kafka_self_check_catches_a_group_missing_from_footprints_anywhere(monkeypatch):
+    """``footprints_anywhere`` leaving out the consumer's Fetch groups (which would let a search
+    skip the stubborn sets when the checked properties read only what the others write)."""
+    m = kafka()
+    anywhere = footprints.Layout.anywhere
+    monkeypatch.setattr(footprints.Layout, "anywhere", lambda self: {
+        g: f for g, f in anywhere(self).items() if g[0] != "Fetch"})
+    monkeypatch.setattr(footprints, "_LAYOUTS", {})
+    breaches = self_check(m, sample_states(m, 200, seed=7))
+    assert any(b.kind == "anywhere" and "Fetch" in b.detail for b in breaches)
+
+
+def test_every_action_visible_skips_the_stubborn_sets_and_keeps_the_counts():
+    """With every property checked, every Kafka group writes what one of them reads
+    (``footprints_anywhere``): no stubborn set is computed, and the reduced search is the one it
+    was (the full set everywhere, deduplicated on the reduction view); with one property the
+    sets are computed."""
+    m = kafka("kafka-3.6")
+    every = Reducer(m, Checks(m, None))
+    assert every.all_visible and not every.enabled
+    red = explore(m, BfsOptions(por=True))   # (the full search: 37,582 states)
+    assert (red.stats.distinct, red.stats.generated) == (28573, 87049)
+    assert red.extra["reduction"] == {"partial_order": True, "active": False,
+                                      "every_action_visible": True, "reduced_states": 0}
+    one = Reducer(m, Checks(m, ["txn_atomicity"]))
+    assert one.enabled and not one.all_visible
+
+
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_kafka_tiny_same_verdicts_on_every_preset(preset):
     m = kafka(preset)
@@ -280,7 +308,8 @@ def test_cli_por_with_spark_is_the_reduced_bfs(tmp_path):
         return doc["stats"]["distinct"], doc["stats"]["generated"], doc["reduction"]
 
     assert run("--explorer", "spark") == run() == (27071, 73372, {
-        "partial_order": True, "active": True, "reduced_states": 10120})
+        "partial_order": True, "active": True, "every_action_visible": False,
+        "reduced_states": 10120})
 
 
 def test_reduced_counts_are_pinned_and_deterministic():
