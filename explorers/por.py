@@ -101,8 +101,9 @@ class Reducer:
         within = getattr(model, "within_bounds", None)
         self.bounded = getattr(within, "__func__", None) not in (None, ModelBase.within_bounds)
         self.enabled = supports_reduction(model) and not self.reads_all and not self.bounded
-        anywhere = model.footprints_anywhere() if self.enabled else None
+        anywhere = getattr(model, "footprints_anywhere", _unsaid)() if self.enabled else None
         # every group visible wherever it occurs: no stubborn set can leave one out, so skip them
+        # (this only ever turns the reduction off: a wrong bound costs reductions, not verdicts)
         self.all_visible = anywhere is not None and all(
             not f.writes.isdisjoint(self.reads) for f in anywhere.values())
         self.enabled = self.enabled and not self.all_visible
@@ -262,7 +263,7 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
             breaches.append(Breach("group", s, tuple(by_group[missing[0]][:1]),
                                    f"group {missing[0]!r} has no footprint"))
             continue
-        anywhere = model.footprints_anywhere()
+        anywhere = getattr(model, "footprints_anywhere", _unsaid)()
         for g, f in table.items() if anywhere is not None else ():
             if g not in anywhere or not f.writes <= anywhere[g].writes:
                 breaches.append(Breach("anywhere", s, (), f"group {g!r} writes more than "
@@ -310,6 +311,10 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
                     breaches.append(Breach("commute", s, (a, b),
                                            f"{a[0]} and {b[0]} do not commute"))
     return breaches
+
+
+def _unsaid():
+    return None
 
 
 def _changed(model, s, t, table) -> list:

@@ -70,8 +70,8 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
             "every action writes what a checked property reads, so every state is expanded "
             "fully (states are deduplicated on the model's reduction view)"
             if r.get("every_action_visible") else
-            "requested, but nothing is reducible here (no footprints, a property reading "
-            "everything, or a state constraint): the full search"))
+            "nothing is reducible here (no footprints, a property reading everything, or a "
+            "state constraint): every state is expanded fully, on the model's reduction view"))
     sym = symmetry_note(model)
     if sym is not None:
         lines.append("  symmetry: " + (", ".join(f"{g['name']} x{g['size']}" for g in sym["groups"])

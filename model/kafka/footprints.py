@@ -124,7 +124,7 @@ class Layout:
     def table(self, w: World):
         """group -> Footprint in ``w`` (one object per distinct key, so explorers can cache)."""
         heads = F(connection(m) for m in w.network)
-        live = tuple(r for r, b in FAULT_BUDGETS.items() if w.budgets.total and getattr(w.budgets, b, 0))
+        live = _live(w.budgets)
         # where a delay can be taken (and a send changes nothing about that)
         followed = network.followed(w.network) \
             if "DelayRequest" in live and len(w.network) > len(heads) else F()
@@ -140,10 +140,9 @@ class Layout:
         """Every group of any reachable state: each connection with a head, every fault whose
         budget is not spent at the start (budgets only shrink). What a group writes depends on
         neither (only its reads and guard do)."""
-        K = self.K
-        live = tuple(r for r, b in FAULT_BUDGETS.items() if K.budgets.total and getattr(K.budgets, b, 0))
-        return self._build(F(self.conns), F(), live, None,
-                           bool(K.budgets.total and K.budgets.transaction_timeouts))
+        b = self.K.budgets
+        return self._build(F(self.conns), F(), _live(b), None,
+                           bool(b.total and b.transaction_timeouts))
 
     def _idle_block(self, w: World):
         """A location that must change before nothing but a timer can fire (None: idle now)."""
@@ -233,6 +232,11 @@ class Layout:
                     rr, rw, rt = self.agent[c]
                     out[(r, c)] = Footprint(self._chan(c, heads) | {B, held} | sr | rr,
                                             F([("H", c), held, B]) | sw | st | rw | rt)
+
+
+def _live(budgets) -> tuple:
+    """The fault rules whose budget is not spent."""
+    return tuple(r for r, b in FAULT_BUDGETS.items() if budgets.total and getattr(budgets, b, 0))
 
 
 def _layout(K) -> Layout:
