@@ -249,6 +249,7 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
     """Check the footprint declaration on ``states``; the breaches found (none: consistent)."""
     key = reduction_key(model)
     group = model.group
+    anywhere = getattr(model, "footprints_anywhere", _unsaid)()
     breaches: list[Breach] = []
     for s in states:
         table = model.footprints(s)
@@ -263,7 +264,6 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
             breaches.append(Breach("group", s, tuple(by_group[missing[0]][:1]),
                                    f"group {missing[0]!r} has no footprint"))
             continue
-        anywhere = getattr(model, "footprints_anywhere", _unsaid)()
         for g, f in table.items() if anywhere is not None else ():
             if g not in anywhere or not f.writes <= anywhere[g].writes:
                 breaches.append(Breach("anywhere", s, (), f"group {g!r} writes more than "

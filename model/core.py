@@ -438,19 +438,21 @@ def with_symmetry(model):
 
 def _least_image(view: Callable, permute: Callable, elements: Sequence) -> Callable:
     """s -> of ``view(permute(s, g))`` for every ``g`` in ``elements``, the one whose fingerprint
-    is smallest (the first of equal ones)."""
-    first, rest = elements[0], elements[1:]
+    is smallest."""
+    return lambda s: least_fingerprint(view(permute(s, g)) for g in elements)
 
-    def least_image(s):
-        best = view(permute(s, first))
-        least = fingerprint(best)
-        for g in rest:
-            v = view(permute(s, g))
-            h = fingerprint(v)
-            if h < least:
-                best, least = v, h
-        return best
-    return least_image
+
+def least_fingerprint(images: Iterable) -> Any:
+    """Of ``images`` (at least one), the one whose fingerprint is smallest (the first of equal
+    ones): how a state's orbit picks its representative."""
+    it = iter(images)
+    best = next(it)
+    least = fingerprint(best)
+    for v in it:
+        h = fingerprint(v)
+        if h < least:
+            best, least = v, h
+    return best
 
 
 def symmetry_note(model) -> dict | None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from model.core import Symmetry, fingerprint, group_elements
+from model.core import Symmetry, group_elements, least_fingerprint
 from model.kafka import network
 from model.kafka.network import connection
 from model.kafka.world import (Append, Batch, Consumer, Coordinator, Partition, Producer, RecordId,
@@ -226,7 +226,8 @@ def canonical(K, w: World) -> World:
     transactional.ids or consumers interchangeable too (logs name transactional.ids), every
     permutation is a candidate."""
     elements = _elements(K)
-    if _sizes(K)[TIDS] == 1 and _sizes(K)[CONSUMERS] == 1:
+    tids, _, consumers = _sizes(K)
+    if tids == 1 and consumers == 1:
         h = [hash(x) for x in w.partitions[:K.partitions]]
         if len(set(h)) == len(h):
             order = sorted(range(len(h)), key=h.__getitem__)
@@ -234,17 +235,13 @@ def canonical(K, w: World) -> World:
             for rank, k in enumerate(order):
                 p[k] = rank
             return permute(K, w, ((0,), tuple(p), (0,)))
-        elements = [g for g in elements
-                    if all(h[a] <= h[b] for a, b in zip(_inverse(g[PARTITIONS]),
-                                                        _inverse(g[PARTITIONS])[1:]))]
-    best = permute(K, w, elements[0])
-    least = fingerprint(best)
-    for g in elements[1:]:
-        v = permute(K, w, g)
-        f = fingerprint(v)
-        if f < least:
-            best, least = v, f
-    return best
+        elements = [g for g in elements if _orders(h, _inverse(g[PARTITIONS]))]
+    return least_fingerprint(permute(K, w, g) for g in elements)
+
+
+def _orders(h: list, old_at: tuple[int, ...]) -> bool:
+    """Whether the renaming that puts partition ``old_at[new]`` at ``new`` orders ``h``."""
+    return all(h[a] <= h[b] for a, b in zip(old_at, old_at[1:]))
 
 
 @cache
