@@ -18,6 +18,9 @@ def key_function(model: Model) -> Callable:
     """state -> fingerprint, as the explorers compute it."""
     if getattr(model, "packed", False):
         return lambda s: s
+    remembered = getattr(model, "view_fingerprint", None)   # (model.core.remembered)
+    if remembered is not None:
+        return remembered
     view = model.view
     if getattr(view, "is_identity", False):
         return fingerprint

@@ -56,6 +56,9 @@ def reduction_key(model: Model) -> Callable:
     view = getattr(model, "reduction_view", None)
     if view is None or getattr(model, "packed", False):
         return key_function(model)
+    remembered = getattr(model, "reduction_fingerprint", None)   # (model.core.remembered)
+    if remembered is not None:
+        return remembered
     return lambda s: fingerprint(view(s))
 
 

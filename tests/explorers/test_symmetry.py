@@ -204,6 +204,29 @@ def test_kafka_canonical_is_the_same_state_of_the_orbit_from_every_image(setting
     assert ties > 0
 
 
+def test_remembered_fingerprints_are_the_canonical_views_fingerprints(monkeypatch):
+    """The keys explorers use under symmetry (``model.core.remembered``: the canonical view's
+    fingerprint, looked up by the concrete one) equal the fingerprints of the canonical views,
+    met the first time, again (remembered) and after the memory turned over twice; and they are
+    not the concrete fingerprints, which a memory that forgot to canonicalise would return."""
+    from model import core
+    from explorers.paths import key_function
+    from explorers.por import reduction_key, sample_states
+    monkeypatch.setattr(core, "REMEMBERED", 64)
+    model = registry.bind(kafka(symmetry=True, **{"cluster.partitions": 2,
+                                                  "cluster.producers_per_id": 1}))
+    key, rkey = key_function(model), reduction_key(model)
+    assert key is model.view_fingerprint and rkey is model.reduction_fingerprint
+    states = sample_states(model, 400, seed=3)
+    moved = 0
+    for _ in range(2):
+        for s in states:
+            assert key(s) == hash(model.view(s))
+            assert rkey(s) == hash(model.reduction_view(s))
+            moved += rkey(s) != hash(kafka_symmetry._normal(s))
+    assert moved > 100
+
+
 def test_kafka_two_ids_halve_the_state_space_burnside():
     """Renaming two ids is an exact automorphism (no normal form): orbits = (states + fixed) / 2."""
     cfg = kafka(**{"cluster.transactional_ids": 2, "cluster.producers_per_id": 1})
