@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from model.config import shown
+from explorers import checkpoint_meta as meta_types
 from explorers.checking import DEADLOCK
 from explorers.fingerprints import Levels, PackedLevel, VisitedSet, level_files
 from explorers.paths import follow, successors_of
@@ -145,41 +146,18 @@ def save(run_dir: str, model, levels: Levels, frontier: Sequence, packed: bool,
 
 # --- recovering -----------------------------------------------------------------------------------
 
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62
-
-
-def _tally(v) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
-
-
-def _names(v) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _edges(v) -> bool:
-    return isinstance(v, list) and all(
-        isinstance(e, list) and all(isinstance(x, list) and len(x) == 2
-                                    and all(isinstance(n, str) for n in x) for x in e) for e in v)
-
-
-def _reports(v) -> bool:
-    return isinstance(v, list) and all(
-        isinstance(r, dict) and set(r) == {"kind", "property", "path"}
-        and isinstance(r["kind"], str) and isinstance(r["property"], str)
-        and isinstance(r["path"], list) and r["path"] and all(map(_count, r["path"])) for r in v)
-
-
 def _files(v) -> bool:
     return isinstance(v, dict) and all(
         isinstance(k, str) and isinstance(x, dict) and set(x) == {"bytes", "sha256"}
-        and _count(x["bytes"]) and isinstance(x["sha256"], str) for k, x in v.items())
+        and meta_types.count(x["bytes"]) and isinstance(x["sha256"], str) for k, x in v.items())
 
 
-_TYPES = {"format": _count, "identity": lambda v: isinstance(v, dict), "depth": _count,
-          "generated": _count, "distinct": _count, "fired": _tally, "found": _tally,
-          "edges": _edges, "pending": _names, "violations": _reports,
-          "reduced_states": _count, "files": _files, "digest": lambda v: isinstance(v, str)}
+_TYPES = {"format": meta_types.count, "identity": lambda v: isinstance(v, dict),
+          "depth": meta_types.count, "generated": meta_types.count, "distinct": meta_types.count,
+          "fired": meta_types.tally, "found": meta_types.tally, "edges": meta_types.edges,
+          "pending": meta_types.names, "violations": meta_types.reports,
+          "reduced_states": meta_types.count, "files": _files,
+          "digest": lambda v: isinstance(v, str)}
 
 
 def flat(d: dict, prefix: str = "") -> dict:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from model.config import shown
+from explorers import checkpoint_meta as meta_types
 
 from traces.files import write_atomically
 from traces.itf import ItfError, canonical, decode, encode
@@ -163,48 +164,15 @@ def write_meta(run_dir: str, meta: dict) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _count(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62
-
-
-def _counts(v) -> bool:
-    return isinstance(v, list) and all(map(_count, v))
-
-
-def _names(v) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) for x in v)
-
-
-def _tally(v) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
-
-
-def _edges(v) -> bool:
-    """Per state machine of the model, the edges taken: lists of [source, target] names."""
-    return isinstance(v, list) and all(
-        isinstance(e, list) and all(isinstance(x, list) and len(x) == 2
-                                    and all(isinstance(n, str) for n in x) for x in e) for e in v)
-
-
-REPORTED_KINDS = ("always", "transition", "terminal", "deadlock")
-
-
-def _reports(v) -> bool:
-    """Violations reported so far: ``{kind, property, path}``, ``path`` the successor positions
-    from an initial state (``explorers.paths.follow``)."""
-    return isinstance(v, list) and all(
-        isinstance(r, dict) and set(r) == {"kind", "property", "path"}
-        and r["kind"] in REPORTED_KINDS and isinstance(r["property"], str)
-        and _counts(r["path"]) and len(r["path"]) >= 1 for r in v)
-
-
 # What checkpoint.json holds, checked before anything of the checkpoint is used.
+_count = meta_types.count
 _META_TYPES = {
     "level": _count, "partitions": lambda v: _count(v) and 1 <= v <= 1 << 16,
-    "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 20, "visited": _counts,
-    "frontier": _counts, "config": lambda v: isinstance(v, dict), "generated": _count,
-    "distinct": _count, "depth": _count, "fired": _tally, "found": _tally, "pending": _names,
-    "checked": _names, "violations": _reports, "edges": _edges,
+    "key_bytes": lambda v: _count(v) and 1 <= v <= 1 << 20, "visited": meta_types.counts,
+    "frontier": meta_types.counts, "config": lambda v: isinstance(v, dict), "generated": _count,
+    "distinct": _count, "depth": _count, "fired": meta_types.tally, "found": meta_types.tally,
+    "pending": meta_types.names, "checked": meta_types.names, "violations": meta_types.reports,
+    "edges": meta_types.edges,
 }
 
 
