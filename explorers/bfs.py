@@ -45,7 +45,7 @@ from model.config import shown
 from model.core import Model, ModelBase
 import numpy as np
 
-from explorers import bfs_checkpoint
+from explorers import bfs_checkpoint, bfs_workers
 from explorers.bfs_checkpoint import CheckpointOptions
 from explorers.checking import Checks, violation
 from explorers.fingerprints import Budget, Levels, PackedLevel, VisitedSet
@@ -83,6 +83,7 @@ class BfsOptions:
     por: bool = False                             # --por: partial-order reduction (explorers.por)
     checkpoint: CheckpointOptions | None = None   # --checkpoint / --recover (explorers.bfs_checkpoint)
     memory_mb: int | None = None                  # --memory: past half of it, levels go to disk
+    workers: int = 1                              # --workers: processes expanding a level
 
 
 class _Stop(Exception):
@@ -296,6 +297,57 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             out += outs[m][max(starts[m], 0) - starts[m]:end - starts[m]]
         return out
 
+    def expanded_by_workers(frontier) -> bool:
+        """Expand the level with ``options.workers`` processes (``explorers.bfs_workers``);
+        False, with nothing changed, when the sequential loop is to expand it."""
+        nonlocal generated, parallel_levels
+        if not (parallel and isinstance(frontier, list)
+                and len(frontier) >= bfs_workers.PARALLEL_MIN):
+            return False
+
+        def tick(i: int, more: int) -> None:   # the counts of the BFS process's own slice
+            nonlocal last_report
+            now = time.perf_counter()
+            if options.progress is not None and now - last_report >= options.progress_interval:
+                last_report = now
+                options.progress(Progress(generated + more, len(visited), depth,
+                                          len(frontier) - i + levels.open_size, now - t0))
+        work = bfs_workers.Expansion(
+            successors, key, within if bounded else None, tuple(always), tuple(transition),
+            checks.stuck_failures, tuple(m.taken for m in machines),
+            visited.sorted_fingerprints(), reducer)
+        slices = bfs_workers.expand_level(frontier, options.workers, work, tick)
+        if slices is None:
+            return False
+        fps = np.concatenate([np.frombuffer(p.fps, dtype=np.int64) for p in slices])
+        parents = np.concatenate([np.frombuffer(p.owners, dtype=np.int64) for p in slices])
+        pairs = [x for p in slices for x in p.found]
+        new = visited.add_new(fps)
+        levels.add(fps[new], parents[new])
+        dcov_get = dcov.get
+        for j in new.tolist():
+            a, t = pairs[j]
+            if type(t) is list:   # a child's state, relative to its parent (``delta``)
+                t = bfs_workers.patch(frontier[parents[j]], t)
+            nxt.append(t)
+            dcov[a] = dcov_get(a, 0) + 1
+            if unseen:
+                witness(t)
+        for p in slices:   # in slice order: the coverage's first-fired order is the sequential one
+            generated += p.generated
+            for a, n in p.fired.items():
+                cov[a] = cov.get(a, 0) + n
+            for got, more in zip(edges_taken, p.edges):
+                got.update(more)
+            if reducer:
+                reducer.reduced_states += p.reduced
+        if edges:
+            chunk_edges[:] = [set(e) for e in edges_taken]
+        parallel_levels += 1
+        return True
+
+    parallel_levels = 0
+    parallel = bfs_workers.usable(options.workers) and not packed
     expanding = None  # (depth, index) of the state being expanded, for model errors
     with gc_paused():
         try:
@@ -330,54 +382,56 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             while frontier:
                 if max_depth and depth >= max_depth:
                     break
-                fps_append = pending_fps.append
-                cov_get = cov.get
-                for i, s in enumerate(frontier):
-                    expanding = (depth, i)
-                    if not i % PROGRESS_EVERY and options.progress is not None:
-                        now = time.perf_counter()
-                        if now - last_report >= options.progress_interval:
-                            last_report = now
-                            options.progress(Progress(generated, len(visited), depth,
-                                                      len(frontier) - i + levels.open_size, now - t0))
-                    if bounded and not within(s):
-                        continue
-                    out = successors(s)
-                    if not out:
-                        for stuck in checks.stuck_failures(s):
+                if not expanded_by_workers(frontier):
+                    fps_append = pending_fps.append
+                    cov_get = cov.get
+                    for i, s in enumerate(frontier):
+                        expanding = (depth, i)
+                        if not i % PROGRESS_EVERY and options.progress is not None:
+                            now = time.perf_counter()
+                            if now - last_report >= options.progress_interval:
+                                last_report = now
+                                options.progress(Progress(
+                                    generated, len(visited), depth,
+                                    len(frontier) - i + levels.open_size, now - t0))
+                        if bounded and not within(s):
+                            continue
+                        out = successors(s)
+                        if not out:
+                            for stuck in checks.stuck_failures(s):
+                                flush()
+                                found(stuck, path_to(depth, i))
+                            continue
+                        generated += len(out)
+                        starts.append(len(pending_fps))
+                        owners.append(i)
+                        expanded.append(s)
+                        outs.append(out)
+                        for a, t in out:
+                            cov[a] = cov_get(a, 0) + 1
+                            for taken, note in edges:
+                                note(taken(s, a, t))
+                            if transition:
+                                for p, holds in transition:
+                                    if not holds(s, a, t):
+                                        flush()
+                                        base = path_to(depth, i)
+                                        # (reduced: the rebuilt state may differ from s outside its
+                                        # reduction view, so the step is taken again from it)
+                                        last = model.step(base.states[-1], a) if reducer else t
+                                        found(p, type(base)(base.states + (last,), base.actions + (a,)))
+                                        transition = checks.transition
+                                        # flush emptied the chunk: it goes on inside this
+                                        # state's successors, at this one
+                                        starts.append(-out.index((a, t)))
+                                        owners.append(i)
+                                        expanded.append(s)
+                                        outs.append(out)
+                            fps_append(t if packed else key(t))
+                        if len(pending_fps) >= CHUNK:
                             flush()
-                            found(stuck, path_to(depth, i))
-                        continue
-                    generated += len(out)
-                    starts.append(len(pending_fps))
-                    owners.append(i)
-                    expanded.append(s)
-                    outs.append(out)
-                    for a, t in out:
-                        cov[a] = cov_get(a, 0) + 1
-                        for taken, note in edges:
-                            note(taken(s, a, t))
-                        if transition:
-                            for p, holds in transition:
-                                if not holds(s, a, t):
-                                    flush()
-                                    base = path_to(depth, i)
-                                    # (reduced: the rebuilt state may differ from s outside its
-                                    # reduction view, so the step is taken again from it)
-                                    last = model.step(base.states[-1], a) if reducer else t
-                                    found(p, type(base)(base.states + (last,), base.actions + (a,)))
-                                    transition = checks.transition
-                                    # flush emptied the chunk: it goes on inside this
-                                    # state's successors, at this one
-                                    starts.append(-out.index((a, t)))
-                                    owners.append(i)
-                                    expanded.append(s)
-                                    outs.append(out)
-                        fps_append(t if packed else key(t))
-                    if len(pending_fps) >= CHUNK:
-                        flush()
-                expanding = None
-                flush()
+                    expanding = None
+                    flush()
                 frontier = next_level()
                 nxt = new_level()
                 if frontier:
@@ -428,4 +482,6 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
         interrupted=interrupted, complete=complete,
         extra={"memory": memory,
-               **(report_note(reducer, reducer.reduced_states) if reducer else {})})
+               **(report_note(reducer, reducer.reduced_states) if reducer else {}),
+               **({"workers": {"processes": options.workers, "levels": parallel_levels}}
+                  if parallel else {})})

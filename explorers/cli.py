@@ -70,9 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--seed", type=_nonneg, metavar="S",
                    help="stateful, simulate: random seed (default 0); with --swarm, walk 0's "
                         "seed, so a walk's seed with --runs 1 replays that walk")
-    c.add_argument("--workers", type=_positive, metavar="N",
-                   help="spark: local[N] threads (default: all cores); with --master, "
-                        "spark.cores.max")
+    c.add_argument("--workers", type=_workers, metavar="N",
+                   help="bfs: processes expanding each level, with the same counts and "
+                        "counterexamples as one (default 1); spark: local[N] threads (default: "
+                        "all cores), with --master spark.cores.max; auto: the cores this process "
+                        "may use")
     c.add_argument("--partitions", type=_positive, metavar="N",
                    help="spark: partitions of the visited set (default: the default parallelism)")
     c.add_argument("--spark-conf", action="append", metavar="KEY=VALUE",
@@ -201,6 +203,13 @@ def _positive(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
     return value
+
+
+def _workers(text: str) -> int:
+    if text == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    return _positive(text)
 
 
 class Terminated(KeyboardInterrupt):
@@ -432,7 +441,8 @@ def search_options(cfg, args, progress) -> BfsOptions:
                       progress_interval=args.progress_interval,
                       keep_going=bool(getattr(args, "continue")),
                       por=reduced(cfg),
-                      memory_mb=getattr(args, "memory", None))
+                      memory_mb=getattr(args, "memory", None),
+                      workers=getattr(args, "workers", None) or 1)
 
 
 def run_bfs(cfg, args, progress):
@@ -537,8 +547,8 @@ EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                   "--continue": ("bfs", "graph", "spark"), "--induction": ("symbolic",),
                   "--runs": ("simulate",), "--memory": ("bfs",), "--seed": ("stateful", "simulate"),
                   "--swarm": ("simulate",),
-                  **{flag: ("spark",) for flag in ("--workers", "--partitions", "--spark-conf",
-                                                   "--master")},
+                  "--workers": ("bfs", "spark"),
+                  **{flag: ("spark",) for flag in ("--partitions", "--spark-conf", "--master")},
                   **{flag: ("bfs", "spark") for flag in ("--checkpoint", "--recover")}}
 
 

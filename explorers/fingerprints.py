@@ -36,7 +36,7 @@ FP = np.int64
 INITIAL_CAPACITY = 1 << 16
 
 
-def _member(sorted_fps: np.ndarray, queries: np.ndarray) -> np.ndarray:
+def member(sorted_fps: np.ndarray, queries: np.ndarray) -> np.ndarray:
     """Which of ``queries`` are in ``sorted_fps`` (a boolean array)."""
     if not len(sorted_fps):
         return np.zeros(len(queries), dtype=bool)
@@ -65,9 +65,9 @@ class VisitedSet:
         """The positions in ``fps`` (ascending) of the fingerprints never seen before, each at its
         first occurrence; they are added to the set."""
         uniq, first = np.unique(fps, return_index=True)
-        fresh = ~_member(self._done[:self._n], uniq)
+        fresh = ~member(self._done[:self._n], uniq)
         for run in self._runs:
-            fresh &= ~_member(run, uniq)
+            fresh &= ~member(run, uniq)
         uniq, first = uniq[fresh], first[fresh]
         if len(uniq):
             self._runs.append(uniq)

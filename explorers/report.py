@@ -72,6 +72,10 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
             if r.get("every_action_visible") else
             "nothing is reducible here (no footprints, a property reading everything, or a "
             "state constraint): every state is expanded fully, on the model's reduction view"))
+    if "workers" in x:  # the BFS's levels expanded by forked processes (explorers/bfs_workers.py)
+        w = x["workers"]
+        lines.append(f"  workers: {_n(w['levels'])} levels expanded by {w['processes']} processes "
+                     "(the others, small or holding something to report, by one)")
     sym = symmetry_note(model)
     if sym is not None:
         lines.append("  symmetry: " + (", ".join(f"{g['name']} x{g['size']}" for g in sym["groups"])
@@ -217,6 +221,8 @@ def as_json(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         doc["reduction"] = x["reduction"]
     if "memory" in x:
         doc["memory"] = x["memory"]
+    if "workers" in x:
+        doc["workers"] = x["workers"]
     sym = symmetry_note(model)
     if sym is not None:
         doc["symmetry"] = sym

@@ -1,0 +1,161 @@
+"""The BFS with ``--workers`` (explorers/bfs_workers.py): a level expanded by forked processes
+gives exactly what the sequential loop gives -- counts, coverage, edges, verdicts and
+counterexamples -- with and without the reduction and symmetry; a level holding something to
+report, or a child that fails, is expanded again by one process; an interrupt leaves no child
+behind."""
+from __future__ import annotations
+
+import os
+import pickle
+
+import pytest
+
+from model import registry
+from model.config import resolve_config_path
+from model.kafka import mutants
+from explorers import bfs_workers
+from explorers.bfs import BfsOptions, explore
+from explorers.por import sample_states
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="--workers forks")
+
+
+@pytest.fixture(autouse=True)
+def small_levels(monkeypatch):
+    """Levels of a few states already go to the workers (by default: 2,048 and more)."""
+    monkeypatch.setattr(bfs_workers, "PARALLEL_MIN", 8)
+
+
+def kafka(preset="latest", config="tiny", **overrides):
+    return registry.bind(registry.load(resolve_config_path(config),
+                                       overrides={"protocol.version": preset, **overrides}))
+
+
+def summary(o):
+    """Everything an outcome says but its timings, its memory and the workers' note."""
+    return (o.stats.distinct, o.stats.generated, o.stats.depth, o.complete, o.interrupted,
+            o.coverage, o.never_enabled, o.edges, o.checked, o.unchecked, o.not_applicable,
+            [(v.property, v.kind, v.detail, v.path and (v.path.states, v.path.actions))
+             for v in o.violations],
+            o.extra.get("reduction"))
+
+
+def both(model, workers=2, **options):
+    one = explore(model, BfsOptions(**options))
+    many = explore(model, BfsOptions(workers=workers, **options))
+    assert "workers" not in one.extra
+    return one, many
+
+
+@pytest.mark.parametrize("por", [False, True])
+def test_workers_give_the_sequential_search_exactly(por):
+    m = kafka("kafka-3.6")
+    one, two = both(m, por=por)
+    assert summary(one) == summary(two)
+    assert two.extra["workers"] == {"processes": 2, "levels": two.extra["workers"]["levels"]}
+    assert two.extra["workers"]["levels"] >= 10   # the levels did go to the workers
+    three = explore(m, BfsOptions(por=por, workers=3))
+    assert summary(three) == summary(one) and three.extra["workers"]["processes"] == 3
+
+
+def test_workers_with_symmetry_and_the_reduction():
+    m = kafka("kafka-4.0", **{"cluster.partitions": 2, "check.symmetry": True})
+    one, two = both(m, por=True, properties=["txn_atomicity", "no_hanging_transactions"])
+    assert summary(one) == summary(two) and two.extra["workers"]["levels"] >= 10
+
+
+def test_a_level_with_a_violation_is_expanded_by_one_process():
+    """The first violation, its counterexample and the counts at the stop are the sequential
+    search's: the level holding it was given up by the workers."""
+    m = kafka("kafka-0.11")
+    one, two = both(m, properties=["no_hanging_transactions"])
+    assert [v.property for v in one.violations] == ["no_hanging_transactions"]
+    assert summary(one) == summary(two)
+    depth = one.violations[0].path.states.__len__() - 1
+    assert 0 < two.extra["workers"]["levels"] < depth   # the violation's level was not theirs
+
+
+@pytest.mark.parametrize("mut", mutants.MUTANTS[:4], ids=[x.name for x in mutants.MUTANTS[:4]])
+def test_workers_keep_going_report_every_violation_as_one_does(mut):
+    cfg = registry.load(resolve_config_path("tiny"),
+                        overrides=mut.settings | {"model.mutant": mut.name})
+    one, two = both(registry.bind(cfg), keep_going=True)
+    assert summary(one) == summary(two) and one.violations
+
+
+def test_a_failing_child_hands_its_level_back(monkeypatch):
+    """A child that cannot send its result (here: its states cannot be encoded) costs time,
+    not a verdict: every level is expanded by one process."""
+    def broken(got, frontier):
+        raise RuntimeError("cannot encode")
+    monkeypatch.setattr(bfs_workers, "relative", broken)
+    one, two = both(kafka("kafka-3.6"))
+    assert summary(one) == summary(two) and two.extra["workers"]["levels"] == 0
+
+
+def test_an_interrupt_during_a_level_stops_the_children():
+    """Ctrl-C in a level the workers expand: the counts of the last complete level are reported,
+    and no child is left running or unwaited."""
+    calls = []
+
+    def progress(p):
+        calls.append(p)
+        if p.depth >= 6:
+            raise KeyboardInterrupt
+
+    o = explore(kafka("kafka-3.6"), BfsOptions(workers=2, progress=progress,
+                                                progress_interval=0.0))
+    assert o.interrupted and not o.complete and o.stats.depth == 6
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_a_state_relative_to_its_parent_rebuilds_it():
+    """``delta`` / ``patch`` on Kafka states and their successors (pickled, as a child sends
+    them): the very state, sharing the parent's unchanged components."""
+    m = kafka("latest", **{"cluster.partitions": 2})
+    pairs = 0
+    for s in sample_states(m, 200, seed=5):
+        for a in m.actions(s):
+            t = m.step(s, a)
+            d = pickle.loads(pickle.dumps(bfs_workers.delta(t, s, bfs_workers.DEPTH)))
+            back = bfs_workers.patch(s, d)
+            assert back == t and type(back) is type(t)
+            assert all(x is y for x, y, z in zip(back, s, t) if z is y)
+            pairs += 1
+    assert pairs > 300
+    assert bfs_workers.patch((1, (2, 3)), bfs_workers.delta((1, (2, 4)), (1, (2, 3)), 2)) \
+        == (1, (2, 4))
+
+
+def test_workers_on_a_toy_with_plain_tuple_states():
+    """A model that is not Kafka's: plain tuples of ints, in full and reduced."""
+    from tests.explorers.test_por import Counters
+    m = Counters(n=5, k=3)
+    one, two = both(m)
+    assert summary(one) == summary(two) and one.stats.distinct == 4 ** 5
+    assert two.extra["workers"]["levels"] > 3
+    one, two = both(m, por=True)
+    assert summary(one) == summary(two) and one.stats.distinct < 4 ** 5
+
+
+def test_cli_workers_flag(tmp_path, capsys):
+    from explorers import cli
+    args = ["check", "tiny", "--set", "protocol.version=kafka-3.6", "--out", str(tmp_path)]
+    assert cli.main(args) == 0
+    alone = capsys.readouterr().out
+    assert cli.main(args + ["--workers", "2"]) == 0
+    two = capsys.readouterr().out
+    assert "workers:" in two and "workers:" not in alone
+    strip = lambda text: [ln for ln in text.splitlines() if "workers:" not in ln
+                          and " s (" not in ln and "peak memory" not in ln]
+    assert strip(alone) == strip(two)
+    assert cli.main(args + ["--workers", "auto"]) == 0
+    capsys.readouterr()
+    for bad in (["--workers", "0"], ["--workers", "many"], ["--workers", "2", "--explorer", "graph"]):
+        with pytest.raises(SystemExit) as e:
+            code = cli.main(args + bad)
+            raise SystemExit(code)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
