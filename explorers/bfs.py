@@ -297,13 +297,14 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             out += outs[m][max(starts[m], 0) - starts[m]:end - starts[m]]
         return out
 
-    def expanded_by_workers(frontier) -> bool:
-        """Expand the level with ``options.workers`` processes (``explorers.bfs_workers``);
-        False, with nothing changed, when the sequential loop is to expand it."""
+    def expanded_by_workers(frontier) -> int:
+        """Expand the level with ``options.workers`` processes (``explorers.bfs_workers``), up
+        to where something is to be reported: the index of the state the sequential loop goes on
+        from (0: the whole level is its; the level's size: none)."""
         nonlocal generated, parallel_levels
         if not (parallel and isinstance(frontier, list)
                 and len(frontier) >= bfs_workers.PARALLEL_MIN):
-            return False
+            return 0
 
         def tick(i: int, more: int) -> None:   # the counts of the BFS process's own slice
             nonlocal last_report
@@ -316,9 +317,9 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             successors, key, within if bounded else None, tuple(always), tuple(transition),
             checks.stuck_failures, tuple(m.taken for m in machines),
             visited.sorted_fingerprints(), reducer)
-        slices = bfs_workers.expand_level(frontier, options.workers, work, tick)
-        if slices is None:
-            return False
+        slices, resume = bfs_workers.expand_level(frontier, options.workers, work, tick)
+        if not slices:   # the first slice's child failed
+            return 0
         fps = np.concatenate([np.frombuffer(p.fps, dtype=np.int64) for p in slices])
         parents = np.concatenate([np.frombuffer(p.owners, dtype=np.int64) for p in slices])
         pairs = [x for p in slices for x in p.found]
@@ -343,8 +344,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 reducer.reduced_states += p.reduced
         if edges:
             chunk_edges[:] = [set(e) for e in edges_taken]
-        parallel_levels += 1
-        return True
+        parallel_levels += resume == len(frontier)
+        return resume
 
     parallel_levels = 0
     parallel = bfs_workers.usable(options.workers) and not packed
@@ -382,10 +383,11 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             while frontier:
                 if max_depth and depth >= max_depth:
                     break
-                if not expanded_by_workers(frontier):
+                resume = expanded_by_workers(frontier)
+                if not resume or resume < len(frontier):
                     fps_append = pending_fps.append
                     cov_get = cov.get
-                    for i, s in enumerate(frontier):
+                    for i, s in enumerate(frontier[resume:] if resume else frontier, resume):
                         expanding = (depth, i)
                         if not i % PROGRESS_EVERY and options.progress is not None:
                             now = time.perf_counter()

@@ -9,12 +9,14 @@ occurrence in the slice, after checking the invariants on them. The BFS then ded
 slices' candidates in slice order (``VisitedSet.add_new``): the new states, their order, the
 counts and the coverage are exactly those of the sequential search.
 
-A level on which anything is to be reported -- a violated invariant or transition property, a
-stuck state that fails a check, a model error, a child that died or could not send its result
--- is given up (``None``) and expanded again by the sequential loop, which reports it exactly as
-a search without workers does. So the workers change the time a search takes and nothing else:
-its verdicts, counts, counterexamples and traces are the same (the tests compare them). The one
-difference: an interrupt during a level reports the counts of the last complete level.
+Something to report -- a violated invariant or transition property, a stuck state that fails a
+check, a model error -- ends a slice before the chunk of candidates holding it (``Slice.stop``);
+a child that died or could not send its result ends the level before its slice. The BFS merges
+the slices up to there and its sequential loop expands the rest of the level, reporting as a
+search without workers does; the later slices are dropped (the BFS process's own slice as soon as
+it sees an earlier one stop short). So the workers change the time a search takes and nothing
+else: its verdicts, counts, counterexamples and traces are the same (the tests compare them). The
+one difference: an interrupt during a level reports the counts of the last complete level.
 
 A child's result comes back pickled through a pipe: the child is a fork of this process, not a
 user's file. Fork is POSIX-only: elsewhere ``usable`` says no and the search stays sequential.
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import select
 import signal
 from array import array
 from dataclasses import dataclass, replace
@@ -34,7 +37,8 @@ from explorers.fingerprints import member
 
 CHUNK = 1 << 14        # candidates deduplicated against the complete levels at a time
 PARALLEL_MIN = 2048    # a smaller level is expanded sequentially: forking would cost more
-PROGRESS_EVERY = 2048
+PROGRESS_EVERY = 2048  # states between progress reports
+POLL_EVERY = 256       # states between looks at the children (one may have stopped short)
 OWN_SHARE = 1.15       # the BFS process's slice, relative to a child's: a child's result has to be
                        # pickled and sent (measured on configs/small.toml: a tenth of its work)
 
@@ -59,7 +63,7 @@ class Expansion:
 
 @dataclass(frozen=True)
 class Slice:
-    """A slice's expansion, when nothing in it is to be reported."""
+    """A slice's expansion, up to the first chunk holding something to report."""
     generated: int
     fired: dict                   # action -> transitions generated, in first-fired order
     edges: list                   # per state machine, the set of edges taken
@@ -67,15 +71,23 @@ class Slice:
     fps: array                    # the candidates' fingerprints, in generation order
     owners: array                 # their parents' indices in the level
     found: list                   # their (action, state)
+    stop: int | None = None       # where the sequential loop takes over (None: the slice's end)
 
 
 class _Report(Exception):
-    """Something in the slice is to be reported: the sequential loop expands the level."""
+    """Something in the slice is to be reported (or a model error): the sequential loop expands
+    the level from the chunk holding it."""
+
+
+class _Abandon(Exception):
+    """An earlier slice stops short: this later one is not needed."""
 
 
 def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
            tick: Callable[[int, int], None] | None = None) -> Slice:
-    """Expand states ``lo`` to ``hi`` of the level (``tick(i, generated)`` now and then)."""
+    """Expand states ``lo`` to ``hi`` of the level (``tick(i, generated)`` now and then). On a
+    report, or a model error, in a chunk (``CHUNK`` candidates), the slice ends before the state
+    that started the chunk: the counts up to there were saved as the chunk began."""
     successors, key, within, always, transition = (e.successors, e.key, e.within, e.always,
                                                    e.transition)
     edges = [set() for _ in e.taken]
@@ -85,8 +97,14 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
     fps, owners, found = array("q"), array("q"), []
     cand_fps, cand_owners, cands = array("q"), array("q"), []
     local: set = set()
-    reduced0 = e.reducer.reduced_states if e.reducer is not None else 0
-    generated = reduced = 0
+    reducer = e.reducer
+    reduced0 = reducer.reduced_states if reducer is not None else 0
+    generated = 0
+
+    def saved() -> tuple:
+        """The slice's counts as a chunk begins (its first state's index first)."""
+        return (i + 1, generated, dict(fired), [set(x) for x in edges], len(found),
+                reducer.reduced_states if reducer is not None else 0)
 
     def sift() -> None:
         """Keep the chunk's candidates in no complete level, at their first occurrence."""
@@ -108,9 +126,11 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
             found.append(cands[j])
         del cand_fps[:], cand_owners[:], cands[:]
 
+    i = lo - 1
+    mark = saved()
     try:
         for i in range(lo, hi):
-            if tick is not None and not (i - lo) % PROGRESS_EVERY:
+            if tick is not None and not (i - lo) % POLL_EVERY:
                 tick(i - lo, generated)
             s = frontier[i]
             if within is not None and not within(s):
@@ -133,39 +153,66 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
                 cands.append((a, t))
             if len(cands) >= CHUNK:
                 sift()
+                mark = saved()
         sift()
-    finally:   # the slice's count goes back in its ``Slice``, to be added when the level is
-        if e.reducer is not None:   # merged (an abandoned level is expanded again)
-            reduced = e.reducer.reduced_states - reduced0
-            e.reducer.reduced_states = reduced0
-    return Slice(generated, fired, edges, reduced, fps, owners, found)
+        stop = None
+        reduced = reducer.reduced_states if reducer is not None else 0
+    except _Abandon:
+        raise
+    except Exception:   # noqa: BLE001 -- a report or a model error: one process takes over
+        stop, generated, fired, edges, kept, reduced = mark
+        del fps[kept:], owners[kept:], found[kept:]
+    finally:   # the count goes back in the ``Slice``, to be added when the slice is merged
+        if reducer is not None:
+            reducer.reduced_states = reduced0
+    return Slice(generated, fired, edges, reduced - reduced0, fps, owners, found, stop)
 
 
 def expand_level(frontier: Sequence, workers: int, e: Expansion,
-                 tick: Callable[[int, int], None] | None = None) -> list[Slice] | None:
-    """The level's slices expanded by ``workers`` processes, in order; ``None`` when one of
-    them has something to report or failed."""
+                 tick: Callable[[int, int], None] | None = None) -> tuple[list[Slice], int]:
+    """The level's slices expanded by ``workers`` processes, in order, up to the first that
+    stops short (it holds something to report, or its child failed), and the index where the
+    sequential loop takes over (the level's size: nowhere)."""
     n = len(frontier)
     share = n / (workers - 1 + OWN_SHARE)   # a child's; the BFS process's is OWN_SHARE of it
     bounds = [round(share * k) for k in range(workers)] + [n]
-    children: list = []
+    running: dict = {}   # read end -> (child, pid)
+    got: dict = {}       # child -> its Slice, None if it failed
+
+    def receive(fd: int) -> None:
+        k, pid = running.pop(fd)
+        got[k] = _collect(pid, fd)
+
+    def poll(i: int, generated: int) -> None:
+        """Progress, and the children done so far: one stopping short ends this slice."""
+        if tick is not None and not i % PROGRESS_EVERY:
+            tick(i, generated)
+        if running:
+            for fd in select.select(list(running), [], [], 0)[0]:
+                receive(fd)
+        if any(x is None or x.stop is not None for x in got.values()):
+            raise _Abandon()
     try:
         for k in range(workers - 1):
-            children.append(_fork(lambda k=k: relative(
-                expand(frontier, bounds[k], bounds[k + 1], e), frontier)))
+            pid, fd = _fork(lambda k=k: relative(
+                expand(frontier, bounds[k], bounds[k + 1], e), frontier))
+            running[fd] = (k, pid)
         try:
-            mine = expand(frontier, bounds[-2], bounds[-1], e, tick)
-        except Exception:   # noqa: BLE001 -- a report or a model error: the sequential loop's
-            return None
-        slices = []
-        while children:
-            got = _collect(*children.pop(0))
-            if got is None:
-                return None
-            slices.append(got)
-        return slices + [mine]
+            mine = expand(frontier, bounds[-2], n, e, poll)
+        except _Abandon:
+            mine = None
+        for fd in sorted(running, key=lambda fd: running[fd][0]):
+            receive(fd)
+        slices: list[Slice] = []
+        for k in range(workers - 1):
+            if got[k] is None:
+                return slices, bounds[k]
+            slices.append(got[k])
+            if got[k].stop is not None:
+                return slices, got[k].stop
+        return slices + [mine], n if mine.stop is None else mine.stop
     finally:
-        for pid, fd in children:   # given up (a report, an interrupt): stopped, not waited for
+        for fd, (_, pid) in running.items():   # an interrupt: stopped, not waited for
             _stop(pid, fd)
 
 

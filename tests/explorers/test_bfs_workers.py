@@ -64,15 +64,33 @@ def test_workers_with_symmetry_and_the_reduction():
     assert summary(one) == summary(two) and two.extra["workers"]["levels"] >= 10
 
 
-def test_a_level_with_a_violation_is_expanded_by_one_process():
+@pytest.mark.parametrize("workers, own", [(2, 0.05), (2, 20.0), (3, 1.15)],
+                         ids=["in-a-child", "in-the-bfs-process", "three"])
+def test_a_violation_is_reported_as_by_one_process(workers, own, monkeypatch):
     """The first violation, its counterexample and the counts at the stop are the sequential
-    search's: the level holding it was given up by the workers."""
+    search's: the workers expand its level up to the chunk holding it, one process the rest.
+    ``own``: the BFS process's share against a child's (the violation falls in a child's slice,
+    or in the BFS process's own)."""
+    takeovers = []
+    level = bfs_workers.expand_level
+
+    def spy(frontier, *args):
+        slices, resume = level(frontier, *args)
+        takeovers.append((resume, len(frontier)))
+        return slices, resume
+    monkeypatch.setattr(bfs_workers, "expand_level", spy)
+    monkeypatch.setattr(bfs_workers, "CHUNK", 64)
+    monkeypatch.setattr(bfs_workers, "OWN_SHARE", own)
     m = kafka("kafka-0.11")
-    one, two = both(m, properties=["no_hanging_transactions"])
+    one, two = both(m, workers=workers, properties=["no_hanging_transactions"])
     assert [v.property for v in one.violations] == ["no_hanging_transactions"]
     assert summary(one) == summary(two)
-    depth = one.violations[0].path.states.__len__() - 1
-    assert 0 < two.extra["workers"]["levels"] < depth   # the violation's level was not theirs
+    assert all(resume == size for resume, size in takeovers[:-1])
+    assert two.extra["workers"]["levels"] == len(takeovers) - 1 >= 8
+    resume, size = takeovers[-1]
+    assert 0 < resume < size   # the violation's level: partly the workers', partly one's
+    if workers == 2:           # and the slice it stopped in is the one meant
+        assert (resume < round(size / (1 + own))) == (own < 1)
 
 
 @pytest.mark.parametrize("mut", mutants.MUTANTS[:4], ids=[x.name for x in mutants.MUTANTS[:4]])
@@ -91,6 +109,27 @@ def test_a_failing_child_hands_its_level_back(monkeypatch):
     monkeypatch.setattr(bfs_workers, "relative", broken)
     one, two = both(kafka("kafka-3.6"))
     assert summary(one) == summary(two) and two.extra["workers"]["levels"] == 0
+
+
+def test_the_bfs_process_drops_its_slice_when_an_earlier_one_stops_short(monkeypatch):
+    """A child that fails at once: the BFS process sees it while expanding its own (later)
+    slice, drops it, and one process expands the level."""
+    parent, expand, dropped = os.getpid(), bfs_workers.expand, []
+
+    def failing_in_children(frontier, lo, hi, e, tick=None):
+        if os.getpid() != parent:
+            raise RuntimeError("a child that fails at once")
+        try:
+            return expand(frontier, lo, hi, e, tick)
+        except bfs_workers._Abandon:
+            dropped.append(hi - lo)
+            raise
+    monkeypatch.setattr(bfs_workers, "expand", failing_in_children)
+    monkeypatch.setattr(bfs_workers, "POLL_EVERY", 1)
+    monkeypatch.setattr(bfs_workers, "OWN_SHARE", 50.0)   # time to see the child fail
+    one, two = both(kafka("kafka-3.6"))
+    assert summary(one) == summary(two) and two.extra["workers"]["levels"] == 0
+    assert len(dropped) >= 5
 
 
 def test_an_interrupt_during_a_level_stops_the_children():
