@@ -314,8 +314,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 options.progress(Progress(generated + more, len(visited), depth,
                                           len(frontier) - i + levels.open_size, now - t0))
         work = bfs_workers.Expansion(
-            successors, key, within if bounded else None, tuple(always), tuple(transition),
-            checks.stuck_failures, tuple(m.taken for m in machines),
+            successors, key, within if bounded else None, tuple(always), tuple(unseen),
+            tuple(transition), checks.stuck_failures, tuple(m.taken for m in machines),
             visited.sorted_fingerprints(), reducer)
         slices, resume = bfs_workers.expand_level(frontier, options.workers, work, tick)
         if not slices:   # the first slice's child failed

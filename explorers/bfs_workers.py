@@ -19,7 +19,8 @@ else: its verdicts, counts, counterexamples and traces are the same (the tests c
 one difference: an interrupt during a level reports the counts of the last complete level.
 
 A child's result comes back pickled through a pipe: the child is a fork of this process, not a
-user's file. Fork is POSIX-only: elsewhere ``usable`` says no and the search stays sequential.
+user's file. Fork is POSIX-only, and unsafe in a process running other threads (a Spark session,
+a server): there ``usable`` says no and the search stays sequential.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import os
 import pickle
 import select
 import signal
+import threading
 from array import array
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -44,7 +46,9 @@ OWN_SHARE = 1.15       # the BFS process's slice, relative to a child's: a child
 
 
 def usable(workers: int) -> bool:
-    return workers > 1 and hasattr(os, "fork")
+    """Whether levels can be forked: POSIX, and no other thread running (a fork copies only the
+    calling thread, and a lock another thread holds would stay held in the child)."""
+    return workers > 1 and hasattr(os, "fork") and threading.active_count() == 1
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,7 @@ class Expansion:
     key: Callable                 # state -> fingerprint
     within: Callable | None       # the state constraint, None when there is none
     always: tuple                 # (property, holds(state)) pairs
+    witnesses: tuple              # the witnesses not yet seen: (property, holds(state)) pairs
     transition: tuple             # (property, holds(state, action, state)) pairs
     stuck: Callable               # state -> iterator of what a state without successors fails
     taken: tuple                  # per state machine: (s, a, t) -> the edges it takes
@@ -88,8 +93,8 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
     """Expand states ``lo`` to ``hi`` of the level (``tick(i, generated)`` now and then). On a
     report, or a model error, in a chunk (``CHUNK`` candidates), the slice ends before the state
     that started the chunk: the counts up to there were saved as the chunk began."""
-    successors, key, within, always, transition = (e.successors, e.key, e.within, e.always,
-                                                   e.transition)
+    successors, key, within, always, transition, witnesses = (
+        e.successors, e.key, e.within, e.always, e.transition, e.witnesses)
     edges = [set() for _ in e.taken]
     notes = tuple(zip(e.taken, (got.update for got in edges)))
     fired: dict = {}
@@ -121,6 +126,8 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
             for _, holds in always:
                 if not holds(t):
                     raise _Report()
+            for _, holds in witnesses:   # evaluated for a model error only: the BFS sees the
+                holds(t)                 # witnesses on the level's new states as it merges
             fps.append(fp)
             owners.append(cand_owners[j])
             found.append(cands[j])

@@ -132,6 +132,20 @@ def test_the_bfs_process_drops_its_slice_when_an_earlier_one_stops_short(monkeyp
     assert len(dropped) >= 5
 
 
+def test_no_fork_while_another_thread_runs():
+    """A fork copies only the calling thread: with another one running, one process."""
+    import threading
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        one, two = both(kafka("kafka-3.6"))
+    finally:
+        stop.set()
+        other.join()
+    assert summary(one) == summary(two) and "workers" not in two.extra
+
+
 def test_an_interrupt_during_a_level_stops_the_children():
     """Ctrl-C in a level the workers expand: the counts of the last complete level are reported,
     and no child is left running or unwaited."""
@@ -198,3 +212,37 @@ def test_cli_workers_flag(tmp_path, capsys):
         assert e.value.code == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_workers_with_a_memory_budget_and_checkpoints(tmp_path):
+    """A level spilled to disk (``--memory``) is expanded by one process; checkpoints at every
+    level boundary, and a search recovered from the last one, end as the sequential search."""
+    from explorers.bfs_checkpoint import CheckpointOptions, start_fresh
+    m = kafka("kafka-3.6")
+    one, disk = both(m, memory_mb=1)
+    assert summary(one) == summary(disk) and disk.extra["workers"]["levels"] == 0
+    run_dir = tmp_path / "bfs"
+    start_fresh(str(run_dir))
+    saved = explore(m, BfsOptions(workers=2, checkpoint=CheckpointOptions(
+        run_dir=str(run_dir), minutes=0, recover=False, identity={})))
+    again = explore(m, BfsOptions(workers=2, checkpoint=CheckpointOptions(
+        run_dir=str(run_dir), minutes=0, recover=True, identity={})))
+    assert summary(saved)[:2] == summary(one)[:2] and saved.extra["workers"]["levels"] > 5
+    assert summary(again)[:2] == summary(one)[:2]
+
+
+@pytest.mark.parametrize("expectation", ["always", "sometimes"])
+def test_a_property_raising_is_a_model_error_as_with_one_process(expectation):
+    """A property that raises on some state (an invariant, or a witness the BFS process sees as
+    it merges): the same model error, path and counts as the sequential search."""
+    from model.core import Expectation, Property
+    from tests.explorers.test_por import Counters
+
+    def boom(s):
+        if s == (2, 1, 3, 0, 1):
+            raise ZeroDivisionError("a property's bug")
+        return expectation == "always"
+    m = Counters(n=5, k=3, extra=(Property("boom", Expectation(expectation), boom),))
+    one, two = both(m, keep_going=True)
+    assert [v.kind for v in one.violations] == ["model_error"]
+    assert summary(one) == summary(two) and two.extra["workers"]["levels"] >= 3
