@@ -47,7 +47,7 @@ import numpy as np
 
 from explorers import bfs_checkpoint, bfs_workers
 from explorers.bfs_checkpoint import CheckpointOptions
-from explorers.checking import Checks, violation
+from explorers.checking import Checks, Relevance, violation
 from explorers.fingerprints import Budget, Levels, PackedLevel, VisitedSet
 from explorers.state_codec import model_package
 from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
@@ -174,6 +174,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         checks.retire(what)
 
     witnesses = checks.witnesses()
+    relevance = Relevance.of_model(model)   # the properties a step can change the verdict of
+    relevant = relevance.of if relevance else None
     if resumed:   # the counters, witnesses and reports of the checkpointed search
         meta, where = resumed.meta, f"--recover {store.run_dir}"
         for what, path in bfs_checkpoint.reported(meta, model, checks, options.keep_going, where):
@@ -239,7 +241,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                     keep(t)
                 dcov[a] = dcov_get(a, 0) + 1
                 try:
-                    for p, holds in always:
+                    for p, holds in relevant(a, always) if relevant else always:
                         if not holds(t):
                             if not options.keep_going:
                                 rewind(j, int((new > j).sum()))
@@ -315,7 +317,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                                           len(frontier) - i + levels.open_size, now - t0))
         work = bfs_workers.Expansion(
             successors, key, within if bounded else None, tuple(always), tuple(unseen),
-            tuple(transition), checks.stuck_failures, tuple(m.taken for m in machines),
+            tuple(transition), relevant, checks.stuck_failures, tuple(m.taken for m in machines),
             visited.sorted_fingerprints(), reducer)
         slices, resume = bfs_workers.expand_level(frontier, options.workers, work, tick)
         if not slices:   # the first slice's child failed
@@ -414,7 +416,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                             for taken, note in edges:
                                 note(taken(s, a, t))
                             if transition:
-                                for p, holds in transition:
+                                for p, holds in relevant(a, transition) if relevant \
+                                        else transition:
                                     if not holds(s, a, t):
                                         flush()
                                         base = path_to(depth, i)

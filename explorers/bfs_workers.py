@@ -60,6 +60,7 @@ class Expansion:
     always: tuple                 # (property, holds(state)) pairs
     witnesses: tuple              # the witnesses not yet seen: (property, holds(state)) pairs
     transition: tuple             # (property, holds(state, action, state)) pairs
+    relevant: Callable | None     # (action, pairs) -> those the step can change (Relevance.of)
     stuck: Callable               # state -> iterator of what a state without successors fails
     taken: tuple                  # per state machine: (s, a, t) -> the edges it takes
     done: np.ndarray              # the complete levels' fingerprints, sorted
@@ -93,8 +94,8 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
     """Expand states ``lo`` to ``hi`` of the level (``tick(i, generated)`` now and then). On a
     report, or a model error, in a chunk (``CHUNK`` candidates), the slice ends before the state
     that started the chunk: the counts up to there were saved as the chunk began."""
-    successors, key, within, always, transition, witnesses = (
-        e.successors, e.key, e.within, e.always, e.transition, e.witnesses)
+    successors, key, within, always, transition, witnesses, relevant = (
+        e.successors, e.key, e.within, e.always, e.transition, e.witnesses, e.relevant)
     edges = [set() for _ in e.taken]
     notes = tuple(zip(e.taken, (got.update for got in edges)))
     fired: dict = {}
@@ -122,8 +123,8 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
             if fp in local:
                 continue
             local.add(fp)
-            t = cands[j][1]
-            for _, holds in always:
+            a, t = cands[j]
+            for _, holds in relevant(a, always) if relevant else always:
                 if not holds(t):
                     raise _Report()
             for _, holds in witnesses:   # evaluated for a model error only: the BFS sees the
@@ -152,7 +153,7 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
                 fired[a] = fired_get(a, 0) + 1
                 for taken, note in notes:
                     note(taken(s, a, t))
-                for _, holds in transition:
+                for _, holds in relevant(a, transition) if relevant else transition:
                     if not holds(s, a, t):
                         raise _Report()
                 cand_fps.append(key(t))

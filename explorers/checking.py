@@ -14,6 +14,13 @@ means the same whichever explorer checks it:
   zombie to fence) is not applicable: listed as such, never pending, never a violation;
 * ``eventually``: liveness, on a state graph; these explorers list it as unchecked.
 
+The BFS (and its workers) skips, on a step, the ``always`` and ``transition`` properties the step
+cannot change: those reading nothing its group writes (``Relevance``). Their verdict there is
+known: an ``always`` property held in the state the step left, and a ``transition`` property
+holds on a step writing nothing it reads. This rests on the model's declarations (what each
+group writes anywhere, what each property reads), the same ones the partial-order reduction
+rests on and its self-check tests.
+
 Within one state the properties are checked in the model's order and the first that fails is the
 violation. The ``Checks`` methods return the failing ``Property`` (or None) and leave the path to
 the explorer, which owns the search order; ``violation`` turns one into the reported value.
@@ -44,6 +51,42 @@ def select_properties(model: Model, names: Sequence[str] | None) -> list[Propert
     if missing:
         raise KeyError(f"unknown property {missing[0]!r} (known: {', '.join(known) or 'none'})")
     return [known[n] for n in dict.fromkeys(names)]
+
+
+class Relevance:
+    """The ``always`` and ``transition`` properties a step can change the verdict of: those reading
+    something its group writes (``Model.footprints_anywhere``: what a group writes in any reachable
+    state; ``Property.reads``; a property reading everything is always relevant). A state first
+    reached by a step writing nothing an ``always`` property reads gets the verdict of the state
+    the step left, which held: that state was checked when it was reached, and with
+    ``--continue`` a property that failed is no longer checked. A ``transition`` property holds
+    on a step writing nothing it reads (``model.core.Property``). So skipping the others changes
+    no verdict, and the first failing property of a state stays the first. The writes' bound is
+    what the partial-order reduction's self-check tests (``explorers.por.self_check``).
+
+    ``of(action, props)``: the pairs of ``props`` (a tuple of ``Checks``) relevant to the step;
+    None from ``of_model`` when the model declares no bound (every property is then checked)."""
+
+    def __init__(self, group, anywhere):
+        self._group, self._anywhere = group, anywhere
+        self._tables: dict = {}   # id(props) -> (props, {action: relevant pairs})
+
+    @classmethod
+    def of_model(cls, model: Model) -> "Relevance | None":
+        anywhere = getattr(model, "footprints_anywhere", lambda: None)()
+        group = getattr(model, "group", None)
+        return None if anywhere is None or group is None else cls(group, anywhere)
+
+    def of(self, a, props: tuple) -> tuple:
+        entry = self._tables.get(id(props))
+        if entry is None or entry[0] is not props:   # a new tuple (a property was retired)
+            entry = self._tables[id(props)] = (props, {})
+        got = entry[1].get(a)   # by action: cheaper than its group, and there are few
+        if got is None:
+            f = self._anywhere.get(self._group(a))
+            got = entry[1][a] = props if f is None else tuple(
+                (p, h) for p, h in props if p.reads is None or not f.writes.isdisjoint(p.reads))
+        return got
 
 
 class Checks:
