@@ -161,6 +161,12 @@ FAULTS = (
 
 BY_RULE = {r.name: f for f in FAULTS for r in f.rules}
 
+# The fault rules that may fire without their budget: the transaction timeout once nothing else
+# can happen (``client.idle``). Every other fault rule is enabled only while its budget and the
+# total last (each enabled function asks ``world.budget`` first; tests/model/test_kafka.py checks
+# it), which the fused successor function uses to skip them (``gate``).
+UNBUDGETED = frozenset({"ExpireTransaction"})
+
 # Remaining fault budgets, per kind and in total (faults.total: at most that many faults of any
 # kinds in one execution; by default the budgets' sum). Every field defaults to 0 (no fault), so
 # a trace written before a fault was added still decodes.
@@ -174,6 +180,15 @@ PARAMS = tuple(Param(f"faults.{f.budget}", int, f.default, f.doc, min=0, max=f.m
     Param("faults.total", int, None,
           "at most this many faults of any kinds in one execution (default: the budgets' sum)",
           min=0, max=40),)
+
+
+def gate(rule_name: str) -> int | None:
+    """The index in ``Budgets`` of the budget rule ``rule_name`` cannot fire without (None: not
+    a fault rule, or one in ``UNBUDGETED``)."""
+    f = BY_RULE.get(rule_name)
+    if f is None or rule_name in UNBUDGETED:
+        return None
+    return Budgets._fields.index(f.budget)
 
 
 def rules(at: str | None = None, *, besides: str | None = None) -> tuple[Rule, ...]:

@@ -128,6 +128,98 @@ def test_fast_path_agrees_with_actions_and_step(preset):
         assert fast == ref
 
 
+def _bfs_order(model, limit):
+    """Reachable states in BFS order: siblings one after the other, sharing the components their
+    steps left alone (what the fast path's memo of the client's rules relies on)."""
+    seen, order = set(model.init_states()), list(model.init_states())
+    for s in order:
+        if len(order) >= limit:
+            break
+        for _, t in model.successors(s):
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    return order
+
+
+def _by_rules(model, K, w):
+    """The fast path's successors computed from the rules alone, in its order: the rules that
+    are not deliveries in rule order, then each deliverable message (network.deliverable)."""
+    from model.kafka import network
+    from model.kafka.spec import DELIVERIES
+    rules = spec_for(K).rules
+    out = [((r.name, *args), r.apply(K, w, *args))
+           for r in rules if r not in DELIVERIES.values() for args in r.enabled(K, w)]
+    return out + [((DELIVERIES[m.rpc].name, m, bool(held)),
+                   DELIVERIES[m.rpc].apply(K, w, m, bool(held)))
+                  for held, _, m in network.deliverable(w.network, w.delayed)]
+
+
+@pytest.mark.parametrize("config, settings", [
+    ("small", {"protocol.version": "latest"}),
+    ("small", {"protocol.version": "kafka-2.6"}),
+    ("ctp", {}),
+    ("medium", {}),
+    # two kinds of fault of six, two faults in all: most fault rules are left out from the start
+    # and the others stop being asked once the total is spent
+    ("tiny", {"cluster.partitions": 2, "faults.total": 2, "faults.request_duplicates": 1,
+              "faults.response_losses": 1, "faults.producer_crashes": 0,
+              "faults.request_delays": 0, "faults.transaction_timeouts": 0})])
+def test_fast_path_in_bfs_order_is_the_rules_in_order(config, settings):
+    """Exactly the rules' successors, in the same order, on states met as the BFS meets them
+    (consecutive states share producers, so the memo of the client's rules is used) and on the
+    same states in another order (so it is not)."""
+    model = registry.bind(load(config, **settings))
+    K = kafka_params(model.cfg)
+    states = _bfs_order(model, 3000)
+    shuffled = states[::-1]
+    for s in states + shuffled:
+        assert model.successors(s) == _by_rules(model, K, s)
+    if "faults.total" in settings:
+        assert any(not s.budgets.total for s in states), "the total is never spent here"
+
+
+def test_fast_path_keeps_the_idle_timeout_without_a_budget():
+    """``ExpireTransaction`` fires unbudgeted once nothing else can happen (faults.UNBUDGETED):
+    on states made idle (nothing in flight, every client failed, no budget left) with a
+    transaction Ongoing, the fast path still has it, in the rules' order."""
+    from model.kafka.world import ClientState, TxnState
+    model = registry.bind(load("small", **{"faults.transaction_timeouts": 0}))
+    K = kafka_params(model.cfg)
+    idle = [w._replace(network=(), delayed=(), budgets=w.budgets._replace(total=0),
+                       producers=tuple(p._replace(state=ClientState.FATAL_ERROR)
+                                       for p in w.producers))
+            for w in _bfs_order(model, 3000)
+            if any(t.state == TxnState.Ongoing and t.pending_state == -1
+                   for t in w.coordinator.txns) and not any(w.coordinator.appends)]
+    assert idle
+    for w in idle:
+        got = model.successors(w)
+        assert got == _by_rules(model, K, w)
+        assert any(a[0] == "ExpireTransaction" and a[-1] is True for a, _ in got)
+
+
+def test_fault_rules_need_their_budget():
+    """faults.gate: every fault rule but those in UNBUDGETED is disabled while its budget, or the
+    total, is spent (the fast path leaves them out then)."""
+    from model.kafka import faults
+    model = registry.bind(load("small", **{"protocol.version": "kafka-3.6"}))
+    K = kafka_params(model.cfg)
+    states = _bfs_order(model, 2000)
+    gated = [r for f in faults.FAULTS for r in f.rules if faults.gate(r.name) is not None]
+    assert {r.name for f in faults.FAULTS for r in f.rules} - {r.name for r in gated} \
+        == faults.UNBUDGETED
+    fired = set()
+    for w in states:
+        for r in gated:
+            kind = faults.BY_RULE[r.name].budget
+            fired |= {r.name} if r.enabled(K, w) else set()
+            for b in (w.budgets._replace(**{kind: 0}), w.budgets._replace(total=0)):
+                assert r.enabled(K, w._replace(budgets=b)) == [], (r.name, b)
+    assert fired >= {"CrashProducer", "DuplicateRequest", "LoseRequest", "LoseResponse",
+                     "ElectCoordinator"}
+
+
 def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     """transactional.id expiration: Empty / CompleteCommit / CompleteAbort -> Dead, the metadata
     removed once the tombstone is replicated; the next InitProducerId gets a new producer id, and
