@@ -137,13 +137,15 @@ def _fused(K):
                        r in CLIENT_RULES))
     handlers = {rpc: (r.name, partial(r.apply, K)) for rpc, r in DELIVERIES.items() if r in rules}
     ctp = K.ctp
-    last = [(), []]   # what the client's rules read then, and their enabled arguments in order
+    # what the client's rules read then, and their enabled arguments in order (one tuple, so a
+    # thread reading it meanwhile sees one pair or the other)
+    last = [((), [])]
 
     def successors(w):
         read = (w.producers, w.group, w.partitions[-1]) if ctp else (w.producers,)
-        seen = last[0]
+        seen, lists = last[0]
         if len(seen) == len(read) and all(map(is_, read, seen)):
-            reused, fresh = iter(last[1]), None
+            reused, fresh = iter(lists), None
         else:
             reused, fresh = None, []
         b = w.budgets
@@ -162,7 +164,7 @@ def _fused(K):
             for args in args_list:
                 out.append(((name, *args), apply(w, *args)))
         if fresh is not None:   # (only once every rule was asked: a model error keeps the old)
-            last[0], last[1] = read, fresh
+            last[0] = (read, fresh)
         for held, _, m in network.deliverable(w.network, w.delayed):
             name, apply = handlers[m.rpc]
             out.append(((name, m, bool(held)), apply(w, m, bool(held))))
