@@ -31,13 +31,29 @@ The declaration is checked by ``explorers.por.self_check`` (tests/explorers/test
 """
 from __future__ import annotations
 
-from model.kafka import client, network
+from model.kafka import client, network, producer
 from model.kafka.network import Rpc, connection
-from model.kafka.world import World
+from model.kafka.world import Errors, World
 from model.core import Footprint
 
 F = frozenset
 C, CE, G, B = "C", "CE", "G", "B"
+
+
+def _alike() -> dict:
+    """(response Rpc, error) -> the first error its client handles alike, for the error codes
+    that have another (``producer.RETRIABLE``: the coordinator's responses re-enqueue the
+    request, TxnOffsetCommitHandler its own retriable set; ``producer._completion``: a duplicate
+    batch is done, as a success is)."""
+    classes = [(r, producer.RETRIABLE) for r in (Rpc.InitProducerIdResponse,
+                                                 Rpc.AddPartitionsToTxnResponse,
+                                                 Rpc.EndTxnResponse)]
+    classes += [(Rpc.TxnOffsetCommitResponse, producer.OFFSET_COMMIT_RETRIABLE),
+                (Rpc.ProduceResponse, (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER))]
+    return {(r, e): alike[0] for r, alike in classes for e in alike[1:]}
+
+
+ALIKE = _alike()
 
 # the delivery rules (their actions are (name, message, held))
 DELIVERY_RULES = frozenset({
@@ -279,12 +295,25 @@ class Reduction:
 
     @staticmethod
     def reduction_view(K, w):
-        """The network ordered by connection (each connection's FIFO order kept): no rule or
-        property reads the order between connections (``network.deliverable`` yields each
-        connection's head), so states differing only there are bisimilar."""
-        if len(w.network) < 2:
+        """The network ordered by connection (each connection's FIFO order kept), with each
+        response's error code as the first of those its client handles alike (``ALIKE``).
+
+        No rule or property reads the order between connections (``network.deliverable`` yields
+        each connection's head). A response's error is read by its receiver's handler alone (a
+        ``LoseResponse`` reads the request it answers; no property reads a response), and the
+        handler does the same for every code of a class: it retries a retriable error whatever
+        it is, and completes a batch answered DUPLICATE_SEQUENCE_NUMBER as one answered NONE.
+        So states differing only in these are bisimilar (tests/explorers/test_por.py steps both
+        and compares)."""
+        net = w.network
+        if not net:
             return w
-        return w._replace(network=tuple(sorted(w.network, key=connection)))
+        if any(m.rpc & 1 and (m.rpc, m.error) in ALIKE for m in net):   # (responses: odd Rpcs)
+            net = tuple(m._replace(error=ALIKE[m.rpc, m.error])
+                        if m.rpc & 1 and (m.rpc, m.error) in ALIKE else m for m in net)
+        elif len(net) < 2:
+            return w
+        return w._replace(network=tuple(sorted(net, key=connection)) if len(net) > 1 else net)
 
     @staticmethod
     def location(K, w, loc):

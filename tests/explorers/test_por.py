@@ -176,6 +176,63 @@ def test_kafka_same_verdicts_where_a_request_can_be_held_back(preset):
     assert verdicts(full) == verdicts(red)
 
 
+def _alike_twins(model, limit):
+    """(state, twin): reachable states with a response whose error has another its client
+    handles alike (footprints.ALIKE), and the state with that other error."""
+    classes: dict = {}
+    for (rpc, e), first in footprints.ALIKE.items():
+        classes.setdefault(rpc, {}).setdefault(first, {first}).add(e)
+    seen, order = set(model.init_states()), list(model.init_states())
+    for s in order:
+        if len(order) >= limit:
+            break
+        for _, t in model.successors(s):
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    for s in order:
+        for i, m in enumerate(s.network):
+            for members in classes.get(m.rpc, {}).values() if m.rpc & 1 else ():
+                for e in sorted(members - {m.error}) if m.error in members else ():
+                    net = s.network[:i] + (m._replace(error=e),) + s.network[i + 1:]
+                    yield s, s._replace(network=net)
+
+
+def _alike(x):
+    """An action's or a message's arguments with each response error as its class's first."""
+    if isinstance(x, tuple) and hasattr(x, "rpc") and x.rpc & 1:
+        return x._replace(error=footprints.ALIKE.get((x.rpc, x.error), x.error))
+    return tuple(map(_alike, x)) if type(x) is tuple else x
+
+
+@pytest.mark.parametrize("config, settings, rpcs", [
+    ("medium", {}, {"InitProducerIdResponse", "EndTxnResponse"}),
+    ("tiny", {"cluster.partitions": 2, "faults.request_duplicates": 1,
+              "faults.response_losses": 1, "faults.producer_crashes": 0,
+              "faults.request_delays": 0, "faults.transaction_timeouts": 0},
+     {"ProduceResponse"})])
+def test_responses_handled_alike_are_bisimilar(config, settings, rpcs):
+    """The reduction view merges states whose responses differ only in errors their client
+    handles alike (footprints.ALIKE): a state and its twin have the same view, every property
+    the same verdict, and their steps pair up (the same action up to that error) with the same
+    view after them and the same transition verdicts."""
+    model = registry.bind(registry.load(resolve_config_path(config), overrides=settings))
+    view = model.reduction_view
+    props = model.properties()
+    always = [p for p in props if p.expectation is Expectation.ALWAYS]
+    transition = [p for p in props if p.expectation is Expectation.TRANSITION]
+    met = set()
+    for s, twin in _alike_twins(model, 6000):
+        met |= {type(m).__name__ for m in s.network if m not in twin.network}
+        assert view(s) == view(twin)
+        assert [p.holds(s) for p in always] == [p.holds(twin) for p in always]
+        steps = [sorted(((repr(_alike(a)), view(t), [p.holds(x, a, t) for p in transition])
+                         for a, t in model.successors(x)), key=lambda z: z[0])
+                 for x in (s, twin)]
+        assert steps[0] == steps[1]
+    assert rpcs <= met
+
+
 def test_kafka_self_check_catches_a_wrong_declaration(monkeypatch):
     """Fetch declared as not reading its partition: a leader's append changes what it can read."""
     m = kafka()
