@@ -429,8 +429,11 @@ def with_symmetry(model):
     if "reduction_view" in vars(model) or \
             type(model).reduction_view is not ModelBase.reduction_view:
         own = model.reduction_view
+        # (a model's canonical form is taken of the view, not of the state: states with equal
+        # views then have equal canonical views, so the remembered key is theirs whichever of
+        # them was met first, and every search -- with workers or not -- counts the same states)
         model.reduction_view = (_least_image(own, permute, elements) if canonical is None
-                                else lambda s: own(canonical(s)))
+                                else lambda s: own(canonical(own(s))))
         model.reduction_fingerprint = remembered(own, model.reduction_view)
     model.view = (_least_image(view, permute, elements) if canonical is None
                   else lambda s: view(canonical(s)))
