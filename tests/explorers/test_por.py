@@ -19,6 +19,7 @@ from model.kafka.versions import PRESETS
 from explorers.bfs import BfsOptions, explore
 from explorers.por import Reducer, sample_states, self_check
 from explorers.checking import Checks
+from tests.reachable import bfs_order
 
 F = frozenset
 
@@ -182,15 +183,7 @@ def _alike_twins(model, limit):
     classes: dict = {}
     for (rpc, e), first in footprints.ALIKE.items():
         classes.setdefault(rpc, {}).setdefault(first, {first}).add(e)
-    seen, order = set(model.init_states()), list(model.init_states())
-    for s in order:
-        if len(order) >= limit:
-            break
-        for _, t in model.successors(s):
-            if t not in seen:
-                seen.add(t)
-                order.append(t)
-    for s in order:
+    for s in bfs_order(model, limit):
         for i, m in enumerate(s.network):
             for members in classes.get(m.rpc, {}).values() if m.rpc & 1 else ():
                 for e in sorted(members - {m.error}) if m.error in members else ():

@@ -11,6 +11,7 @@ from model.kafka.params import kafka_params
 from model.kafka.versions import PRESETS
 from explorers.bfs import BfsOptions, explore
 from tests.presets import PINNED
+from tests.reachable import bfs_order
 
 
 def load(name="tiny", **settings):
@@ -128,20 +129,6 @@ def test_fast_path_agrees_with_actions_and_step(preset):
         assert fast == ref
 
 
-def _bfs_order(model, limit):
-    """Reachable states in BFS order: siblings one after the other, sharing the components their
-    steps left alone (what the fast path's memo of the client's rules relies on)."""
-    seen, order = set(model.init_states()), list(model.init_states())
-    for s in order:
-        if len(order) >= limit:
-            break
-        for _, t in model.successors(s):
-            if t not in seen:
-                seen.add(t)
-                order.append(t)
-    return order
-
-
 def _by_rules(model, K, w):
     """The fast path's successors computed from the rules alone, in its order: the rules that
     are not deliveries in rule order, then each deliverable message (network.deliverable)."""
@@ -171,7 +158,7 @@ def test_fast_path_in_bfs_order_is_the_rules_in_order(config, settings):
     same states in another order (so it is not)."""
     model = registry.bind(load(config, **settings))
     K = kafka_params(model.cfg)
-    states = _bfs_order(model, 3000)
+    states = bfs_order(model, 3000)
     shuffled = states[::-1]
     for s in states + shuffled:
         assert model.successors(s) == _by_rules(model, K, s)
@@ -189,7 +176,7 @@ def test_fast_path_keeps_the_idle_timeout_without_a_budget():
     idle = [w._replace(network=(), delayed=(), budgets=w.budgets._replace(total=0),
                        producers=tuple(p._replace(state=ClientState.FATAL_ERROR)
                                        for p in w.producers))
-            for w in _bfs_order(model, 3000)
+            for w in bfs_order(model, 3000)
             if any(t.state == TxnState.Ongoing and t.pending_state == -1
                    for t in w.coordinator.txns) and not any(w.coordinator.appends)]
     assert idle
@@ -205,7 +192,7 @@ def test_fault_rules_need_their_budget():
     from model.kafka import faults
     model = registry.bind(load("small", **{"protocol.version": "kafka-3.6"}))
     K = kafka_params(model.cfg)
-    states = _bfs_order(model, 2000)
+    states = bfs_order(model, 2000)
     gated = [r for f in faults.FAULTS for r in f.rules if faults.gate(r.name) is not None]
     assert {r.name for f in faults.FAULTS for r in f.rules} - {r.name for r in gated} \
         == faults.UNBUDGETED
