@@ -25,10 +25,10 @@ from model import registry  # noqa: E402
 from model.config import resolve_config_path  # noqa: E402
 
 
-def model_for(run: str):
+def model_for(run: str, symmetry: bool = True):
     args = por.arguments(run)
     path = None if args[0].startswith("--") else str(resolve_config_path(args[0]))
-    overrides = [("check.symmetry", True)]
+    overrides = [("check.symmetry", True)] if symmetry else []
     for flag, value in zip(args, args[1:]):
         if flag == "--set":
             key, _, v = value.partition("=")
