@@ -14,10 +14,13 @@ means the same whichever explorer checks it:
   zombie to fence) is not applicable: listed as such, never pending, never a violation;
 * ``eventually``: liveness, on a state graph; these explorers list it as unchecked.
 
-The BFS (and its workers) skips, on a step, the ``always`` and ``transition`` properties the step
-cannot change: those reading nothing its group writes (``Relevance``). Their verdict there is
-known: an ``always`` property held in the state the step left, and a ``transition`` property
-holds on a step writing nothing it reads. This rests on the model's declarations (what each
+The BFS (and its workers), the state-graph explorer and the random walks (simulate, swarm,
+stateful) skip, on a step, the ``always`` and ``transition`` properties the step cannot change:
+those reading nothing its group writes (``Relevance``). Their verdict there is known: an
+``always`` property held in the state the step left (checked when it was reached: by the search,
+or by the walk before the step), and a ``transition`` property holds on a step writing nothing
+it reads. Spark's tasks check every property (a candidate reaches its owner with its action's
+name only). This rests on the model's declarations (what each
 group writes anywhere, what each property reads), the same ones the partial-order reduction
 rests on and its self-check tests.
 
@@ -33,7 +36,7 @@ retired (``retire``), so what is reported for one property does not depend on th
 from __future__ import annotations
 
 import copy
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from model.core import Expectation, Model, Property
 from explorers.result import Violation
@@ -122,16 +125,19 @@ class Checks:
     def unchecked(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.eventually)
 
-    def state(self, s) -> Property | None:
-        """The first ``always`` property failing in a newly reached (or initial) state."""
-        for p, holds in self.always:
+    def state(self, s, a=None, relevant: Callable | None = None) -> Property | None:
+        """The first ``always`` property failing in a newly reached (or initial) state; with
+        the step ``a`` that reached it from a state where they held and ``Relevance.of``, of
+        those the step can change."""
+        for p, holds in self.always if relevant is None or a is None else relevant(a, self.always):
             if not holds(s):
                 return p
         return None
 
-    def step(self, s, a, t) -> Property | None:
-        """The first ``transition`` property failing on the step ``s --a--> t``."""
-        for p, holds in self.transition:
+    def step(self, s, a, t, relevant: Callable | None = None) -> Property | None:
+        """The first ``transition`` property failing on the step ``s --a--> t`` (with
+        ``Relevance.of``: of those the step can change)."""
+        for p, holds in self.transition if relevant is None else relevant(a, self.transition):
             if not holds(s, a, t):
                 return p
         return None

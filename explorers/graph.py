@@ -26,7 +26,7 @@ import numpy as np
 
 from model.core import Expectation, Model, ModelBase
 from explorers.bfs import BfsOptions, Progress, PROGRESS_EVERY
-from explorers.checking import Checks, violation
+from explorers.checking import Checks, Relevance, violation
 from explorers.liveness import Lasso, fairness_bits, find_lasso
 from explorers.paths import (check_fingerprint_contract, gc_paused, key_function, rebuild,
                              successors_of)
@@ -96,6 +96,8 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False, kee
     cut_at = None
     witnesses = checks.witnesses()
     witness, pending = witnesses.see, witnesses.open
+    relevance = Relevance.of_model(model)   # the properties a step can change the verdict of
+    relevant = relevance.of if relevance else None
 
     def path_to(i: int) -> Path:
         chain = []
@@ -175,7 +177,7 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False, kee
                             note(taken(s, a, t))
                         fp = t if packed else key(t)
                         if transition:
-                            for p, holds in transition:
+                            for p, holds in relevant(a, transition) if relevant else transition:
                                 if not holds(s, a, t):
                                     base_path = path_to(gi)
                                     cut_at = aid   # counted by coverage if the search stops here
@@ -198,7 +200,7 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False, kee
                             src.append(gi)
                             dst.append(j)
                             act.append(aid)
-                            for p, holds in always:
+                            for p, holds in relevant(a, always) if relevant else always:
                                 if not holds(t):
                                     found(p, path_to(j))
                                     always = checks.always

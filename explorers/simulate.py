@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Sequence
 
 from model.core import Model, ModelBase
 from explorers.bfs import Progress
-from explorers.checking import Checks, violation as as_violation
+from explorers.checking import Checks, Relevance, violation as as_violation
 from explorers.paths import key_function, successors_of
 from explorers.result import (Outcome, Path, Violation, action_coverage, by_name, edge_coverage,
                               machines_of, peak_rss_mb, search_stats)
@@ -80,6 +80,10 @@ class Walks:
         self.rss0, self.t0 = peak_rss_mb(), time.perf_counter()
         self.last_report = self.t0
         self.seconds_to_violation: float | None = None  # when a check first failed
+        # a walk's state was checked when the walk reached it: a step is checked for the
+        # properties it can change (``Relevance``)
+        relevance = Relevance.of_model(model)
+        self.relevant = relevance.of if relevance else None
 
     def begin(self, s) -> Violation | None:
         self.walks += 1
@@ -118,12 +122,12 @@ class Walks:
             if now - self.last_report >= self.progress_interval:
                 self.last_report = now
                 self.progress(Progress(self.steps, len(self.seen), self.depth, 0, now - self.t0))
-        if p := self.checks.step(s, a, t):
+        if p := self.checks.step(s, a, t, self.relevant):
             return self._found(as_violation(p))
-        return self._check_state(t)
+        return self._check_state(t, a)
 
-    def _check_state(self, s) -> Violation | None:
-        if p := self.checks.state(s):
+    def _check_state(self, s, a=None) -> Violation | None:
+        if p := self.checks.state(s, a, self.relevant):
             return self._found(as_violation(p))
         if self.witnesses.open:
             self.witnesses.see(s)

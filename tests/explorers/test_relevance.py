@@ -1,7 +1,8 @@
 """Only the properties a step can change are checked on it (explorers.checking.Relevance): the
 BFS's verdicts, counterexamples and counts are those of checking every property everywhere, with
-and without ``--continue`` (properties retired as they fail) and ``--workers``; the skipped
-checks are most of them on Kafka; a model declaring no bound is checked everywhere."""
+and without ``--continue`` (properties retired as they fail) and ``--workers``, and so are the
+state-graph explorer's and the random walks' (simulation, swarm); the skipped checks are most of
+them on Kafka; a model declaring no bound is checked everywhere."""
 from __future__ import annotations
 
 import pytest
@@ -11,6 +12,7 @@ from model.config import resolve_config_path
 from model.core import Expectation, Property
 from model.kafka import mutants
 from explorers import checking
+from explorers import graph, simulate
 from explorers.bfs import BfsOptions, explore
 from explorers.checking import Checks, Relevance
 
@@ -55,6 +57,47 @@ def test_every_mutant_is_caught_as_when_every_property_is_checked(mut, monkeypat
     assert summary(skipping) == summary(explore(m, one))
     assert summary(skipping_all) == summary(explore(m, BfsOptions()))
     assert [v.property for v in skipping.violations] == [mut.invariant]
+
+
+GRAPH_MUTANTS = [m for m in SAFETY_MUTANTS if m.name in (
+    "leader-skips-epoch-check", "consumer-ignores-aborted-index", "abort-skips-end-txn")]
+
+
+@pytest.mark.parametrize("mut", GRAPH_MUTANTS, ids=[x.name for x in GRAPH_MUTANTS])
+def test_the_graph_explorer_catches_every_mutant_as_before(mut, monkeypatch):
+    m = registry.bind(registry.load(resolve_config_path("tiny"),
+                                    overrides=mut.settings | {"model.mutant": mut.name}))
+    one = graph.GraphOptions(properties=[mut.invariant])
+    skipping, skipping_all = graph.explore(m, one), graph.explore(m, graph.GraphOptions())
+    everywhere(monkeypatch)
+    assert summary(skipping) == summary(graph.explore(m, one))
+    assert summary(skipping_all) == summary(graph.explore(m, graph.GraphOptions()))
+    assert [v.property for v in skipping.violations] == [mut.invariant]
+
+
+@pytest.mark.parametrize("preset", ["kafka-0.11", "latest"])
+def test_the_graph_explorer_keeps_its_verdicts(preset, monkeypatch):
+    m = kafka(preset)
+    options = graph.GraphOptions(keep_going=True)
+    skipping = graph.explore(m, options)
+    everywhere(monkeypatch)
+    full = graph.explore(m, options)
+    assert summary(skipping) == summary(full)
+    assert (len(full.violations) >= 4) == (preset == "kafka-0.11")
+
+
+@pytest.mark.parametrize("preset,seed", [("kafka-0.11", 1), ("kafka-2.6", 4), ("latest", 2)])
+def test_random_walks_keep_their_verdicts(preset, seed, monkeypatch):
+    """Each walk's state was checked when the walk reached it, so a step is checked for what it
+    can change; the first violation, its walk and the counts are the same."""
+    m = kafka(preset, **{"faults.batch_expiries": 1, "faults.producer_state_losses": 1})
+    options = simulate.SimulateOptions(runs=3000, depth=40, seed=seed)
+    skipping = simulate.explore(m, options)
+    everywhere(monkeypatch)
+    full = simulate.explore(m, options)
+    assert summary(skipping) == summary(full)
+    if preset == "kafka-0.11":
+        assert full.violations
 
 
 def test_most_checks_are_skipped_on_kafka():
