@@ -165,26 +165,33 @@ class Walks:
             interrupted=interrupted, complete=False, extra=extra)
 
 
-def walk(walks: Walks, successors: Callable, s, depth: int, pick: Callable,
+def walk(walks: Walks, model: Model, s, depth: int, pick: Callable,
          states: list, actions: list) -> Violation | None:
     """One walk from ``s`` of at most ``depth`` steps, checked by ``walks``: at each step
-    ``pick(out)`` chooses among the enabled ``(action, successor)`` pairs ``out`` (None: the walk
-    ends there, as at the depth bound; it is not stuck). The walk goes into the caller's
-    ``states`` and ``actions`` (so that a model error can name its path); returns the violation
-    found, with that path, or None."""
+    ``pick(enabled)`` chooses among the enabled actions, in the order of the model's successors
+    (None: the walk ends there, as at the depth bound; it is not stuck). A fused successor
+    function that gives its actions alone (``successors.actions``) lets the walk apply only the
+    one chosen. The walk goes into the caller's ``states`` and ``actions`` (so that a model error
+    can name its path); returns the violation found, with that path, or None."""
+    successors, step = successors_of(model), model.step
+    enabled = getattr(successors, "actions", None)
     states[:] = [s]
     actions[:] = []
     violation = walks.begin(s)
     while violation is None and len(actions) < depth and not walks.stuck(s):
-        out = successors(s)
-        walks.enabled(a[0] for a, _ in out)
+        if enabled is None:
+            pairs = successors(s)
+            out = [a for a, _ in pairs]
+        else:
+            out = enabled(s)
+        walks.enabled(a[0] for a in out)
         if not out:
             violation = walks.deadlock(s)
             break
-        chosen = pick(out)
-        if chosen is None:
+        a = pick(out)
+        if a is None:
             break
-        a, t = chosen
+        t = step(s, a) if enabled is not None else pairs[out.index(a)][1]
         states.append(t)
         actions.append(a)
         violation = walks.advance(s, a, t)
@@ -205,14 +212,14 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
     walks = Walks(model, options.properties, options.check_deadlock, options.progress,
                   options.progress_interval)
     rng = random.Random(options.seed)
-    successors, inits = successors_of(model), list(model.init_states())
+    inits = list(model.init_states())
     violation, interrupted = None, False
     states, actions = [], []
     pick = lambda out: out[rng.randrange(len(out))]  # noqa: E731
     try:
         for _ in range(options.runs if inits else 0):
             s = inits[rng.randrange(len(inits))]
-            violation = walk(walks, successors, s, options.depth, pick, states, actions)
+            violation = walk(walks, model, s, options.depth, pick, states, actions)
             if violation is not None:
                 break
     except KeyboardInterrupt:

@@ -31,7 +31,6 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from model.core import Model
-from explorers.paths import successors_of
 from explorers.result import Outcome, Path
 from explorers.simulate import SimulateOptions, Walks, model_error, walk
 
@@ -83,16 +82,16 @@ class Family:
 
 
 def choose(rng: random.Random, allowed: list, config: SwarmConfig, held_back) -> tuple:
-    """One of ``allowed`` (action, successor) pairs, as ``config`` says."""
+    """One of the ``allowed`` actions, as ``config`` says."""
     if config.late is not None:
-        late = [x for x in allowed if held_back(x[0])]
+        late = [x for x in allowed if held_back(x)]
         if late and len(late) < len(allowed):
             if rng.random() < config.late:
                 return late[rng.randrange(len(late))]
-            allowed = [x for x in allowed if not held_back(x[0])]
+            allowed = [x for x in allowed if not held_back(x)]
     by_kind: dict = {}
     for x in allowed:
-        by_kind.setdefault(x[0][0], []).append(x)
+        by_kind.setdefault(x[0], []).append(x)
     kinds = list(by_kind)
     if len(kinds) == 1:
         group = by_kind[kinds[0]]
@@ -116,7 +115,7 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
     families = tuple(getattr(model, "swarm_families", lambda: ())())
     family_of = getattr(model, "swarm_family", lambda a: None)
     held_back = getattr(model, "held_back", lambda a: False)
-    successors, inits = successors_of(model), list(model.init_states())
+    inits = list(model.init_states())
     machines, overall = walks.machines, walks.edges
     per: dict[frozenset, Family] = {}
     seen: set = set()   # swarm families enabled somewhere
@@ -137,7 +136,7 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
             def pick(out, rng=rng, config=config, fam=fam):
                 allowed = []
                 for x in out:
-                    f = family_of(x[0])
+                    f = family_of(x)
                     if f is not None:
                         seen.add(f)
                         if f in config.off:
@@ -146,11 +145,11 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
                 if not allowed:   # the walk's families allow nothing here: it ends, not stuck
                     return None
                 chosen = choose(rng, allowed, config, held_back)
-                fam.rules.add(chosen[0][0])
+                fam.rules.add(chosen[0])
                 fam.steps += 1
                 return chosen
 
-            violation = walk(walks, successors, s, options.depth, pick, states, actions)
+            violation = walk(walks, model, s, options.depth, pick, states, actions)
             if violation is not None:
                 fam.violations += 1
                 found = (i, seed, config)

@@ -123,7 +123,10 @@ def _fused(K):
     * the client's rules read only the producers (and, with consume-transform-produce, the group
       and ``__consumer_offsets``): while those are the very objects of the state expanded last,
       as for siblings that a step of another component made, their enabled arguments are reused
-      (a memo of one entry: the BFS expands siblings one after the other)."""
+      (a memo of one entry: the BFS expands siblings one after the other).
+
+    The successor function carries ``actions``: the enabled actions alone, in its order (what a
+    random walk needs: it applies only the one it picks)."""
     rules = spec_for(K).rules
     b0 = K.budgets
     others = []
@@ -170,6 +173,30 @@ def _fused(K):
             out.append(((name, m, bool(held)), apply(w, m, bool(held))))
         return out
 
+    def actions(w):
+        read = (w.producers, w.group, w.partitions[-1]) if ctp else (w.producers,)
+        seen, lists = last[0]
+        reused = iter(lists) if len(seen) == len(read) and all(map(is_, read, seen)) else None
+        fresh = [] if reused is None else None
+        b = w.budgets
+        out = []
+        for name, enabled, _, gate, is_client in others:
+            if is_client:
+                args_list = enabled(w) if reused is None else next(reused)
+                if fresh is not None:
+                    fresh.append(args_list)
+            elif gate is not None and not (b[-1] and b[gate]):
+                continue
+            else:
+                args_list = enabled(w)
+            out += [(name, *args) for args in args_list]
+        if fresh is not None:
+            last[0] = (read, fresh)
+        out += [(handlers[m.rpc][0], m, bool(held))
+                for held, _, m in network.deliverable(w.network, w.delayed)]
+        return out
+
+    successors.actions = actions
     return successors
 
 

@@ -159,3 +159,28 @@ def test_random_walks_report_the_edges_they_took_a_subset_of_the_bfs():
     walks = {e.machine: set(e.taken) for e in explore(model, SimulateOptions(runs=300, seed=1)).edges}
     assert set(walks) == set(full) == {"TransactionState", "TransactionManager.State"}
     assert all(walks[m] and walks[m] <= full[m] for m in full)
+
+
+@pytest.mark.parametrize("preset,seed", [("kafka-0.11", 1), ("latest", 5)])
+def test_walks_on_the_fused_actions_are_the_walks_on_the_successors(preset, seed):
+    """With the fused successor function's actions (``successors.actions``) a walk applies only
+    the action it picks; it is the same walk as on the successors: counts, coverage, edges and
+    the violation with its path (twice: simulation and swarm)."""
+    from explorers import swarm
+
+    def kafka():
+        return registry.bind(registry.load(resolve_config_path("tiny"), overrides={
+            "protocol.version": preset, "faults.batch_expiries": 1}))
+
+    def summary(o):
+        return (o.stats.distinct, o.stats.generated, o.stats.depth, o.coverage, o.edges,
+                [(v.property, v.path.states, v.path.actions) for v in o.violations])
+
+    fused, plain = kafka(), kafka()
+    assert hasattr(fused.successors, "actions")
+    del plain.successors.actions
+    options = SimulateOptions(runs=2000, depth=40, seed=seed)
+    for search in (explore, swarm.explore):
+        assert summary(search(fused, options)) == summary(search(plain, options))
+    if preset == "kafka-0.11":
+        assert explore(fused, options).violations

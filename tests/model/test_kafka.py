@@ -122,11 +122,12 @@ def _reachable(model, limit):
 
 @pytest.mark.parametrize("preset", ["kafka-2.6", "kafka-3.6", "latest"])
 def test_fast_path_agrees_with_actions_and_step(preset):
+    """The fused successors and their actions alone against the rules' own (``model.actions``)."""
     model = registry.bind(load("small", **{"protocol.version": preset}))
     for s in sorted(_reachable(model, 600), key=repr)[:600]:
-        fast = sorted(model.successors(s), key=repr)
-        ref = sorted(((a, model.step(s, a)) for a in model.actions(s)), key=repr)
-        assert fast == ref
+        ref = [(a, model.step(s, a)) for a in model.actions(s)]
+        assert sorted(model.successors(s), key=repr) == sorted(ref, key=repr)
+        assert sorted(model.successors.actions(s), key=repr) == sorted(model.actions(s), key=repr)
 
 
 def _by_rules(model, K, w):
@@ -160,8 +161,14 @@ def test_fast_path_in_bfs_order_is_the_rules_in_order(config, settings):
     K = kafka_params(model.cfg)
     states = bfs_order(model, 3000)
     shuffled = states[::-1]
-    for s in states + shuffled:
-        assert model.successors(s) == _by_rules(model, K, s)
+    for n, s in enumerate(states + shuffled):
+        ref = _by_rules(model, K, s)
+        # (the fused actions share the memo: asked before the successors, after them, or not)
+        if n % 3 == 1:
+            assert model.successors.actions(s) == [a for a, _ in ref]
+        assert model.successors(s) == ref
+        if n % 3 == 2:
+            assert model.successors.actions(s) == [a for a, _ in ref]
     if "faults.total" in settings:
         assert any(not s.budgets.total for s in states), "the total is never spent here"
 
