@@ -3,7 +3,8 @@
 A model is a transition system over immutable values. Explorers see only this module:
 
 * ``Model``: ``init_states``, ``actions`` / ``step`` (the reference semantics), optionally
-  ``successors`` (a fused fast path explorers prefer), ``properties``, ``within_bounds`` (state
+  ``successors`` (a fused fast path explorers prefer; one with an ``actions`` attribute gives
+  its enabled actions alone, in its order, for random walks), ``properties``, ``within_bounds`` (state
   constraint), ``view`` (the deduplication key) and ``action_kinds`` (every action name the model
   can take, so coverage can list the ones never enabled).
 * ``Property``: a named claim with an ``Expectation``. Which states and steps each kind is
