@@ -144,7 +144,8 @@ def _fused(K):
     # thread reading it meanwhile sees one pair or the other)
     last = [((), [])]
 
-    def successors(w):
+    def asked(w) -> list:
+        """(rule name, apply, its enabled arguments) for each rule with any, in rule order."""
         read = (w.producers, w.group, w.partitions[-1]) if ctp else (w.producers,)
         seen, lists = last[0]
         if len(seen) == len(read) and all(map(is_, read, seen)):
@@ -164,34 +165,22 @@ def _fused(K):
                 continue
             else:
                 args_list = enabled(w)
-            for args in args_list:
-                out.append(((name, *args), apply(w, *args)))
+            if args_list:
+                out.append((name, apply, args_list))
         if fresh is not None:   # (only once every rule was asked: a model error keeps the old)
             last[0] = (read, fresh)
+        return out
+
+    def successors(w):
+        out = [((name, *args), apply(w, *args))
+               for name, apply, args_list in asked(w) for args in args_list]
         for held, _, m in network.deliverable(w.network, w.delayed):
             name, apply = handlers[m.rpc]
             out.append(((name, m, bool(held)), apply(w, m, bool(held))))
         return out
 
     def actions(w):
-        read = (w.producers, w.group, w.partitions[-1]) if ctp else (w.producers,)
-        seen, lists = last[0]
-        reused = iter(lists) if len(seen) == len(read) and all(map(is_, read, seen)) else None
-        fresh = [] if reused is None else None
-        b = w.budgets
-        out = []
-        for name, enabled, _, gate, is_client in others:
-            if is_client:
-                args_list = enabled(w) if reused is None else next(reused)
-                if fresh is not None:
-                    fresh.append(args_list)
-            elif gate is not None and not (b[-1] and b[gate]):
-                continue
-            else:
-                args_list = enabled(w)
-            out += [(name, *args) for args in args_list]
-        if fresh is not None:
-            last[0] = (read, fresh)
+        out = [(name, *args) for name, _, args_list in asked(w) for args in args_list]
         out += [(handlers[m.rpc][0], m, bool(held))
                 for held, _, m in network.deliverable(w.network, w.delayed)]
         return out
