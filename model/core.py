@@ -435,7 +435,9 @@ def with_symmetry(model):
         # them was met first, and every search -- with workers or not -- counts the same states)
         model.reduction_view = (_least_image(own, permute, elements) if canonical is None
                                 else lambda s: own(canonical(own(s))))
-        model.reduction_fingerprint = remembered(own, model.reduction_view)
+        model.reduction_fingerprint = remembered(
+            own, model.reduction_view,
+            None if canonical is None else lambda v: own(canonical(v)))   # (v: own(s))
     model.view = (_least_image(view, permute, elements) if canonical is None
                   else lambda s: view(canonical(s)))
     model.view_fingerprint = remembered(view, model.view)
@@ -454,21 +456,25 @@ def with_symmetry(model):
 REMEMBERED = 1 << 20
 
 
-def remembered(concrete: Callable, canonical_view: Callable) -> Callable:
+def remembered(concrete: Callable, canonical_view: Callable,
+               of_concrete: Callable | None = None) -> Callable:
     """s -> ``fingerprint(canonical_view(s))``, looked up by ``fingerprint(concrete(s))`` when
     it was computed lately (explorers prefer a model's ``view_fingerprint`` and
-    ``reduction_fingerprint`` to fingerprinting its views, ``explorers.paths.key_function``)."""
+    ``reduction_fingerprint`` to fingerprinting its views, ``explorers.paths.key_function``).
+    ``of_concrete``: v -> ``canonical_view(s)`` for ``v = concrete(s)``, when it can be taken
+    of the concrete view (which is then not computed twice)."""
     new: dict = {}
     old: dict = {}
 
     def key(s):
         nonlocal new, old
-        c = fingerprint(concrete(s))
+        v = concrete(s)
+        c = fingerprint(v)
         h = new.get(c)
         if h is None:
             h = old.get(c)
             if h is None:
-                h = fingerprint(canonical_view(s))
+                h = fingerprint(canonical_view(s) if of_concrete is None else of_concrete(v))
             if len(new) >= REMEMBERED:
                 old, new = new, {}
             new[c] = h

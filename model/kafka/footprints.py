@@ -308,12 +308,16 @@ class Reduction:
         net = w.network
         if not net:
             return w
-        if any(m.rpc & 1 and (m.rpc, m.error) in ALIKE for m in net):   # (responses: odd Rpcs)
-            net = tuple(m._replace(error=ALIKE[m.rpc, m.error])
-                        if m.rpc & 1 and (m.rpc, m.error) in ALIKE else m for m in net)
-        elif len(net) < 2:
-            return w
-        return w._replace(network=tuple(sorted(net, key=connection)) if len(net) > 1 else net)
+        for m in net:
+            if m[0] & 1 and (m[0], m.error) in ALIKE:   # (responses: odd Rpcs)
+                net = tuple(m._replace(error=ALIKE[m[0], m.error])
+                            if m[0] & 1 and (m[0], m.error) in ALIKE else m for m in net)
+                break
+        if len(net) > 1:   # (most networks are in order already: then w itself)
+            ordered = tuple(sorted(net, key=connection))
+            if ordered != net:
+                net = ordered
+        return w if net is w.network else w._replace(network=net)
 
     @staticmethod
     def location(K, w, loc):

@@ -175,17 +175,19 @@ REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.Produce,
 
 
 def connection(m) -> tuple:
-    """(rpc direction, producer, partition): messages on one connection are delivered in order."""
-    r = m.rpc
-    if r <= Rpc.EndTxnResponse:
-        return (r & 1, m.producer, -1)           # client <-> coordinator
-    if r <= Rpc.ProduceResponse:
-        return (2 + (r & 1), m.producer, m.partition)   # client <-> leader
-    if r <= Rpc.WriteTxnMarkersResponse:
-        return (4 + (r & 1), -1, m.partition)     # coordinator -> leader (markers)
-    if r <= Rpc.VerifyAddPartitionResponse:
-        return (6 + (r & 1), -1, m.partition)     # leader -> coordinator (verification)
-    return (8 + (r & 1), m.producer, -1)          # client <-> group coordinator
+    """(rpc direction, producer, partition): messages on one connection are delivered in order.
+    The direction is 0-1 client <-> coordinator, 2-3 client <-> leader, 4-5 coordinator ->
+    leader (markers), 6-7 leader -> coordinator (verification), 8-9 client <-> group
+    coordinator, requests even and responses odd (``Rpc``'s numbering: the direction of rpc
+    ``r`` >= 6 is ``r - 4``)."""
+    r = m[0]
+    if r < 6:
+        return (r & 1, m[1], -1)      # InitProducerId, AddPartitionsToTxn, EndTxn: (rpc, producer, ...)
+    if r < 8:
+        return (r - 4, m[1], m[2])    # Produce: (rpc, producer, partition, ...)
+    if r < 12:
+        return (r - 4, -1, m[1])      # WriteTxnMarkers, VerifyAddPartition: (rpc, partition, ...)
+    return (r - 4, m[1], -1)          # TxnOffsetCommit: (rpc, producer, ...)
 
 
 def deliverable(network: tuple, delayed: tuple):

@@ -277,7 +277,8 @@ def _normal(w: World) -> World:
     """The network ordered by connection, each connection's FIFO order kept."""
     if len(w.network) < 2:
         return w
-    return w._replace(network=tuple(sorted(w.network, key=connection)))
+    ordered = tuple(sorted(w.network, key=connection))
+    return w if ordered == w.network else w._replace(network=ordered)
 
 
 _ACTION_KINDS = {"producer": "producer", "partition": "partition", "transactional_id": "tid",
