@@ -52,7 +52,7 @@ from explorers.fingerprints import Budget, Levels, PackedLevel, VisitedSet
 from explorers.state_codec import model_package
 from explorers.paths import check_fingerprint_contract, gc_paused, key_function, rebuild, \
     successors_of
-from explorers.result import (Outcome, Violation, action_coverage, by_name, edge_coverage,
+from explorers.result import (Outcome, Violation, action_coverage, edge_coverage,
                               machines_of, peak_rss_mb, search_stats)
 
 PROGRESS_EVERY = 2048  # expansions between clock reads
@@ -119,8 +119,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             return _reduced(s, _old, key)
     bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
 
-    cov: dict = {}
-    dcov: dict = {}
+    cov: dict = {}    # action name -> transitions generated (by name: a name's hash is cached,
+    dcov: dict = {}   # an action's is not), and -> distinct states first reached by one
     machines = machines_of(model)
     edges_taken = [set() for _ in machines]
     edges = tuple((m.taken, got.update) for m, got in zip(machines, edges_taken))
@@ -187,8 +187,8 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                                                  "this search does not check")
         witnesses.open[:] = [e for e in witnesses.open if e[0].name in meta["pending"]]
         generated, depth = meta["generated"], resumed.depth
-        cov.update(((name,), n) for name, n in meta["fired"].items())
-        dcov.update(((name,), n) for name, n in meta["found"].items())
+        cov.update(meta["fired"])
+        dcov.update(meta["found"])
         for got, pairs in zip(edges_taken, meta["edges"]):
             got.update(map(tuple, pairs))
         chunk_edges[:] = [set(e) for e in edges_taken]
@@ -213,7 +213,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     def save(frontier) -> None:
         bfs_checkpoint.save(store.run_dir, model, levels, frontier, packed, {
             "identity": identity, "generated": generated, "distinct": len(visited),
-            "fired": by_name(cov), "found": by_name(dcov),
+            "fired": dict(cov), "found": dict(dcov),
             "edges": [sorted(map(list, got)) for got in edges_taken],
             "pending": [p.name for p in witnesses.pending],
             "violations": [{"kind": v.kind, "property": v.property,
@@ -239,7 +239,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 a, t = outs[k][j - begins[k]]
                 if keep is not None:
                     keep(t)
-                dcov[a] = dcov_get(a, 0) + 1
+                dcov[a[0]] = dcov_get(a[0], 0) + 1
                 try:
                     for p, holds in relevant(a, always) if relevant else always:
                         if not holds(t):
@@ -279,9 +279,9 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         if c < len(outs[-1]):               # any: counted, not yet pending (a flush or an
             later.append(outs[-1][c])       # error at it)
         for a, _ in later:
-            cov[a] -= 1
-            if not cov[a]:
-                del cov[a]
+            cov[a[0]] -= 1
+            if not cov[a[0]]:
+                del cov[a[0]]
         if edges:
             for got, before in zip(edges_taken, chunk_edges):
                 got.intersection_update(before)
@@ -333,7 +333,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
             if type(t) is list:   # a child's state, relative to its parent (``delta``)
                 t = bfs_workers.patch(frontier[parents[j]], t)
             nxt.append(t)
-            dcov[a] = dcov_get(a, 0) + 1
+            dcov[a[0]] = dcov_get(a[0], 0) + 1
             if unseen:
                 witness(t)
         for p in slices:   # in slice order: the coverage's first-fired order is the sequential one
@@ -412,7 +412,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                         expanded.append(s)
                         outs.append(out)
                         for a, t in out:
-                            cov[a] = cov_get(a, 0) + 1
+                            cov[a[0]] = cov_get(a[0], 0) + 1
                             for taken, note in edges:
                                 note(taken(s, a, t))
                             if transition:
@@ -473,14 +473,14 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
 
     seconds = time.perf_counter() - t0
     depth += bool(levels.open_size)  # a level cut short by a violation
-    fired = by_name(cov)
+    fired = dict(cov)
     kinds = list(getattr(model, "action_kinds", lambda: ())())
     stats = search_stats(generated, len(visited) - overcount, depth, seconds, rss0, packed)
     memory = {"visited_bytes": visited.nbytes, "tree_bytes": levels.nbytes,
               "on_disk": budget.spilled}
     return Outcome(
         model=model.name, explorer="bfs", stats=stats,
-        coverage=action_coverage(fired, by_name(dcov), kinds),
+        coverage=action_coverage(fired, dict(dcov), kinds),
         never_enabled=tuple(k for k in kinds if k not in fired),
         checked=checks.checked, unchecked=checks.unchecked,
         not_applicable=checks.not_applicable,

@@ -71,7 +71,7 @@ class Expansion:
 class Slice:
     """A slice's expansion, up to the first chunk holding something to report."""
     generated: int
-    fired: dict                   # action -> transitions generated, in first-fired order
+    fired: dict                   # action name -> transitions generated, in first-fired order
     edges: list                   # per state machine, the set of edges taken
     reduced: int                  # states expanded with a proper subset of their actions
     fps: array                    # the candidates' fingerprints, in generation order
@@ -150,7 +150,7 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
                 continue
             generated += len(out)
             for a, t in out:
-                fired[a] = fired_get(a, 0) + 1
+                fired[a[0]] = fired_get(a[0], 0) + 1
                 for taken, note in notes:
                     note(taken(s, a, t))
                 for _, holds in relevant(a, transition) if relevant else transition:

@@ -313,7 +313,11 @@ class Reduction:
                 net = tuple(m._replace(error=ALIKE[m[0], m.error])
                             if m[0] & 1 and (m[0], m.error) in ALIKE else m for m in net)
                 break
-        if len(net) > 1:   # (most networks are in order already: then w itself)
+        n = len(net)   # (most networks are in order already: then w itself)
+        if n == 2:
+            if connection(net[0]) > connection(net[1]):
+                net = (net[1], net[0])
+        elif n > 2:
             ordered = tuple(sorted(net, key=connection))
             if ordered != net:
                 net = ordered
