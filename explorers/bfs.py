@@ -327,11 +327,11 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         pairs = [x for p in slices for x in p.found]
         new = visited.add_new(fps)
         levels.add(fps[new], parents[new])
-        dcov_get = dcov.get
+        dcov_get, patch, owner = dcov.get, bfs_workers.patch, parents.tolist()
         for j in new.tolist():
             a, t = pairs[j]
             if type(t) is list:   # a child's state, relative to its parent (``delta``)
-                t = bfs_workers.patch(frontier[parents[j]], t)
+                t = patch(frontier[owner[j]], t)
             nxt.append(t)
             dcov[a[0]] = dcov_get(a[0], 0) + 1
             if unseen:

@@ -253,8 +253,10 @@ def patch(s, d):
         return s
     if type(d) is not list:
         return d
-    parts = [patch(x, y) for x, y in zip(s, d)]
-    return tuple(parts) if type(s) is tuple else type(s)(*parts)
+    # (tuple.__new__ builds a NamedTuple as its own __new__ does, without that Python call: the
+    # BFS process patches every new state of a child's slice while the children wait)
+    return tuple.__new__(type(s), [x if y is SAME else y if type(y) is not list else patch(x, y)
+                                   for x, y in zip(s, d)])
 
 
 def _fork(work: Callable[[], Slice]) -> tuple[int, int]:

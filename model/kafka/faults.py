@@ -87,8 +87,8 @@ def _expire_transaction_enabled(K, w):
     budgeted = coordinator.expire_transaction_enabled(K, w)
     if budgeted:
         return [(tid, False) for (tid,) in budgeted]
-    return [(tid, True) for (tid,) in coordinator.expire_transaction_enabled(K, w,
-                                                                             idle=client.idle(K, w))]
+    ongoing = coordinator.expire_transaction_enabled(K, w, idle=True)   # (asked first: cheaper)
+    return [(tid, True) for (tid,) in ongoing] if ongoing and client.idle(K, w) else []
 
 
 FAULTS = (
