@@ -241,6 +241,28 @@ def test_responses_handled_alike_have_one_canonical_view():
     assert all(view(s) == view(twin) for s, twin in twins)
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_the_reduction_view_orders_connections_and_keeps_each_fifo(n):
+    """Two (or three) messages of different connections give one view in either order, and two
+    on one connection keep theirs (a later batch must not overtake an earlier one); a network
+    already in connection order is the state itself."""
+    from model.kafka.network import Produce, WriteTxnMarkers
+    from model.kafka.world import Rpc
+    model = kafka()
+    view, w = model.reduction_view, next(iter(model.init_states()))
+    first, later = (Produce(Rpc.Produce, 0, 1, 0, 0, seq, 0, seq) for seq in (0, 1))
+    other = [WriteTxnMarkers(Rpc.WriteTxnMarkers, 0, 0, 0, 0, True, 0)][:n - 2]
+    same = [w._replace(network=tuple(net)) for net in ([first, later] + other,
+                                                       other + [first, later])]
+    assert view(same[0]) == view(same[1])
+    assert [m for m in view(same[0]).network if m in (first, later)] == [first, later]
+    assert view(w._replace(network=(later, first))).network == (later, first)
+    apart = w._replace(network=(first, *other, Produce(Rpc.Produce, 0, 0, 0, 0, 0, 0, 0)))
+    assert view(apart) == view(apart._replace(network=apart.network[::-1]))
+    ordered = view(same[0])
+    assert view(ordered) is ordered
+
+
 def test_kafka_self_check_catches_a_wrong_declaration(monkeypatch):
     """Fetch declared as not reading its partition: a leader's append changes what it can read."""
     m = kafka()

@@ -296,3 +296,23 @@ def test_tv2_aborts_a_transaction_started_at_send_with_an_empty_abort():
     tv1 = explore(registry.bind(load("two-transactions", **{"protocol.version": "kafka-3.6"})))
     (coordinator,) = [e for e in tv1.edges if e.machine == "TransactionState"]
     assert tv1.exit_code == 0 and ("Empty", "PrepareAbort") not in coordinator.taken
+
+
+def test_connections_are_named_by_their_ends():
+    """``network.connection`` computes a message's connection from its Rpc's number (the hot
+    path); here it is spelled out by message kind, so a renumbered ``Rpc`` fails."""
+    from model.kafka import network
+    from model.kafka.spec import MESSAGES
+    from model.kafka.world import Rpc
+    ends = {"InitProducerId": (0, "producer", None), "AddPartitionsToTxn": (0, "producer", None),
+            "EndTxn": (0, "producer", None), "Produce": (2, "producer", "partition"),
+            "WriteTxnMarkers": (4, None, "partition"), "VerifyAddPartition": (6, None, "partition"),
+            "TxnOffsetCommit": (8, "producer", None)}
+    assert len(MESSAGES) == 2 * len(ends)
+    for name, cls in MESSAGES.items():
+        request = name.removesuffix("Response")
+        direction, producer, partition = ends[request]
+        m = cls(Rpc[name], *range(3, 2 + len(cls._fields)))
+        assert network.connection(m) == (direction + (name != request),
+                                          getattr(m, producer) if producer else -1,
+                                          getattr(m, partition) if partition else -1), name
