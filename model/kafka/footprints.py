@@ -313,14 +313,7 @@ class Reduction:
                 net = tuple(m._replace(error=ALIKE[m[0], m.error])
                             if m[0] & 1 and (m[0], m.error) in ALIKE else m for m in net)
                 break
-        n = len(net)   # (most networks are in order already: then w itself)
-        if n == 2:
-            if connection(net[0]) > connection(net[1]):
-                net = (net[1], net[0])
-        elif n > 2:
-            ordered = tuple(sorted(net, key=connection))
-            if ordered != net:
-                net = ordered
+        net = network.in_connection_order(net)
         return w if net is w.network else w._replace(network=net)
 
     @staticmethod

@@ -190,6 +190,20 @@ def connection(m) -> tuple:
     return (r - 4, m[1], -1)          # TxnOffsetCommit: (rpc, producer, ...)
 
 
+def in_connection_order(net: tuple) -> tuple:
+    """``net`` ordered by connection, each connection's FIFO order kept: the normal form of the
+    reduction view and of symmetry (no rule or property reads the order between connections,
+    ``deliverable`` yields each connection's head). ``net`` itself when it is in order already,
+    as most are; two messages are ordered by one comparison."""
+    if len(net) == 2:
+        return (net[1], net[0]) if connection(net[0]) > connection(net[1]) else net
+    if len(net) > 2:
+        ordered = tuple(sorted(net, key=connection))
+        if ordered != net:
+            return ordered
+    return net
+
+
 def deliverable(network: tuple, delayed: tuple):
     """(source, index, message) for every message that can be delivered now."""
     heads = set()

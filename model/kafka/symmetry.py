@@ -33,7 +33,6 @@ from functools import cache
 
 from model.core import Symmetry, group_elements, least_fingerprint
 from model.kafka import network
-from model.kafka.network import connection
 from model.kafka.world import (Append, Batch, Consumer, Coordinator, Partition, Producer, RecordId,
                                Reply, TxnMetadata, World)
 
@@ -277,10 +276,8 @@ def _memo(value, r: _Renaming, rename):
 
 def _normal(w: World) -> World:
     """The network ordered by connection, each connection's FIFO order kept."""
-    if len(w.network) < 2:
-        return w
-    ordered = tuple(sorted(w.network, key=connection))
-    return w if ordered == w.network else w._replace(network=ordered)
+    net = network.in_connection_order(w.network)
+    return w if net is w.network else w._replace(network=net)
 
 
 _ACTION_KINDS = {"producer": "producer", "partition": "partition", "transactional_id": "tid",
