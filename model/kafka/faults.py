@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 from model.config import Param
 from model.core import WF
 from model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
-from model.kafka.world import Rpc, fast_replace
+from model.kafka.world import Rpc, fast_replacer
 from model.protocol import Rule
 
 COORDINATOR, PRODUCER, NETWORK, LEADER, GROUP = ("coordinator", "producer", "network", "leader",
@@ -173,7 +173,7 @@ UNBUDGETED = frozenset({"ExpireTransaction"})
 Budgets = NamedTuple("Budgets", [(f.budget, int) for f in FAULTS] + [("total", int)])
 Budgets.__new__.__defaults__ = (0,) * len(Budgets._fields)
 Budgets._field_defaults = dict.fromkeys(Budgets._fields, 0)
-Budgets._replace = fast_replace
+Budgets._replace = fast_replacer(Budgets)
 
 PARAMS = tuple(Param(f"faults.{f.budget}", int, f.default, f.doc, min=0, max=f.max)
                for f in FAULTS) + (

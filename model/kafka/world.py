@@ -12,7 +12,7 @@ n-th transaction, n-th record -- and each producer records what ``commitTransact
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
@@ -262,14 +262,24 @@ def replace_at(items: tuple, i: int, value) -> tuple:
     return items[:i] + (value,) + items[i + 1:]
 
 
-def fast_replace(self, **changes):
-    """NamedTuple._replace without its extra call layers (steps call it constantly)."""
-    new = tuple.__new__(type(self), map(changes.pop, self._fields, self))
-    if changes:
-        raise ValueError(f"{type(self).__name__} has no field {sorted(changes)[0]!r}")
-    return new
+def fast_replacer(cls) -> Callable:
+    """``cls._replace`` without NamedTuple's call layers (steps call it constantly): the fields
+    copied at C speed, then the few changed ones set by their index (rather than every field
+    looked up among the changes: a Producer has 22)."""
+    index = {f: i for i, f in enumerate(cls._fields)}
+    new = tuple.__new__
+
+    def _replace(self, **changes):
+        fields = list(self)
+        try:
+            for name, value in changes.items():
+                fields[index[name]] = value
+        except KeyError:
+            raise ValueError(f"{cls.__name__} has no field {name!r}") from None
+        return new(cls, fields)
+    return _replace
 
 
 for _cls in (ProducerStateEntry, Partition, TxnMetadata, Coordinator, Producer, Consumer, Group,
              World):
-    _cls._replace = fast_replace
+    _cls._replace = fast_replacer(_cls)
