@@ -303,7 +303,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
         """Expand the level with ``options.workers`` processes (``explorers.bfs_workers``), up
         to where something is to be reported: the index of the state the sequential loop goes on
         from (0: the whole level is its; the level's size: none)."""
-        nonlocal generated, parallel_levels
+        nonlocal parallel_levels
         if not (parallel and isinstance(frontier, list)
                 and len(frontier) >= bfs_workers.PARALLEL_MIN):
             return 0
@@ -315,35 +315,36 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 last_report = now
                 options.progress(Progress(generated + more, len(visited), depth,
                                           len(frontier) - i + levels.open_size, now - t0))
-        work = bfs_workers.Expansion(
-            successors, key, within if bounded else None, tuple(always), tuple(unseen),
-            tuple(transition), relevant, checks.stuck_failures, tuple(m.taken for m in machines),
-            visited.sorted_fingerprints(), reducer)
-        slices, resume = bfs_workers.expand_level(frontier, options.workers, work, tick)
-        if not slices:   # the first slice's child failed
-            return 0
-        fps = np.concatenate([np.frombuffer(p.fps, dtype=np.int64) for p in slices])
-        parents = np.concatenate([np.frombuffer(p.owners, dtype=np.int64) for p in slices])
-        pairs = [x for p in slices for x in p.found]
-        new = visited.add_new(fps)
-        levels.add(fps[new], parents[new])
-        dcov_get, patch, owner = dcov.get, bfs_workers.patch, parents.tolist()
-        for j in new.tolist():
-            a, t = pairs[j]
-            if type(t) is list:   # a child's state, relative to its parent (``delta``)
-                t = patch(frontier[owner[j]], t)
-            nxt.append(t)
-            dcov[a[0]] = dcov_get(a[0], 0) + 1
-            if unseen:
-                witness(t)
-        for p in slices:   # in slice order: the coverage's first-fired order is the sequential one
-            generated += p.generated
+
+        def merge(p: bfs_workers.Slice) -> None:
+            """A slice of the level, in order: its new states join the next level, its counts the
+            search's (a child's states come relative to their parents, ``bfs_workers.relative``)."""
+            nonlocal generated
+            fps = np.frombuffer(p.fps, dtype=np.int64)
+            new = visited.add_new(fps)
+            levels.add(fps[new], np.frombuffer(p.owners, dtype=np.int64)[new])
+            dcov_get, patch, owner, found = dcov.get, bfs_workers.patch, p.owners, p.found
+            for j in new.tolist():
+                a, t = found[j]
+                if type(t) is list:   # a child's state, relative to its parent (``delta``)
+                    t = patch(frontier[owner[j]], t)
+                nxt.append(t)
+                dcov[a[0]] = dcov_get(a[0], 0) + 1
+                if unseen:
+                    witness(t)
+            generated += p.generated   # (the coverage's first-fired order is the sequential one)
             for a, n in p.fired.items():
                 cov[a] = cov.get(a, 0) + n
             for got, more in zip(edges_taken, p.edges):
                 got.update(more)
             if reducer:
                 reducer.reduced_states += p.reduced
+
+        work = bfs_workers.Expansion(
+            successors, key, within if bounded else None, tuple(always), tuple(unseen),
+            tuple(transition), relevant, checks.stuck_failures, tuple(m.taken for m in machines),
+            visited.sorted_fingerprints(), reducer)
+        resume = bfs_workers.expand_level(frontier, options.workers, work, merge, balance, tick)
         if edges:
             chunk_edges[:] = [set(e) for e in edges_taken]
         parallel_levels += resume == len(frontier)
@@ -351,6 +352,7 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
 
     parallel_levels = 0
     parallel = bfs_workers.usable(options.workers) and not packed
+    balance = bfs_workers.Balance()   # how a level is cut between the processes
     expanding = None  # (depth, index) of the state being expanded, for model errors
     with gc_paused():
         try:

@@ -2,21 +2,22 @@
 
 The level's states are cut into ``N`` contiguous slices. ``N - 1`` children are forked at the
 level's start, so each inherits the frontier and the visited set of the complete levels without
-copying them (copy-on-write); the BFS process expands the last slice itself. A slice's expansion
+copying them (copy-on-write); the BFS process expands the first slice itself and merges it while
+the children still work (``Balance`` sizes it so that both are done together). A slice's expansion
 (``expand``) computes the successors, their fingerprints, the transition properties, the coverage
 and the edges taken, and keeps the candidates that no complete level holds, each at its first
 occurrence in the slice, after checking the invariants on them. The BFS then deduplicates the
-slices' candidates in slice order (``VisitedSet.add_new``): the new states, their order, the
-counts and the coverage are exactly those of the sequential search.
+slices' candidates slice by slice, in order (``VisitedSet.add_new``): the new states, their
+order, the counts and the coverage are exactly those of the sequential search.
 
 Something to report -- a violated invariant or transition property, a stuck state that fails a
 check, a model error -- ends a slice before the chunk of candidates holding it (``Slice.stop``);
 a child that died or could not send its result ends the level before its slice. The BFS merges
 the slices up to there and its sequential loop expands the rest of the level, reporting as a
-search without workers does; the later slices are dropped (the BFS process's own slice as soon as
-it sees an earlier one stop short). So the workers change the time a search takes and nothing
-else: its verdicts, counts, counterexamples and traces are the same (the tests compare them). The
-one difference: an interrupt during a level reports the counts of the last complete level.
+search without workers does; the later slices are dropped. So the workers change the time a
+search takes and nothing else: its verdicts, counts, counterexamples and traces are the same
+(the tests compare them). The one difference: an interrupt during a level reports the counts of
+the slices merged by then, not of every state generated before it.
 
 A child's result comes back pickled through a pipe: the child is a fork of this process, not a
 user's file. Fork is POSIX-only, and unsafe in a process running other threads (a Spark session,
@@ -28,7 +29,9 @@ import os
 import pickle
 import select
 import signal
+import struct
 import threading
+import time
 from array import array
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -41,8 +44,8 @@ CHUNK = 1 << 14        # candidates deduplicated against the complete levels at 
 PARALLEL_MIN = 2048    # a smaller level is expanded sequentially: forking would cost more
 PROGRESS_EVERY = 2048  # states between progress reports
 POLL_EVERY = 256       # states between looks at the children (one may have stopped short)
-OWN_SHARE = 1.15       # the BFS process's slice, relative to a child's: a child's result has to be
-                       # pickled and sent (measured on configs/small.toml: a tenth of its work)
+OWN_SHARE = 1.15       # the BFS process's first slice, relative to a child's (``Balance``)
+ADAPTIVE = True        # later levels cut by the last one's rates (off: OWN_SHARE throughout)
 
 
 def usable(workers: int) -> bool:
@@ -83,10 +86,6 @@ class Slice:
 class _Report(Exception):
     """Something in the slice is to be reported (or a model error): the sequential loop expands
     the level from the chunk holding it."""
-
-
-class _Abandon(Exception):
-    """An earlier slice stops short: this later one is not needed."""
 
 
 def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
@@ -165,8 +164,6 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
         sift()
         stop = None
         reduced = reducer.reduced_states if reducer is not None else 0
-    except _Abandon:
-        raise
     except Exception:   # noqa: BLE001 -- a report or a model error: one process takes over
         stop, generated, fired, edges, kept, reduced = mark
         del fps[kept:], owners[kept:], found[kept:]
@@ -176,52 +173,88 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
     return Slice(generated, fired, edges, reduced - reduced0, fps, owners, found, stop)
 
 
-def expand_level(frontier: Sequence, workers: int, e: Expansion,
-                 tick: Callable[[int, int], None] | None = None) -> tuple[list[Slice], int]:
-    """The level's slices expanded by ``workers`` processes, in order, up to the first that
-    stops short (it holds something to report, or its child failed), and the index where the
-    sequential loop takes over (the level's size: nowhere)."""
+def expand_level(frontier: Sequence, workers: int, e: Expansion, merge: Callable[[Slice], None],
+                 balance: "Balance", tick: Callable[[int, int], None] | None = None) -> int:
+    """Expand the level with ``workers`` processes: the BFS process the first slice, a child
+    each later one. ``merge(slice)`` takes each slice in order as soon as the ones before it are
+    merged (the BFS process's own as soon as it is expanded, while the children still work), up
+    to the first that stops short (it holds something to report, or its child failed). Returns
+    the index where the sequential loop takes over (the level's size: nowhere)."""
     n = len(frontier)
-    share = n / (workers - 1 + OWN_SHARE)   # a child's; the BFS process's is OWN_SHARE of it
-    bounds = [round(share * k) for k in range(workers)] + [n]
+    bounds = balance.bounds(n, workers)
     running: dict = {}   # read end -> (child, pid)
-    got: dict = {}       # child -> its Slice, None if it failed
+    got: dict = {}       # child -> (its Slice, when it finished), None if it failed
 
     def receive(fd: int) -> None:
         k, pid = running.pop(fd)
         got[k] = _collect(pid, fd)
 
     def poll(i: int, generated: int) -> None:
-        """Progress, and the children done so far: one stopping short ends this slice."""
+        """Progress, and the results of the children done so far (read early: a child blocks
+        on a full pipe, and its result is unpickled now rather than after this slice)."""
         if tick is not None and not i % PROGRESS_EVERY:
             tick(i, generated)
         if running:
             for fd in select.select(list(running), [], [], 0)[0]:
                 receive(fd)
-        if any(x is None or x.stop is not None for x in got.values()):
-            raise _Abandon()
     try:
-        for k in range(workers - 1):
+        start = time.perf_counter()
+        for k in range(1, workers):
             pid, fd = _fork(lambda k=k: relative(
                 expand(frontier, bounds[k], bounds[k + 1], e), frontier))
             running[fd] = (k, pid)
-        try:
-            mine = expand(frontier, bounds[-2], n, e, poll)
-        except _Abandon:
-            mine = None
-        for fd in sorted(running, key=lambda fd: running[fd][0]):
-            receive(fd)
-        slices: list[Slice] = []
-        for k in range(workers - 1):
+        mine = expand(frontier, 0, bounds[1], e, poll)
+        merge(mine)
+        if mine.stop is not None:
+            return mine.stop
+        ready = time.perf_counter() - start
+        finished = []
+        for k in range(1, workers):
+            if k not in got:
+                receive(next(fd for fd, (c, _) in running.items() if c == k))
             if got[k] is None:
-                return slices, bounds[k]
-            slices.append(got[k])
-            if got[k].stop is not None:
-                return slices, got[k].stop
-        return slices + [mine], n if mine.stop is None else mine.stop
+                return bounds[k]
+            child, end = got[k]
+            merge(child)
+            if child.stop is not None:
+                return child.stop
+            finished.append(end - start)
+        balance.update(bounds, ready, finished)
+        return n
     finally:
-        for fd, (_, pid) in running.items():   # an interrupt: stopped, not waited for
+        for fd, (_, pid) in running.items():   # stopped short, or an interrupt: not waited for
             _stop(pid, fd)
+
+
+class Balance:
+    """How a level is cut: the BFS process's slice, then the children's equal ones. The BFS
+    process's share starts at ``OWN_SHARE`` of a child's and then follows the last level's
+    rates, so that the BFS process has expanded and merged its slice when the children have
+    expanded and pickled theirs (the BFS process waits for them, then merges their slices while
+    they idle). The cut changes when a search ends, never what it finds: the slices are merged
+    in order, as the sequential loop would meet their states."""
+
+    def __init__(self):
+        self.own = None   # the BFS process's states a second, against a child's (None: unknown)
+
+    def bounds(self, n: int, workers: int) -> list[int]:
+        ratio = OWN_SHARE if self.own is None or not ADAPTIVE else self.own
+        share = n / (workers - 1 + ratio)   # a child's
+        first = min(n, round(share * ratio))
+        return [0] + [first + round(share * k) for k in range(workers - 1)] + [n]
+
+    def update(self, bounds: list[int], ready: float, finished: list[float]) -> None:
+        """After a level merged in full: the BFS process took ``ready`` seconds for its slice,
+        child ``k`` ``finished[k - 1]`` for its (from the forks)."""
+        if ready <= 0 or bounds[1] == 0 or any(t <= 0 for t in finished):
+            return
+        own = bounds[1] / ready
+        child = sum((hi - lo) / t for lo, hi, t in zip(bounds[1:], bounds[2:], finished)) \
+            / len(finished)
+        if child <= 0:
+            return
+        ratio = min(max(own / child, 0.1), 10.0)
+        self.own = ratio if self.own is None else (self.own + ratio) / 2   # (noise: smoothed)
 
 
 SAME = ...   # a component equal to (the very object of) the parent state's: no state holds ...
@@ -274,13 +307,15 @@ def _fork(work: Callable[[], Slice]) -> tuple[int, int]:
             payload = pickle.dumps(work(), protocol=pickle.HIGHEST_PROTOCOL)
         except BaseException:   # noqa: BLE001 -- a report, a model error, an unpicklable state
             payload = b""
-        with os.fdopen(w, "wb") as out:
+        with os.fdopen(w, "wb") as out:   # when the work was done (``Balance``), then the work
+            out.write(struct.pack("d", time.perf_counter()))
             out.write(payload)
     finally:
         os._exit(0)
 
 
-def _collect(pid: int, fd: int) -> Slice | None:
+def _collect(pid: int, fd: int) -> tuple[Slice, float] | None:
+    """A child's slice and when (``time.perf_counter``) it was pickled; None: it failed."""
     read = False
     try:
         with os.fdopen(fd, "rb") as src:
@@ -290,13 +325,13 @@ def _collect(pid: int, fd: int) -> Slice | None:
         if not read:   # an interrupt while waiting: the child is stopped
             _kill(pid)
         os.waitpid(pid, 0)
-    if not payload:
+    if len(payload) <= 8:
         return None
     try:
-        got = pickle.loads(payload)   # written by our own fork (above), never a user's file
+        got = pickle.loads(payload[8:])   # written by our own fork (above), never a user's file
     except Exception:   # noqa: BLE001 -- a child killed mid-write: the level goes sequential
         return None
-    return got if isinstance(got, Slice) else None
+    return (got, struct.unpack("d", payload[:8])[0]) if isinstance(got, Slice) else None
 
 
 def _stop(pid: int, fd: int) -> None:

@@ -69,18 +69,19 @@ def test_workers_with_symmetry_and_the_reduction():
 def test_a_violation_is_reported_as_by_one_process(workers, own, monkeypatch):
     """The first violation, its counterexample and the counts at the stop are the sequential
     search's: the workers expand its level up to the chunk holding it, one process the rest.
-    ``own``: the BFS process's share against a child's (the violation falls in a child's slice,
-    or in the BFS process's own)."""
+    ``own``: the BFS process's share against a child's, held (the violation falls in a child's
+    slice, or in the BFS process's own)."""
     takeovers = []
     level = bfs_workers.expand_level
 
     def spy(frontier, *args):
-        slices, resume = level(frontier, *args)
+        resume = level(frontier, *args)
         takeovers.append((resume, len(frontier)))
-        return slices, resume
+        return resume
     monkeypatch.setattr(bfs_workers, "expand_level", spy)
     monkeypatch.setattr(bfs_workers, "CHUNK", 64)
     monkeypatch.setattr(bfs_workers, "OWN_SHARE", own)
+    monkeypatch.setattr(bfs_workers, "ADAPTIVE", False)
     m = kafka("kafka-0.11")
     one, two = both(m, workers=workers, properties=["no_hanging_transactions"])
     assert [v.property for v in one.violations] == ["no_hanging_transactions"]
@@ -89,8 +90,37 @@ def test_a_violation_is_reported_as_by_one_process(workers, own, monkeypatch):
     assert two.extra["workers"]["levels"] == len(takeovers) - 1 >= 8
     resume, size = takeovers[-1]
     assert 0 < resume < size   # the violation's level: partly the workers', partly one's
-    if workers == 2:           # and the slice it stopped in is the one meant
-        assert (resume < round(size / (1 + own))) == (own < 1)
+    if workers == 2:           # and the slice it stopped in is the one meant (the BFS process's
+        assert (resume < round(size * own / (1 + own))) == (own > 1)   # is the first)
+
+
+def test_the_cut_follows_the_processes_rates(monkeypatch):
+    """``Balance``: the first level is cut by ``OWN_SHARE``, the next ones so that the BFS
+    process and the children would be done together at the last level's rates (smoothed);
+    fixed with ``ADAPTIVE`` off. Every cut gives the sequential search (the test above)."""
+    b = bfs_workers.Balance()
+    assert b.bounds(2150, 2) == [0, round(2150 / 2.15 * 1.15), 2150]
+    assert b.bounds(3150, 3) == [0, 1150, 2150, 3150]
+    b.update([0, 1000, 2000], ready=2.0, finished=[1.0])   # the BFS process at half the rate
+    assert b.own == 0.5 and b.bounds(3000, 2) == [0, 1000, 3000]
+    b.update([0, 1000, 3000], ready=1.0, finished=[2.0])   # then at the child's: halfway
+    assert b.own == 0.75
+    b.update([0, 1000, 3000], ready=1.0, finished=[0.0])   # an unmeasured child: no change
+    assert b.own == 0.75
+    monkeypatch.setattr(bfs_workers, "ADAPTIVE", False)
+    assert b.bounds(2150, 2) == [0, 1150, 2150]
+    seen = []
+    level = bfs_workers.expand_level
+
+    def spy(frontier, workers, e, merge, balance, tick=None):
+        seen.append(balance.bounds(len(frontier), workers))
+        return level(frontier, workers, e, merge, balance, tick)
+    monkeypatch.setattr(bfs_workers, "ADAPTIVE", True)
+    monkeypatch.setattr(bfs_workers, "expand_level", spy)
+    one, two = both(kafka("kafka-3.6"))
+    assert summary(one) == summary(two) and len(seen) >= 10
+    assert seen[0][1] == round(seen[0][2] / 2.15 * 1.15)
+    assert len({round(cut[1] / cut[2], 3) for cut in seen}) > 3   # the cut moved
 
 
 @pytest.mark.parametrize("mut", mutants.MUTANTS[:4], ids=[x.name for x in mutants.MUTANTS[:4]])
@@ -111,25 +141,26 @@ def test_a_failing_child_hands_its_level_back(monkeypatch):
     assert summary(one) == summary(two) and two.extra["workers"]["levels"] == 0
 
 
-def test_the_bfs_process_drops_its_slice_when_an_earlier_one_stops_short(monkeypatch):
-    """A child that fails at once: the BFS process sees it while expanding its own (later)
-    slice, drops it, and one process expands the level."""
-    parent, expand, dropped = os.getpid(), bfs_workers.expand, []
+def test_a_child_failing_at_once_hands_its_slice_back(monkeypatch):
+    """A child that fails at once: the BFS process's slice (the first) is merged, and one
+    process expands the child's from its start."""
+    parent, expand, resumed = os.getpid(), bfs_workers.expand, []
 
     def failing_in_children(frontier, lo, hi, e, tick=None):
         if os.getpid() != parent:
             raise RuntimeError("a child that fails at once")
-        try:
-            return expand(frontier, lo, hi, e, tick)
-        except bfs_workers._Abandon:
-            dropped.append(hi - lo)
-            raise
+        return expand(frontier, lo, hi, e, tick)
+    level = bfs_workers.expand_level
+
+    def spy(frontier, workers, e, merge, balance, tick=None):
+        resume = level(frontier, workers, e, merge, balance, tick)
+        resumed.append((resume, balance.bounds(len(frontier), workers)[1]))
+        return resume
     monkeypatch.setattr(bfs_workers, "expand", failing_in_children)
-    monkeypatch.setattr(bfs_workers, "POLL_EVERY", 1)
-    monkeypatch.setattr(bfs_workers, "OWN_SHARE", 50.0)   # time to see the child fail
+    monkeypatch.setattr(bfs_workers, "expand_level", spy)
     one, two = both(kafka("kafka-3.6"))
     assert summary(one) == summary(two) and two.extra["workers"]["levels"] == 0
-    assert len(dropped) >= 5
+    assert len(resumed) >= 5 and all(0 < resume == cut for resume, cut in resumed)
 
 
 def test_no_fork_while_another_thread_runs():
