@@ -43,7 +43,7 @@ from explorers.fingerprints import member
 CHUNK = 1 << 14        # candidates deduplicated against the complete levels at a time
 PARALLEL_MIN = 2048    # a smaller level is expanded sequentially: forking would cost more
 PROGRESS_EVERY = 2048  # states between progress reports
-POLL_EVERY = 256       # states between looks at the children (one may have stopped short)
+POLL_EVERY = 256       # states between looks at the children (a finished one is read early)
 OWN_SHARE = 1.15       # the BFS process's first slice, relative to a child's (``Balance``)
 ADAPTIVE = True        # later levels cut by the last one's rates (off: OWN_SHARE throughout)
 
