@@ -4,13 +4,18 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: check test bench clean browser
+.PHONY: check test bench clean browser compiled
 
-check: $(STAMP)
+check: compiled
 	$(BIN)/kafka-mc check
 
-test: $(STAMP) browser
+test: compiled browser
 	$(BIN)/python -m pytest -q
+
+# The hot modules compiled with Cython (model/compiled.py): rebuilds only what changed; without a C
+# compiler it says so and everything runs as source.
+compiled: $(STAMP)
+	$(BIN)/python -m model.cython_build
 
 # The end-to-end test of `kafka-mc explore` drives Debian's chromium through chromium-driver
 # (tests/explorers/test_explore_browser.py); installed here when missing. Where it cannot be,
@@ -27,14 +32,14 @@ browser:
 	else echo "make browser: cannot install chromium and chromium-driver here (needs root and" \
 	  "apt-get): the browser test will fail" >&2; fi
 
-bench: $(STAMP)
+bench: compiled
 	$(BIN)/python bench/twophase.py 8
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafka-mc needs Python 3.11+")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[compiled]'
 	touch $(STAMP)
 
 clean:

@@ -44,7 +44,7 @@ def committed_offset(part: Partition) -> int:
         if b.control == Control.DATA:
             pending.setdefault(b.producer_id, []).append((offset, b.record.n))
         elif b.control == Control.COMMIT:
-            best = max([best, *pending.pop(b.producer_id, ())])
+            best = max([best] + pending.pop(b.producer_id, []))   # (Cython: no * in a list)
         else:
             pending.pop(b.producer_id, None)
     return best[1]
