@@ -25,6 +25,12 @@ from model.compiled import (BUILD, MANIFEST, ROOT, SUFFIX, SWITCH, digest, enabl
                             source_of)
 
 
+# Python's semantics, unchanged: annotations are documentation (Cython would otherwise coerce an
+# argument annotated ``int`` to a plain int, an IntEnum member included), and functions keep
+# Python's introspection (binding).
+DIRECTIVES = {"binding": True, "annotation_typing": False}
+
+
 def listed(root: Path = ROOT) -> list[str]:
     """The modules pyproject.toml asks to compile."""
     with open(root / "pyproject.toml", "rb") as f:
@@ -61,7 +67,7 @@ def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 
                         [Extension(m, [str(source_of(root, m).relative_to(root))])],
                         build_dir=str(out / "c"),
                         quiet=True, force=True, language_level=3,
-                        compiler_directives={"binding": True}))
+                        compiler_directives=DIRECTIVES))
             except Exception as e:
                 _refused(m, e, log)
         done = [x.name for x in exts]

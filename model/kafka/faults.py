@@ -171,6 +171,7 @@ UNBUDGETED = frozenset({"ExpireTransaction"})
 # kinds in one execution; by default the budgets' sum). Every field defaults to 0 (no fault), so
 # a trace written before a fault was added still decodes.
 Budgets = NamedTuple("Budgets", [(f.budget, int) for f in FAULTS] + [("total", int)])
+Budgets.__module__ = __name__   # (said outright: compiled, the caller's frame is importlib's)
 Budgets.__new__.__defaults__ = (0,) * len(Budgets._fields)
 Budgets._field_defaults = dict.fromkeys(Budgets._fields, 0)
 Budgets._replace = fast_replacer(Budgets)

@@ -1,0 +1,115 @@
+"""The compiled builds (model/compiled.py, model/cython_build.py): a build is loaded only while its
+source is unchanged, a module that fails to compile costs that module only, and a search run on the
+builds is the interpreted one (counts, coverage, verdicts, trace bytes). ``make test`` builds them
+first; the tests here fail when they are missing rather than pass on the interpreted code."""
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from model import compiled, cython_build
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = """
+import sys
+from pathlib import Path
+from model.compiled import install
+root = Path(sys.argv[1])
+finder = install(root, root / "build")
+import pkgq.mod as m
+print(type(m.__loader__).__name__, m.answer(), Path(m.__file__).name,
+      finder and finder.loaded, finder and finder.stale)
+"""
+
+
+def probe(root: Path, **env) -> list[str]:
+    run = subprocess.run([sys.executable, "-c", PROBE, str(root)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{ROOT}", **env},
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip().split(maxsplit=4)
+
+
+def test_a_build_is_loaded_only_while_its_source_is_unchanged(tmp_path):
+    pkg = tmp_path / "pkgq"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    mod = pkg / "mod.py"
+    mod.write_text("def answer():\n    return 1\n")
+    (pkg / "bad.py").write_text("def broken(:\n")   # Cython refuses it; the other still builds
+    out = tmp_path / "build"
+    log = io.StringIO()
+    built = cython_build.build(["pkgq.mod", "pkgq.bad"], root=tmp_path, out=out, jobs=1, log=log)
+    assert list(built) == ["pkgq.mod"]
+    assert "pkgq.bad not compiled" in log.getvalue()
+    first = out / built["pkgq.mod"]["binary"]
+    assert first.is_file()
+    # the build is loaded; its __file__ is the source's
+    assert probe(tmp_path) == ["CompiledLoader", "1", "mod.py", "['pkgq.mod']", "[]"]
+    assert probe(tmp_path, KAFKA_MC_COMPILED="0")[:2] == ["SourceFileLoader", "1"]
+
+    # an edited source runs as written, never the stale build
+    mod.write_text("def answer():\n    return 2\n")
+    assert probe(tmp_path) == ["SourceFileLoader", "2", "mod.py", "[]", "['pkgq.mod']"]
+    # rebuilt: a new file (a running search keeps the old one's inode), the old one removed
+    built = cython_build.build(["pkgq.mod"], root=tmp_path, out=out, jobs=1, log=log)
+    assert not first.exists() and (out / built["pkgq.mod"]["binary"]).is_file()
+    assert probe(tmp_path)[:2] == ["CompiledLoader", "2"]
+    # unchanged sources are not compiled again
+    assert cython_build.build(["pkgq.mod"], root=tmp_path, out=out, log=log) == built
+
+    # a manifest for another interpreter, or an unreadable one, names no build
+    manifest = out / compiled.MANIFEST
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "suffix": ".cpython-27.so"}))
+    assert compiled.read_manifest(out) == {}
+    assert probe(tmp_path)[:2] == ["SourceFileLoader", "2"]
+    manifest.write_text("{not json")
+    assert compiled.read_manifest(out) == {}
+    assert probe(tmp_path)[:2] == ["SourceFileLoader", "2"]
+
+
+def test_the_listed_modules_are_built_and_in_use():
+    """`make` builds every listed module (a module that cannot be compiled is a regression: it
+    runs as source, slower); and a test process loads them."""
+    fresh, stale, missing = cython_build.status()
+    assert not stale and not missing, ("run `make compiled`", stale, missing)
+    assert len(fresh) == len(cython_build.listed()) >= 20
+    import model.kafka.spec
+    import explorers.bfs
+    assert isinstance(model.kafka.spec.__loader__, compiled.CompiledLoader)
+    assert isinstance(explorers.bfs.__loader__, compiled.CompiledLoader)
+
+
+def check(args: list[str], out: Path, switch: str) -> tuple[dict, dict]:
+    run = subprocess.run([sys.executable, "-m", "explorers.cli", "check", *args, "--json",
+                          "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), "KAFKA_MC_COMPILED": switch},
+                         timeout=300)
+    report = json.loads(run.stdout)
+    assert run.returncode == report["exit_code"], run.stderr
+    for volatile in ("seconds", "states_per_second", "peak_memory_mb", "bytes_per_state"):
+        report["stats"].pop(volatile)
+    report.pop("memory", None)
+    for v in report["violations"]:
+        if v.get("trace"):
+            v["trace"] = Path(v["trace"]).name
+    traces = {p.name: p.read_bytes() for p in sorted(out.glob("*.itf.json"))}
+    return report, traces
+
+
+@pytest.mark.parametrize("args", [
+    ["tiny", "--protocol", "kafka-0.11"],                    # KAFKA-6119: a violation and its trace
+    ["tiny", "--symmetry", "--workers", "2"],                # exhausted, with the reductions
+    ["tiny", "--protocol", "kafka-1.0", "--continue", "--no-por"],
+])
+def test_the_compiled_search_is_the_interpreted_one(tmp_path, args):
+    source = check(args, tmp_path / "source", "0")
+    built = check(args, tmp_path / "compiled", "1")
+    assert built == source
+    assert source[0]["stats"]["distinct"] > 1000
