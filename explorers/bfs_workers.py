@@ -185,10 +185,8 @@ def expand_level(frontier: Sequence, workers: int, e: Expansion, merge: Callable
     running: dict = {}   # read end -> (child, pid)
     got: dict = {}       # child -> (its Slice, when it finished), None if it failed
 
-    def receive(fd: int) -> None:
-        k, pid = running.pop(fd)
-        got[k] = _collect(pid, fd)
-
+    # (No inner function calls another: compiled (model/compiled.py), the two would share one
+    # closure holding both, a cycle that, with the collector paused, kept every level's slices.)
     def poll(i: int, generated: int) -> None:
         """Progress, and the results of the children done so far (read early: a child blocks
         on a full pipe, and its result is unpickled now rather than after this slice)."""
@@ -196,7 +194,7 @@ def expand_level(frontier: Sequence, workers: int, e: Expansion, merge: Callable
             tick(i, generated)
         if running:
             for fd in select.select(list(running), [], [], 0)[0]:
-                receive(fd)
+                _receive(running, got, fd)
     try:
         start = time.perf_counter()
         for k in range(1, workers):
@@ -211,7 +209,7 @@ def expand_level(frontier: Sequence, workers: int, e: Expansion, merge: Callable
         finished = []
         for k in range(1, workers):
             if k not in got:
-                receive(next(fd for fd, (c, _) in running.items() if c == k))
+                _receive(running, got, next(fd for fd, (c, _) in running.items() if c == k))
             if got[k] is None:
                 return bounds[k]
             child, end = got[k]
@@ -224,6 +222,12 @@ def expand_level(frontier: Sequence, workers: int, e: Expansion, merge: Callable
     finally:
         for fd, (_, pid) in running.items():   # stopped short, or an interrupt: not waited for
             _stop(pid, fd)
+
+
+def _receive(running: dict, got: dict, fd: int) -> None:
+    """A child's result, read from its pipe ``fd``."""
+    k, pid = running.pop(fd)
+    got[k] = _collect(pid, fd)
 
 
 class Balance:

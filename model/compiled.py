@@ -18,6 +18,12 @@ every behaviour (counts, order, traces) is the interpreted one's.
 * ``KAFKA_MC_COMPILED=0`` turns the builds off (to debug with pdb, or to compare;
   tests/test_compiled.py holds the two to the same counts and traces).
 
+One difference is not a result but memory: compiled, the inner functions of a function share one
+closure object, so an inner function calling another is a cycle through it, kept until the
+search ends since the BFS pauses the cyclic collector (``explorers.paths.gc_paused``). Listed
+modules keep inner functions from calling each other (tests/test_compiled.py measures the
+garbage a search leaves, compiled and not).
+
 A build's ``__file__`` is its source's (``tables.py`` finds its data beside it); its loader is
 a ``CompiledLoader``. This module imports nothing of kafka-mc's and is never itself compiled.
 A build's file name carries its source's digest and is written by rename, so rebuilding never

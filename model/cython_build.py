@@ -149,6 +149,12 @@ def status(root: Path = ROOT, out: Path = BUILD) -> tuple[list[str], list[str], 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        listed()
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        print(f"model.cython_build: cannot read the list of modules in {ROOT / 'pyproject.toml'}: "
+              f"{e}", file=sys.stderr)
+        return 2
     if argv in ([], ["build"]):
         modules = listed()
         built = build(modules)
