@@ -1,5 +1,12 @@
 """Explorers: search a model's state space and check its properties (they see model.core only)."""
+import os
 
-from model.compiled import install as _compiled
+# OpenBLAS (numpy's) starts a pool of threads on import that spins between calls; the explorers
+# make no BLAS call (numpy sorts and searches fingerprints), and the pool's spinning took the
+# core a second BFS process needs: --workers 2 ran 12% slower with it (bench/RESULTS.md, "Twelfth
+# round"). Set before numpy is first imported; a caller's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from model.compiled import install as _compiled  # noqa: E402
 
 _compiled()   # the compiled builds of the hot modules, where fresh (model/compiled.py)

@@ -277,3 +277,22 @@ def test_a_property_raising_is_a_model_error_as_with_one_process(expectation):
     one, two = both(m, keep_going=True)
     assert [v.kind for v in one.violations] == ["model_error"]
     assert summary(one) == summary(two) and two.extra["workers"]["levels"] >= 3
+
+
+def _threads_after_importing_the_cli(**env) -> int:
+    import subprocess
+    import sys
+    base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    run = subprocess.run([sys.executable, "-c", "import os, explorers.cli; "
+                          "print(len(os.listdir('/proc/self/task')))"], capture_output=True,
+                         text=True, env={**base, **env}, timeout=120)
+    assert run.returncode == 0, run.stderr
+    return int(run.stdout)
+
+
+def test_numpys_blas_pool_does_not_spin_beside_the_workers():
+    """OpenBLAS's thread pool (numpy's) spins between calls and took the core a second process
+    needs; the explorers make no BLAS call, so they start numpy with one BLAS thread (a caller's
+    own OPENBLAS_NUM_THREADS wins)."""
+    assert _threads_after_importing_the_cli() == 1
+    assert _threads_after_importing_the_cli(OPENBLAS_NUM_THREADS="2") == 2
