@@ -54,6 +54,15 @@ def source_of(root: Path, module: str) -> Path:
     return root.joinpath(*module.split(".")).with_suffix(".py")
 
 
+def fresh(root: Path, build: Path, module: str, entry: dict) -> bool:
+    """Whether ``module``'s build (its manifest ``entry``) is there and of its source as it is."""
+    try:
+        return (build / entry["binary"]).is_file() \
+            and digest(source_of(root, module)) == entry["sha256"]
+    except OSError:
+        return False
+
+
 def read_manifest(build: Path) -> dict:
     """module -> {"sha256": source digest, "binary": path under ``build``}; {} when there is no
     usable manifest (missing, unreadable, or built for another interpreter)."""
@@ -93,16 +102,11 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
         entry = self.entries.get(fullname)
         if entry is None:
             return None
-        source = source_of(self.root, fullname)
-        binary = self.build / entry["binary"]
-        try:
-            fresh = digest(source) == entry["sha256"] and binary.is_file()
-        except OSError:
-            fresh = False
-        if not fresh:
+        if not fresh(self.root, self.build, fullname, entry):
             self.stale.append(fullname)
             return None
         self.loaded.append(fullname)
+        source, binary = source_of(self.root, fullname), self.build / entry["binary"]
         loader = CompiledLoader(fullname, str(binary), str(source))
         return importlib.machinery.ModuleSpec(fullname, loader, origin=str(binary))
 

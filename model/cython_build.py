@@ -21,8 +21,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-from model.compiled import (BUILD, MANIFEST, ROOT, SUFFIX, SWITCH, digest, enabled, read_manifest,
-                            source_of)
+from model.compiled import (BUILD, MANIFEST, ROOT, SUFFIX, SWITCH, digest, enabled, fresh,
+                            read_manifest, source_of)
 
 
 # Python's semantics, unchanged: annotations are documentation (Cython would otherwise coerce an
@@ -43,8 +43,7 @@ def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 
     missing) and rewrite the manifest; returns its modules (those compiled and fresh)."""
     old = read_manifest(out)
     want = {m: digest(source_of(root, m)) for m in modules}
-    built = {m: e for m, e in old.items()
-             if want.get(m) == e["sha256"] and (out / e["binary"]).is_file()}
+    built = {m: e for m, e in old.items() if m in want and fresh(root, out, m, e)}
     todo = [m for m in modules if m not in built]
     if todo:
         try:
@@ -135,36 +134,35 @@ def _write_manifest(out: Path, modules: dict) -> None:
 def status(root: Path = ROOT, out: Path = BUILD) -> tuple[list[str], list[str], list[str]]:
     """(fresh, stale, not built) among the listed modules."""
     entries = read_manifest(out)
-    fresh, stale, missing = [], [], []
+    in_use, stale, missing = [], [], []
     for m in listed(root):
         e = entries.get(m)
         if e is None or not (out / e["binary"]).is_file():
             missing.append(m)
-        elif digest(source_of(root, m)) != e["sha256"]:
-            stale.append(m)
+        elif fresh(root, out, m, e):
+            in_use.append(m)
         else:
-            fresh.append(m)
-    return fresh, stale, missing
+            stale.append(m)
+    return in_use, stale, missing
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        listed()
+        modules = listed()
     except (OSError, tomllib.TOMLDecodeError) as e:
         print(f"model.cython_build: cannot read the list of modules in {ROOT / 'pyproject.toml'}: "
               f"{e}", file=sys.stderr)
         return 2
     if argv in ([], ["build"]):
-        modules = listed()
         built = build(modules)
         print(f"model.cython_build: {len(built)} of {len(modules)} listed modules compiled "
               f"({BUILD.relative_to(ROOT)})")
         return 0
     if argv == ["status"]:
-        fresh, stale, missing = status()
+        in_use, stale, missing = status()
         off = "" if enabled() else f"; all switched off ({SWITCH}=0)"
-        print(f"compiled and in use: {len(fresh)}; stale, run as source: {', '.join(stale) or 0}; "
+        print(f"compiled and in use: {len(in_use)}; stale, run as source: {', '.join(stale) or 0}; "
               f"not built: {', '.join(missing) or 0}{off}")
         return 0
     print("usage: python -m model.cython_build [build|status]", file=sys.stderr)
