@@ -4,12 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: check test bench clean browser compiled
+.PHONY: check test bench clean browser compiled kafka
 
-check: compiled
+check: compiled kafka
 	$(BIN)/kafka-mc check
 
-test: compiled browser
+test: compiled browser kafka
 	$(BIN)/python -m pytest -q
 
 # The hot modules compiled with Cython (model/compiled.py): rebuilds only what changed; without a C
@@ -31,6 +31,12 @@ browser:
 	    echo "make browser: apt-get failed" >&2; \
 	else echo "make browser: cannot install chromium and chromium-driver here (needs root and" \
 	  "apt-get): the browser test will fail" >&2; fi
+
+# Real Apache Kafka for `kafka-mc real` and its tests: every supported release (realkafka/releases.py)
+# fetched from Maven Central into build/kafka/<version> (or $$KAFKA_MC_KAFKA_CACHE) by Maven, and
+# the client driver compiled against it. Only what is missing is fetched; needs mvn and a JDK 17+.
+kafka: $(STAMP)
+	$(BIN)/python -m realkafka.fetch
 
 bench: compiled
 	$(BIN)/python bench/twophase.py 8

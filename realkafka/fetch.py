@@ -1,0 +1,122 @@
+"""``make kafka``: fetch every supported release from Maven Central and compile the client driver.
+
+``python -m realkafka.fetch [VERSION ...]`` runs Maven on ``realkafka/maven/pom.xml`` for each
+release not yet fetched (``dependency:copy-dependencies`` into a temporary folder renamed into
+place, so an interrupted fetch leaves no half release), then compiles the Java driver
+(``realkafka/driver/*.java``) against the release's kafka-clients whenever the driver's source
+changed. Nothing else in kafka-mc downloads anything: a run on a release not fetched says to run
+``make kafka``.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from realkafka import releases
+
+POM = Path(__file__).resolve().parent / "maven" / "pom.xml"
+DRIVER_SOURCES = Path(__file__).resolve().parent / "driver"
+
+
+class FetchError(RuntimeError):
+    """Maven or javac failed: the reason in one line."""
+
+
+def _tail(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def fetch_jars(version: str, root: Path) -> None:
+    """``root/version/lib``: the release's classpath, fetched by Maven (atomically)."""
+    lib = root / version / "lib"
+    if lib.is_dir():
+        return
+    if shutil.which("mvn") is None:
+        raise FetchError("mvn is not on PATH (Maven fetches Kafka from Maven Central)")
+    (root / version).mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".lib-", dir=root / version))
+    try:
+        run = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(POM), f"-Dkafka.version={version}",
+             "dependency:copy-dependencies", f"-DoutputDirectory={tmp}"],
+            capture_output=True, text=True, timeout=1800)
+        if run.returncode != 0:
+            raise FetchError(f"Maven could not fetch Kafka {version}: {_tail(run.stdout + run.stderr)}")
+        if not any(tmp.glob("kafka-clients-*.jar")):
+            raise FetchError(f"Maven fetched Kafka {version} without kafka-clients")
+        os.replace(tmp, lib)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def driver_digest() -> str:
+    """The SHA-256 of the driver's Java sources (a changed source is recompiled)."""
+    h = hashlib.sha256()
+    for path in sorted(DRIVER_SOURCES.glob("*.java")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def compile_driver(version: str, root: Path) -> None:
+    """``root/version/driver``: the driver's classes, compiled against the release's jars."""
+    sources = sorted(DRIVER_SOURCES.glob("*.java"))
+    if not sources:
+        return
+    out = root / version / "driver"
+    digest = driver_digest()
+    stamp = out / "SOURCE_SHA256"
+    if stamp.is_file() and stamp.read_text().strip() == digest:
+        return
+    if shutil.which("javac") is None:
+        raise FetchError("javac is not on PATH (the client driver is compiled with the JDK)")
+    tmp = Path(tempfile.mkdtemp(prefix=".driver-", dir=root / version))
+    try:
+        run = subprocess.run(
+            ["javac", "-nowarn", "--release", "17", "-cp", str(root / version / "lib" / "*"),
+             "-d", str(tmp), *map(str, sources)], capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise FetchError(f"javac failed on the driver for Kafka {version}: "
+                             f"{_tail(run.stdout + run.stderr)}")
+        (tmp / "SOURCE_SHA256").write_text(digest + "\n")
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch(version: str) -> None:
+    """Fetch one release and compile its driver; the FETCHED marker is written last."""
+    root = releases.cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    fetch_jars(version, root)
+    compile_driver(version, root)
+    marker = root / version / "FETCHED"
+    if not marker.is_file():
+        marker.write_text(f"org.apache.kafka:kafka_2.13:{version}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    versions = list(argv if argv is not None else sys.argv[1:]) or [r.version for r in releases.RELEASES]
+    unknown = [v for v in versions if v not in releases.BY_VERSION]
+    if unknown:
+        print(f"realkafka.fetch: unknown release {unknown[0][:40]!r} (supported: "
+              f"{', '.join(releases.BY_VERSION)})", file=sys.stderr)
+        return 2
+    for version in versions:
+        try:
+            fetch(version)
+        except (FetchError, OSError, subprocess.TimeoutExpired) as e:
+            print(f"realkafka.fetch: {e}", file=sys.stderr)
+            return 2
+        print(f"Kafka {version}: {releases.home(version)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
