@@ -28,6 +28,7 @@ from explorers import report
 from explorers.bfs import BfsOptions, explore
 from explorers.checking import select_properties
 from explorers.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE, Violation
+from realkafka import cli as real_cli
 from traces.files import same_file, write_atomically
 from traces.trace import Trace, TraceError, read, trace_metadata
 
@@ -151,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--trace", metavar="FILE", help="an ITF trace to open and step through")
     ex.add_argument("--port", type=_port, default=8023, metavar="N",
                     help="TCP port (default 8023; 0: any free port)")
+    real_cli.add_parser(sub)
     ex.add_argument("--host", metavar="ADDRESS",
                     help="listen on ADDRESS instead of 127.0.0.1 (anyone who can reach it can "
                          "use the explorer)")
@@ -288,11 +290,11 @@ def _command(argv) -> int:
     try:
         args = build_parser().parse_args(argv)
         if args.command is None:
-            raise UsageError("a command is required: check, list, replay, minimize, render, graph "
-                             "or explore (see kafka-mc --help)")
+            raise UsageError("a command is required: check, list, replay, minimize, render, graph, "
+                             "explore or real (see kafka-mc --help)")
         return {"check": cmd_check, "list": cmd_list, "replay": cmd_replay, "graph": cmd_graph,
                 "minimize": cmd_minimize, "render": cmd_render,
-                "explore": cmd_explore}[args.command](args)
+                "explore": cmd_explore, "real": real_cli.main}[args.command](args)
     except (UsageError, ConfigError, TraceError) as e:
         _error(str(e))
         return EXIT_USAGE

@@ -1,0 +1,313 @@
+"""``kafka-mc real run``: a config's workload and seeded faults on a real cluster of one release.
+
+A run starts a cluster whose listeners (the clients' and the inter-broker one) go through the
+recording proxy, creates a topic of the config's partitions, runs each transactional.id's producer
+instances (one thread per transactional.id, as one application thread each) through the real Java
+client, spends the plan's faults (``realkafka.plan``), waits for the cluster to quiesce, reads every
+partition with a read_committed consumer and takes the end state (each partition's log read with
+Kafka's DumpLogSegments, LSO and high watermark, DescribeTransactions, DescribeProducers). It writes,
+under the run folder: ``plan.json`` (the schedule the seed gave), ``events.jsonl`` (the proxy's
+event log), ``history.jsonl`` (the client history), ``report.json`` (end state, anomalies) and the
+brokers' logs. Real runs are not deterministic; the seed fixes the plan, and the files explain the
+run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from realkafka import anomalies, plan as planning
+from realkafka.releases import Release
+
+# Client timers: short, so that a fault's consequence (a timeout and a retry) comes within seconds
+# on this machine, long enough that an unfaulted request on two busy cores does not time out.
+REQUEST_TIMEOUT_MS = 4000
+TRANSACTION_TIMEOUT_MS = 6000
+CLIENT_SETTINGS = {
+    "request.timeout.ms": str(REQUEST_TIMEOUT_MS),
+    "delivery.timeout.ms": str(3 * REQUEST_TIMEOUT_MS),
+    "transaction.timeout.ms": str(TRANSACTION_TIMEOUT_MS),
+    "max.block.ms": str(4 * REQUEST_TIMEOUT_MS),
+    "retry.backoff.ms": "100",
+    "linger.ms": "0",
+}
+BROKER_SETTINGS = {
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    "transaction.max.timeout.ms": "60000",
+    "request.timeout.ms": str(REQUEST_TIMEOUT_MS),   # the marker channel's and verifications'
+}
+# A transaction timeout fault: the application pauses past the timeout and the abort's cleanup.
+PAUSE_S = (TRANSACTION_TIMEOUT_MS + 2500) / 1000
+OP_TIMEOUT_S = 30.0
+QUIESCE_S = 30.0
+# The exceptions after which the Java client's documented handling is to close the producer.
+FATAL = {"ProducerFencedException", "InvalidProducerEpochException", "FencedInstanceIdException",
+         "OutOfOrderSequenceException", "AuthorizationException",
+         "TransactionalIdAuthorizationException", "UnsupportedVersionException",
+         "IllegalStateException", "KafkaException", "InvalidTxnStateException"}
+
+
+@dataclass
+class RunResult:
+    version: str
+    seed: int
+    out: Path
+    transactions: int
+    events: int
+    operations: int
+    anomalies: list[anomalies.Anomaly]
+    seconds: float
+    outcomes: dict = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 12 if self.anomalies else 0
+
+    def to_dict(self) -> dict:
+        return {"version": self.version, "seed": self.seed, "out": str(self.out),
+                "transactions": self.transactions, "events": self.events,
+                "operations": self.operations, "seconds": round(self.seconds, 1),
+                "anomalies": [a.to_dict() for a in self.anomalies],
+                "outcomes": {anomalies._txn_name(k): v for k, v in sorted(self.outcomes.items())},
+                "verdict": "anomaly" if self.anomalies else "clean"}
+
+
+def _error_class(e: BaseException) -> str:
+    return getattr(e, "cls", None) or type(e).__name__
+
+
+class _Workload:
+    """The instances of the plan, run through the driver; what each transaction's end returned
+    (``outcomes``) and which values were acknowledged (``sent``)."""
+
+    def __init__(self, plan: planning.Plan, driver, topic: str, run_id: str, log):
+        self.plan, self.driver, self.topic, self.run_id, self.log = plan, driver, topic, run_id, log
+        self.outcomes: dict[tuple, str] = {}
+        self.sent: dict[tuple, list[str]] = {}
+        self.lock = threading.Lock()
+
+    def transactional_id(self, tid: int) -> str:
+        return f"kmc-{self.run_id}-t{tid}"
+
+    def run(self) -> None:
+        threads = [threading.Thread(target=self._tid, args=(t,), name=f"tid-{t}", daemon=True)
+                   for t in sorted({i.tid for i in self.plan.instances})]
+        for th in threads:
+            th.start()
+        deadline = time.monotonic() + 300
+        for th in threads:
+            th.join(max(0.0, deadline - time.monotonic()))
+
+    def _send(self, producer, ident, txn, zombie=False) -> None:
+        for r, partition in enumerate(txn.partitions):
+            value = anomalies.record_value(*ident, r, zombie)
+            producer.send(self.topic, partition, value, value)
+            with self.lock:
+                self.sent.setdefault(ident, []).append(value)
+
+    def _end(self, producer, ident, how: str) -> bool:
+        """commit or abort as the application asked; on an abortable commit error the documented
+        handling (abortTransaction). Returns whether the instance can go on."""
+        try:
+            (producer.commit_transaction if how == "commit" else producer.abort_transaction)()
+            self.outcomes[ident] = "committed" if how == "commit" else "aborted"
+            return True
+        except Exception as e:   # a ClientError: the Java exception's class
+            cls = _error_class(e)
+            self.log(f"  {how} of {anomalies._txn_name(ident)}: {cls}")
+            if "Timeout" in cls:
+                self.outcomes[ident] = "unknown"
+                return False
+            if cls in FATAL:
+                self.outcomes[ident] = "failed"
+                return False
+            try:
+                producer.abort_transaction()
+                self.outcomes[ident] = "aborted"
+                return True
+            except Exception:
+                self.outcomes[ident] = "failed"
+                return False
+
+    def _tid(self, tid: int) -> None:
+        zombie = None   # (producer, instance, transaction, crash point) of the last crashed one
+        for inst in (i for i in self.plan.instances if i.tid == tid):
+            name = f"t{tid}.i{inst.number}"
+            producer = self.driver.producer(name, self.transactional_id(tid), **CLIENT_SETTINGS)
+            try:
+                producer.init_transactions()
+            except Exception as e:
+                self.log(f"  {name} initTransactions: {_error_class(e)}")
+                continue
+            if zombie is not None:
+                self._zombie(*zombie)
+                zombie = None
+            for txn in inst.txns:
+                ident = (tid, inst.number, txn.number)
+                point = inst.crash[1] if inst.crash and inst.crash[0] == txn.number else None
+                if point == "before-begin":
+                    zombie = (producer, inst, txn, point)
+                    break
+                try:
+                    producer.begin_transaction()
+                    if point == "before-send":
+                        zombie = (producer, inst, txn, point)
+                        break
+                    self._send(producer, ident, txn)
+                    if txn.pause:
+                        time.sleep(PAUSE_S)
+                except Exception as e:
+                    self.log(f"  {name} transaction {txn.number}: {_error_class(e)}")
+                    if not self._end(producer, ident, "abort"):
+                        break
+                    continue
+                if point == "before-commit":
+                    zombie = (producer, inst, txn, point)
+                    break
+                if not self._end(producer, ident, txn.end):
+                    break
+                if point == "after-commit":
+                    zombie = (producer, inst, txn, point)
+                    break
+
+    def _zombie(self, producer, inst, txn, point) -> None:
+        """The crashed instance goes on after its successor initialized: whatever it sends now is
+        marked ``z`` and must never be visible (zombie fencing)."""
+        ident = (inst.tid, inst.number, txn.number if point != "after-commit" else txn.number + 1)
+        try:
+            if point in ("before-begin", "after-commit"):
+                producer.begin_transaction()
+            if point != "before-commit":
+                self._send(producer, ident, txn, zombie=True)
+            producer.commit_transaction()
+            self.outcomes[ident] = "committed"
+        except Exception as e:
+            self.log(f"  zombie t{inst.tid}.i{inst.number}: {_error_class(e)}")
+            self.outcomes.setdefault(ident, "failed")
+
+
+def _install_faults(proxy, plan: planning.Plan) -> list:
+    from realkafka import proxy as proxies
+    installed = []
+    for nf in plan.network:
+        installed.append(proxy.add_fault(proxies.fault_for(nf)))
+    return installed
+
+
+def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event) -> threading.Thread:
+    """Restart the coordinator's broker after the n-th EndTxn response, for each failover."""
+    def watch():
+        for f in plan.failovers:
+            seen = 0
+            def nth_end_txn(e, f=f):
+                nonlocal seen
+                if e.get("api") == "EndTxn" and e.get("direction") == "response":
+                    seen += 1
+                return seen >= f.after_end_txn
+            try:
+                proxy.wait_for(nth_end_txn, timeout=120)
+            except Exception:
+                return
+            if stop.is_set():
+                return
+            node = cluster.coordinator_node()
+            log(f"  failover: broker {node} {'killed' if f.hard else 'shut down'} and restarted")
+            cluster.restart(node, hard=f.hard)
+    th = threading.Thread(target=watch, name="failovers", daemon=True)
+    th.start()
+    return th
+
+
+def _quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool, dict]:
+    """Wait until no transaction is ongoing or being completed at its coordinator and every LSO
+    reached its high watermark (or QUIESCE_S passed); the last states seen."""
+    deadline = time.monotonic() + QUIESCE_S
+    while True:
+        states = admin.describe_transactions(tids)
+        open_ = any(s.get("state") in anomalies.ONGOING for s in states.values())
+        offsets = {p: {"lso": admin.list_offsets(topic, p, "read_committed"),
+                       "high_watermark": admin.list_offsets(topic, p, "read_uncommitted")}
+                   for p in partitions}
+        settled = not open_ and all(o["lso"] == o["high_watermark"] for o in offsets.values())
+        if settled or time.monotonic() > deadline:
+            return open_, {"transactions": states, "offsets": offsets}
+        time.sleep(0.5)
+
+
+def _read_all(driver, topic: str, partitions: list, offsets: dict, isolation: str) -> list[dict]:
+    consumer = driver.consumer(f"reader-{isolation}", f"kmc-reader-{secrets.token_hex(3)}",
+                               isolation=isolation)
+    try:
+        consumer.assign(topic, partitions)
+        records: list[dict] = []
+        end = {p: offsets[p]["lso" if isolation == "read_committed" else "high_watermark"]
+               for p in partitions}
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            records.extend(consumer.poll(0.5))
+            if all(consumer.position(topic, p) >= end[p] for p in partitions):
+                break
+        return [{"partition": r["partition"], "offset": r["offset"], "value": r["value"]}
+                for r in records]
+    finally:
+        consumer.close()
+
+
+def _write_json(path: Path, value) -> None:
+    """Written whole or not at all (a temporary file renamed)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=lambda s: None
+        ) -> RunResult:
+    """One run of ``cfg`` on ``release``; its files under ``out`` (created)."""
+    from realkafka.client import Driver
+    from realkafka.cluster import Cluster
+    from realkafka.logdump import partition_log
+    from realkafka.proxy import Proxy
+
+    started = time.monotonic()
+    the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(the_plan.to_json())
+    run_id = f"{seed}-{secrets.token_hex(3)}"
+    topic = f"kmc-{run_id}"
+    partitions = list(range(the_plan.partitions))
+    stop = threading.Event()
+    with Proxy(out / "events.jsonl") as proxy, \
+            Cluster(release, brokers=brokers, proxy=proxy, settings=BROKER_SETTINGS) as cluster, \
+            Driver(release, cluster.bootstrap, history_path=out / "history.jsonl") as driver:
+        admin = driver.admin()
+        admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
+        _install_faults(proxy, the_plan)
+        watcher = _failovers(proxy, cluster, the_plan, log, stop)
+        work = _Workload(the_plan, driver, topic, run_id, log)
+        work.run()
+        stop.set()
+        tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
+        open_, state = _quiesce(admin, tids, partitions, topic)
+        state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
+        reads = _read_all(driver, topic, partitions, state["offsets"], "read_committed")
+        state["read_committed"] = reads
+        state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
+        found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
+        events = len(proxy.events())
+        operations = len(driver.history)
+        watcher.join(timeout=1)
+        logs = getattr(cluster, "log_files", lambda: [])()
+        for f in logs:
+            shutil.copy(f, out / Path(f).name)
+    result = RunResult(release.version, seed, out, the_plan.transactions, events, operations,
+                       found, time.monotonic() - started, dict(work.outcomes))
+    _write_json(out / "report.json", {**result.to_dict(), "end_state": state,
+                                      "sent": {anomalies._txn_name(k): v
+                                               for k, v in sorted(work.sent.items())}})
+    return result
