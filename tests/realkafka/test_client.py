@@ -1,0 +1,358 @@
+"""The real Java client driven from Python (realkafka/client.py, realkafka/driver/KafkaMcDriver.java)
+against a real broker (realkafka/cluster.py): no mock anywhere.
+
+One single-node KRaft cluster and one driver JVM per release and module. Releases: the oldest
+(3.6.2) and the newest by default; ``KAFKA_MC_REAL_VERSIONS=all`` (or a comma list) for others.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from realkafka import releases
+from realkafka.client import ClientError, Driver, DriverError
+from realkafka.cluster import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _versions() -> list[str]:
+    env = os.environ.get("KAFKA_MC_REAL_VERSIONS", "").strip()
+    if env == "all":
+        return [r.version for r in releases.RELEASES]
+    if env:
+        return [v.strip() for v in env.split(",") if v.strip()]
+    return [releases.RELEASES[0].version, releases.NEWEST]
+
+
+# Short client timers: a test that waits on one waits seconds, not a minute.
+CLIENT = {"request.timeout.ms": "5000", "delivery.timeout.ms": "10000",
+          "transaction.timeout.ms": "10000", "max.block.ms": "10000", "retry.backoff.ms": "100"}
+# What a fenced zombie's commitTransaction throws, per release (observed; see the zombie test).
+FENCED = {"ProducerFencedException", "InvalidProducerEpochException"}
+
+
+@pytest.fixture(scope="module", params=_versions())
+def cluster(request):
+    with Cluster(request.param) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def driver(cluster, tmp_path_factory):
+    path = tmp_path_factory.mktemp("history") / "history.jsonl"
+    with Driver(cluster.release, cluster.bootstrap, history_path=path, settings=CLIENT) as d:
+        yield d
+    assert not d.alive()
+
+
+@pytest.fixture(scope="module")
+def admin(driver):
+    return driver.admin()
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _topic(admin, partitions: int = 2) -> str:
+    topic = _name("t")
+    assert admin.create_topic(topic, partitions) == "created"
+    return topic
+
+
+def _settled(admin, topic: str, partitions, timeout: float = 20.0) -> dict:
+    """Wait until every partition's LSO reached its high watermark (the markers are written
+    after commitTransaction returns); {partition: (lso, hw)}."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = {p: (admin.lso(topic, p), admin.high_watermark(topic, p)) for p in partitions}
+        if all(lso == hw for lso, hw in got.values()) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
+
+
+def _ops(history, process):
+    return [(h["type"], h["f"]) for h in history if h["process"] == process]
+
+
+def test_commit_is_read_and_abort_is_not(driver, admin):
+    topic = _topic(admin)
+    p = driver.producer(_name("p"), _name("tx"))
+    p.init_transactions()
+    p.begin_transaction()
+    assert p.send(topic, 0, "k", "committed-0") == (0, 0)
+    assert p.send(topic, 1, "k", "committed-1") == (1, 0)
+    p.commit_transaction()
+    p.begin_transaction()
+    part, offset = p.send(topic, 0, "k", "aborted-0")
+    assert part == 0 and offset >= 1          # after the first transaction's record (and marker)
+    p.abort_transaction()
+    p.close()
+    settled = _settled(admin, topic, [0, 1])
+    assert all(lso == hw for lso, hw in settled.values()), settled
+    committed = driver.consumer(_name("rc"), None).read_all(topic, [0, 1])
+    assert sorted(r["value"] for r in committed) == ["committed-0", "committed-1"]
+    uncommitted = driver.consumer(_name("ru"), None, isolation="read_uncommitted").read_all(topic, [0, 1])
+    assert sorted(r["value"] for r in uncommitted) == ["aborted-0", "committed-0", "committed-1"]
+    r = next(r for r in uncommitted if r["value"] == "aborted-0")
+    assert (r["topic"], r["partition"], r["offset"], r["key"]) == (topic, 0, offset, "k")
+
+
+def test_history_is_jepsen_like(driver, admin):
+    topic = _topic(admin, 1)
+    name = _name("p")
+    before = time.monotonic_ns() - driver.origin_ns
+    p = driver.producer(name, _name("tx"))
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, 0, "k", "v")
+    p.commit_transaction()
+    after = time.monotonic_ns() - driver.origin_ns
+    mine = [h for h in driver.history if h["process"] == name]
+    assert [(h["type"], h["f"]) for h in mine] == [
+        ("invoke", "init_transactions"), ("ok", "init_transactions"),
+        ("invoke", "begin_transaction"), ("ok", "begin_transaction"),
+        ("invoke", "send"), ("ok", "send"),
+        ("invoke", "commit_transaction"), ("ok", "commit_transaction")]
+    assert mine[4]["value"] == {"topic": topic, "partition": 0, "key": "k", "value": "v"}
+    assert mine[5]["value"] == {"topic": topic, "partition": 0, "key": "k", "value": "v", "offset": 0}
+    # The JVM's System.nanoTime() is the clock of time.monotonic_ns(): the records' times lie
+    # between the caller's own readings, in order.
+    times = [h["time"] for h in mine]
+    assert before <= times[0] and times == sorted(times) and times[-1] <= after
+    # The whole history: indexes in order, times never going back, every record's fields.
+    h = driver.history
+    assert [x["index"] for x in h] == list(range(len(h)))
+    assert all(a["time"] <= b["time"] for a, b in zip(h, h[1:]))
+    assert all(set(x) == {"index", "time", "process", "type", "f", "value", "error"} for x in h)
+    # ... and the same records in the file, one JSON object a line.
+    lines = [json.loads(line) for line in driver.history_path.read_text().splitlines()]
+    assert lines == h[:len(lines)] and len(lines) >= len(h) - 2
+
+
+def test_zombie_commit_is_fenced(driver, admin, cluster):
+    topic = _topic(admin, 1)
+    tid = _name("tx")
+    zombie = driver.producer(_name("zombie"), tid)
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.send(topic, 0, "k", "zombie")
+    successor = driver.producer(_name("successor"), tid)
+    successor.init_transactions()         # bumps the epoch; the zombie's transaction is aborted
+    with pytest.raises(ClientError) as fenced:
+        zombie.commit_transaction()
+    # Observed: 3.6.2 ProducerFencedException; 4.4.0 ProducerFencedException too (the
+    # coordinator's InvalidProducerEpoch answer is mapped to fencing by the client).
+    assert fenced.value.cls in FENCED, fenced.value
+    last = [h for h in driver.history if h["process"] == zombie.name][-1]
+    assert (last["type"], last["f"], last["error"][0]) == ("fail", "commit_transaction", fenced.value.cls)
+    successor.begin_transaction()
+    successor.send(topic, 0, "k", "successor")
+    successor.commit_transaction()
+    _settled(admin, topic, [0])
+    values = [r["value"] for r in driver.consumer(_name("rc"), None).read_all(topic, [0])]
+    assert values == ["successor"]
+    print(f"\nKafka {cluster.release.version}: a fenced zombie's commit throws {fenced.value.cls}")
+
+
+def test_admin_sees_the_open_transaction(driver, admin, cluster):
+    topic = _topic(admin, 1)
+    tid = _name("tx")
+    warm = driver.producer(_name("warm"), _name("tx"))     # a committed record first: offset 0, 1
+    warm.init_transactions()
+    warm.begin_transaction()
+    warm.send(topic, 0, "k", "before")
+    warm.commit_transaction()
+    start = _settled(admin, topic, [0])[0][1]              # the high watermark after the marker
+    p = driver.producer(_name("p"), tid)
+    p.init_transactions()
+    p.begin_transaction()
+    assert p.send(topic, 0, "k", "open")[1] == start
+    d = admin.describe_transaction(tid)
+    assert d["state"] == "Ongoing"
+    assert d["topic_partitions"] == [{"topic": topic, "partition": 0}]
+    assert d["transaction_timeout_ms"] == 10000
+    assert d["coordinator_id"] == admin.find_coordinator(tid) == cluster.coordinator_node()
+    producers = admin.describe_producers(topic, 0)
+    mine = [s for s in producers if s["producer_id"] == d["producer_id"]]
+    assert len(mine) == 1 and mine[0]["current_transaction_start_offset"] == start
+    assert mine[0]["producer_epoch"] == d["producer_epoch"] and mine[0]["last_sequence"] == 0
+    assert admin.lso(topic, 0) == start                     # held at the open transaction's start
+    assert admin.high_watermark(topic, 0) == start + 1
+    listed = {t["transactional_id"]: t for t in admin.list_transactions()}
+    assert listed[tid]["state"] == "Ongoing" and listed[tid]["producer_id"] == d["producer_id"]
+    p.commit_transaction()
+    lso, hw = _settled(admin, topic, [0])[0]
+    assert lso == hw == start + 2                           # the record and its COMMIT marker
+    after = [s for s in admin.describe_producers(topic, 0) if s["producer_id"] == d["producer_id"]]
+    assert after[0]["current_transaction_start_offset"] is None
+    assert admin.describe_transaction(tid)["state"] in ("CompleteCommit", "Empty")
+    missing = admin.describe_transactions([_name("nope")])
+    assert next(iter(missing.values()))["error"]["class"] == "TransactionalIdNotFoundException"
+    with pytest.raises(ClientError, match="TransactionalIdNotFoundException"):
+        admin.find_coordinator(_name("nope"))
+    assert admin.describe_cluster()["nodes"][0]["id"] == 1
+    assert admin.describe_topics([topic])[topic][0]["leader"] == 1
+
+
+def test_offsets_sent_to_the_transaction(driver, admin):
+    source, sink = _topic(admin, 1), _topic(admin, 1)
+    feed = driver.producer(_name("feed"), None)              # idempotent, not transactional
+    for i in range(3):
+        feed.send(source, 0, str(i), f"in-{i}")
+    group = _name("g")
+    reader = driver.consumer(_name("reader"), group)
+    records = reader.read_all(source, [0])
+    assert [r["value"] for r in records] == ["in-0", "in-1", "in-2"]
+    meta = reader.group_metadata()
+    assert meta["group_id"] == group
+    p = driver.producer(_name("ctp"), _name("tx"))
+    p.init_transactions()
+    p.begin_transaction()
+    for r in records:
+        p.send(sink, 0, r["key"], r["value"].replace("in", "out"))
+    p.send_offsets_to_transaction({(source, 0): 3}, reader)  # the consumer's groupMetadata()
+    p.commit_transaction()
+    assert admin.list_group_offsets(group) == {(source, 0): 3}
+    p.begin_transaction()
+    p.send_offsets_to_transaction({(source, 0): 1}, group)   # a bare group id
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send_offsets_to_transaction({(source, 0): 2}, meta)    # the metadata as a dict
+    p.commit_transaction()
+    assert admin.list_group_offsets(group) == {(source, 0): 2}
+    assert reader.committed(source, [0]) == {(source, 0): 2}
+    reader.seek(source, 0, 0)
+    assert reader.position(source, 0) == 0
+    assert reader.end_offsets(source, [0]) == {(source, 0): 3}
+
+
+def test_blocked_op_does_not_block_others_and_timeouts_are_info(driver, admin):
+    """A producer blocked in send (its partition does not exist: the client waits max.block.ms
+    for metadata) leaves the other clients free; its TimeoutException is an unknown outcome
+    (info); a caller that stops waiting records info at once and not the later completion."""
+    topic = _topic(admin, 1)
+    slow = driver.producer(_name("slow"), None, max_block_ms=3000)
+    pending = slow.start_send(topic, 7, "k", "nowhere")
+    assert pending.invoked.wait(10)
+    t0 = time.monotonic()
+    other = driver.producer(_name("other"), _name("tx"))
+    other.init_transactions()
+    other.begin_transaction()
+    other.send(topic, 0, "k", "v")
+    other.commit_transaction()
+    assert not pending.done() and time.monotonic() - t0 < 3.0
+    with pytest.raises(ClientError) as e:
+        pending.result(15)
+    assert e.value.cls == "TimeoutException"
+    assert _ops(driver.history, slow.name) == [("invoke", "send"), ("info", "send")]
+    # The caller's own timeout: recorded info ("Timeout") now; the client's answer later is not.
+    with pytest.raises(ClientError) as e:
+        slow.send(topic, 7, "k", "nowhere", timeout=0.3)
+    assert e.value.cls == "Timeout"
+    last = [h for h in driver.history if h["process"] == slow.name][-1]
+    assert (last["type"], last["error"][0]) == ("info", "Timeout")
+    slow.flush(timeout=15)                  # queued behind the abandoned send, which then ends
+    assert _ops(driver.history, slow.name)[-3:] == [
+        ("info", "send"), ("invoke", "flush"), ("ok", "flush")]
+    slow.close()
+
+
+def test_errors_are_the_java_exceptions(driver, admin):
+    p = driver.producer(_name("p"), _name("tx"))
+    with pytest.raises(ClientError) as e:
+        p.begin_transaction()               # before initTransactions
+    assert e.value.cls == "IllegalStateException"
+    p.init_transactions()
+    with pytest.raises(ClientError) as e:
+        p.commit_transaction()              # no transaction begun
+    assert e.value.cls in ("IllegalStateException", "KafkaException")
+    p.close()
+    with pytest.raises(ClientError) as e:
+        p.begin_transaction()               # Kafka: "Cannot perform operation after producer has been closed"
+    assert e.value.cls == "IllegalStateException"
+    with pytest.raises(ClientError, match="TopicExistsException"):
+        topic = _topic(admin, 1)
+        admin.create_topic(topic, 1)
+    assert admin.create_topic(topic, 1, exist_ok=True) == "exists"
+    with pytest.raises(ClientError, match="exists"):
+        name = _name("c")
+        driver.consumer(name, None)
+        driver.consumer(name, None)        # two live clients of one name
+
+
+def test_the_jvm_never_outlives_its_driver(cluster, tmp_path):
+    """Whatever ends the test: an exception inside the with, an op pending when the JVM dies
+    (recorded info), a caller that never closes, a Python process killed outright."""
+    with pytest.raises(RuntimeError):
+        with Driver(cluster.release, cluster.bootstrap) as d:
+            pid = d.pid
+            raise RuntimeError("a failing test")
+    assert not _alive(pid)
+    # The JVM lost mid-operation: the pending op fails DriverLost and is recorded info.
+    d = Driver(cluster.release, cluster.bootstrap)
+    try:
+        slow = d.producer("slow", None, max_block_ms=30000)
+        op = slow.start_send("no-such-topic-" + uuid.uuid4().hex[:6], 3, "k", "v")
+        assert op.invoked.wait(10)
+        os.killpg(d.pid, signal.SIGKILL)
+        with pytest.raises(ClientError) as e:
+            op.result(10)
+        assert e.value.cls == "DriverLost"
+        assert _ops(d.history, "slow") == [("invoke", "send"), ("info", "send")]
+        assert d.history[-1]["error"][0] == "DriverLost"
+        with pytest.raises(ClientError, match="DriverLost"):
+            slow.flush()
+    finally:
+        d.close()
+    assert not _alive(d.pid)
+    # A Python process that never closes its driver, and one killed with SIGKILL.
+    for ending in ("sys.exit(0)", "os.kill(os.getpid(), signal.SIGKILL)"):
+        script = textwrap.dedent(f"""
+            import os, signal, sys
+            from realkafka.client import Driver
+            d = Driver({cluster.release.version!r}, {cluster.bootstrap!r})
+            print(d.pid, flush=True)
+            {ending}
+        """)
+        run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        jvm = int(run.stdout.split()[0])
+        deadline = time.monotonic() + 10
+        while _alive(jvm) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(jvm), (ending, run.stderr[-500:])
+
+
+def test_bad_setups_are_one_line(tmp_path, monkeypatch):
+    with pytest.raises(releases.ReleaseError, match="not a supported release"):
+        Driver("0.0.1", "127.0.0.1:1")
+    fake = tmp_path / "cache"
+    (fake / "3.6.2").mkdir(parents=True)
+    (fake / "3.6.2" / "FETCHED").write_text("x\n")
+    monkeypatch.setenv("KAFKA_MC_KAFKA_CACHE", str(fake))
+    with pytest.raises(DriverError, match="make kafka") as e:
+        Driver("3.6.2", "127.0.0.1:1")
+    assert "\n" not in str(e.value)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:       # a zombie not yet reaped by its parent counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
