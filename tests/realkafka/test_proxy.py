@@ -414,3 +414,135 @@ def test_faults_refuse_bad_aims():
         Fault(HOLD, "NoSuchApi")
     with pytest.raises(ValueError):
         Fault(DROP, occurrence=0)
+
+
+# ----------------------------------------------------------------------------- the Java client
+
+JAVA_RELEASES = [v for v in ("3.6.2", RELEASE) if releases.fetched(v)]
+
+
+@pytest.fixture(scope="module", params=JAVA_RELEASES)
+def java(request, tmp_path_factory):
+    """(release, proxy, cluster, driver): a broker of the release behind the proxy and the
+    release's own Java client (realkafka.client), everything stopped at the end."""
+    client = pytest.importorskip("realkafka.client")
+    from realkafka.cluster import Cluster
+    version = request.param
+    proxy = Proxy(tmp_path_factory.mktemp(f"java-{version}") / "events.jsonl")
+    try:
+        cluster = Cluster(version, proxy=proxy)
+        try:
+            cluster.start()
+            cluster.create_topic("t", 2)
+            try:
+                driver = client.Driver(version, cluster.bootstrap)
+            except client.DriverError as e:
+                pytest.skip(str(e))
+            try:
+                yield version, proxy, cluster, driver
+            finally:
+                driver.close()
+        finally:
+            cluster.stop()
+    finally:
+        proxy.close()
+
+
+def _tv2(version: str) -> bool:
+    return releases.BY_VERSION[version].transaction_version >= 2
+
+
+def test_java_transaction_commit_in_the_event_log(java):
+    version, proxy, cluster, driver = java
+    start = last_seq(proxy)
+    p = driver.producer("commit-1", "tx-java-commit")
+    p.init_transactions()
+    p.begin_transaction()
+    p.send("t", 0, "k", "a")
+    p.send("t", 1, "k", "b")
+    p.commit_transaction()
+    done = proxy.wait_for(lambda e: e["seq"] > start and e["api"] == "WriteTxnMarkers"
+                          and e["direction"] == "response", timeout=30)
+    c = driver.consumer("reader-1", None)
+    got = c.read_all("t", [0, 1])
+    assert {r["value"] for r in got} >= {"a", "b"}
+    c.close()
+    ev = [e for e in since(proxy, start) if e["direction"] != "connection"]
+    assert not [e for e in ev if e.get("decode_error")]
+    init = [e for e in ev if e["api"] == "InitProducerId" and e["direction"] == "response"
+            and not e["errors"]][-1]
+    pid, epoch = init["fields"]["producer_id"], init["fields"]["producer_epoch"]
+    client_adds = [e for e in ev if e["api"] == "AddPartitionsToTxn"
+                   and e["endpoint"].endswith("/CLIENT")]
+    leader_adds = [e for e in ev if e["api"] == "AddPartitionsToTxn"
+                   and e["endpoint"].endswith("/INTERNAL") and e["direction"] == "request"]
+    if _tv2(version):
+        # TV2 (KIP-890 part 2): no client AddPartitionsToTxn, the leader adds the partition
+        assert not client_adds
+        assert leader_adds and not leader_adds[0]["fields"]["transactions"][0]["verify_only"]
+    else:
+        assert client_adds[0]["version"] <= 3
+        assert client_adds[0]["fields"]["v3_and_below_producer_id"] == pid
+        assert leader_adds[0]["fields"]["transactions"][0]["verify_only"] is True
+    batches = [b for e in ev if e["api"] == "Produce" and e["direction"] == "request"
+               for t in e["fields"]["topic_data"] for pd in t["partition_data"]
+               for b in pd["records"]]
+    assert len(batches) == 2
+    assert all((b["producer_id"], b["producer_epoch"], b["transactional"]) == (pid, epoch, True)
+               for b in batches)
+    end = [e for e in ev if e["api"] == "EndTxn" and e["direction"] == "response"][-1]
+    marker = [e for e in ev if e["api"] == "WriteTxnMarkers"
+              and e["direction"] == "request"][0]["fields"]["markers"][0]
+    assert marker["producer_id"] == pid and marker["transaction_result"] is True
+    if _tv2(version):           # EndTxn v5 answers with the bumped epoch the markers carry
+        assert end["fields"]["producer_epoch"] == epoch + 1 == marker["producer_epoch"]
+        assert marker["transaction_version"] == 2
+    else:
+        assert marker["producer_epoch"] == epoch
+    assert done["errors"] == []
+    # the read_committed consumer's fetches: isolation level 1, the LSO, the COMMIT markers
+    fetches = [e for e in since(proxy, start) if e["api"] == "Fetch"]
+    assert any(e["direction"] == "request" and e["fields"]["isolation_level"] == 1
+               for e in fetches)
+    parts = [p for e in fetches if e["direction"] == "response" and e["fields"]
+             for t in e["fields"]["responses"] for p in t["partitions"]]
+    assert any(p["last_stable_offset"] >= 1 for p in parts)
+    assert any(b.get("control_type") == "COMMIT" and b["producer_id"] == pid
+               for p in parts for b in p["records"] or [])
+    p.close()
+
+
+def test_java_end_txn_held_past_request_timeout_is_retried_and_the_copy_arrives(java):
+    version, proxy, cluster, driver = java
+    start = last_seq(proxy)
+    p = driver.producer("dup-1", "tx-java-dup", **{"request.timeout.ms": "2000",
+                                                   "delivery.timeout.ms": "10000"})
+    p.init_transactions()
+    fault = proxy.add_fault(Fault(DUPLICATE, "EndTxn", where=lambda e: e["fields"].get(
+        "transactional_id") == "tx-java-dup"))
+    try:
+        p.begin_transaction()
+        p.send("t", 0, "k", "dup")
+        t0 = time.monotonic()
+        p.commit_transaction()                      # succeeds: its retry went through
+        assert time.monotonic() - t0 >= 1.5         # after the client's request timeout
+    finally:
+        proxy.remove_fault(fault)
+    ev = since(proxy, start)
+    held = [e for e in ev if e["action"] == "held"]
+    assert len(held) == 1 and held[0]["api"] == "EndTxn"
+    copy = proxy.wait_for(lambda e: e["seq"] > start and e["action"] == "duplicated-copy", 10)
+    lost = proxy.wait_for(lambda e: e["seq"] > start and e["api"] == "EndTxn"
+                          and e["direction"] == "response" and e["conn"] == held[0]["conn"], 10)
+    assert copy["conn"] == held[0]["conn"] and lost["action"] == "dropped"
+    assert lost["fault"]["kind"] == "duplicate"
+    ev = since(proxy, start)
+    closed = [e for e in ev if e["direction"] == "connection" and e["conn"] == held[0]["conn"]
+              and e["action"] == "closed"]
+    assert closed[0]["by"] == "client" and closed[0]["seq"] < copy["seq"]
+    retries = [e for e in ev if e["api"] == "EndTxn" and e["direction"] == "response"
+               and e["conn"] != held[0]["conn"]]
+    assert retries and retries[-1]["errors"] == [] and retries[-1]["action"] == "forwarded"
+    assert [h for h in driver.history if h["process"] == "dup-1"
+            and h["f"] == "commit_transaction"][-1]["type"] == "ok"
+    p.close()
