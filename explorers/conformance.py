@@ -1,0 +1,316 @@
+"""Conformance (trace validation): is a recorded run of the real system a behaviour of the model?
+
+Given a run (a list of events: a proxy's event log, a client's history) and the model's
+``Observations`` for it (``model.observations``), search the model for a behaviour that explains
+the run, as TLA+ trace validation does (Cirstea, Kuppe, Loillier, Merz 2024; CCF, etcd-raft):
+
+* a node is (model state, position in each stream);
+* from a node, each enabled action of the model: a silent one keeps the positions; an observable
+  one must be the next event of some stream (its ``Observation.match`` accepts the step), and
+  advances that stream; a state observation at the head of a stream is consumed without a step
+  when the state satisfies it;
+* the run conforms when a node has consumed every stream.
+
+Nodes are deduplicated on (the state's fingerprint, positions) and expanded best-first: the most
+events consumed first, then the fewest steps, so a conforming run is found without expanding the
+silent interleavings around it, and a divergent one is searched exhaustively (within
+``max_nodes``). The result is ``conforms`` (with the model's behaviour, which ``write_trace``
+writes as an ITF trace that ``kafka-mc replay`` and ``explore`` open), ``diverges`` (a
+``Divergence``: the most events any behaviour of the model explains, the first event no step can
+match there, the actions enabled there and, for the nearest ones, which fields differ) or
+``unknown`` (the node limit was reached first).
+
+Cost: each observed event needs one model step, so a conforming run costs about (events + silent
+steps) x (the successors of a state) when nothing has to be undone; what multiplies it is
+ambiguity the events leave open (which of two instances of a client sent a request, a fault that
+may or may not have happened), each resolved by the next events of its stream.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from model.core import Expectation, fingerprint
+from model.observations import Observation, Observations, observations_of
+
+MAX_NODES = 500_000
+FRONTIER = 64       # frontier nodes a divergence report looks at
+NEAR = 8            # near misses it lists
+
+
+@dataclass(frozen=True)
+class Near:
+    """An action enabled where the run diverges that could have been the event, and why not."""
+
+    action: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where no behaviour of the model explains the run any further.
+
+    ``matched``: the most events one behaviour explains (the longest prefix matched, counted
+    over every stream); ``event``: the index in the run of the first event (in the run's order)
+    still pending there, ``label`` its description; ``pending``: every stream's next event there
+    (index, label); ``enabled``: the model's actions enabled there; ``near``: for the event, the
+    enabled actions of the kind it could be and what differs."""
+
+    matched: int
+    event: int
+    label: str
+    pending: tuple[tuple[int, str], ...]
+    enabled: tuple[str, ...]
+    near: tuple[Near, ...]
+    kinds: tuple[str, ...] = ()     # the actions the event could be (none enabled: ``near`` empty)
+
+    def report(self) -> list[str]:
+        lines = [f"diverges at event {self.event} ({self.label}): no step of the model matches it "
+                 f"after {self.matched} events explained"]
+        for a in self.near:
+            lines.append(f"  nearest: {a.action}: {a.reason}")
+        if not self.near:
+            lines.append("  no step it could be is enabled"
+                         + (f" ({', '.join(self.kinds)})" if self.kinds else ""))
+        others = [f"{i} ({label})" for i, label in self.pending if i != self.event]
+        if others:
+            lines.append("  other streams wait at: " + ", ".join(others))
+        lines.append("  enabled there: " + (", ".join(self.enabled) or "nothing"))
+        return lines
+
+
+@dataclass(frozen=True)
+class Conformance:
+    verdict: str                 # "conforms" | "diverges" | "unknown"
+    records: int                 # events in the run
+    observed: int                # observations made of them (a skipped event makes none)
+    matched: int                 # the most observations one behaviour explains
+    nodes: int
+    seconds: float
+    states: tuple = ()           # conforms: the model's behaviour
+    actions: tuple = ()
+    steps: tuple = ()            # per action: the run's event it was, or -1 (silent)
+    divergence: Divergence | None = None
+    unseen: str = ""
+    limit: int = MAX_NODES
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def conforms(self) -> bool:
+        return self.verdict == "conforms"
+
+    def summary(self) -> str:
+        head = {"conforms": "conforms", "diverges": "DIVERGES",
+                "unknown": f"unknown (node limit {self.limit} reached)"}[self.verdict]
+        return (f"{head}: {self.matched}/{self.observed} observations of {self.records} events "
+                f"explained, {self.nodes} nodes, {self.seconds:.2f}s"
+                + (f", a behaviour of {len(self.actions)} steps" if self.conforms else ""))
+
+    def to_dict(self) -> dict:
+        out = {"verdict": self.verdict, "records": self.records, "observed": self.observed,
+               "matched": self.matched, "nodes": self.nodes, "seconds": round(self.seconds, 3)}
+        if self.conforms:
+            out["steps"] = len(self.actions)
+        d = self.divergence
+        if d is not None:
+            out["divergence"] = {"event": d.event, "label": d.label, "matched": d.matched,
+                                 "pending": [list(p) for p in d.pending], "kinds": list(d.kinds),
+                                 "enabled": list(d.enabled),
+                                 "near": [{"action": n.action, "reason": n.reason}
+                                          for n in d.near]}
+        return out
+
+
+def _key_function(model):
+    """state -> fingerprint of its view (the explorers' dedup key, without symmetry: a run
+    names its clients, so states are not identified up to renaming)."""
+    if getattr(model, "packed", False):
+        return lambda s: s
+    view = model.view
+    if getattr(view, "is_identity", False):
+        return fingerprint
+    return lambda s: fingerprint(view(s))
+
+
+def _items(events: Sequence[Mapping], obs: Observations):
+    """(event index, Observation) for every observation, and the streams as tuples of item
+    numbers, each in the run's order."""
+    items: list[tuple[int, Observation]] = []
+    streams: dict[Any, list[int]] = {}
+    for i, e in enumerate(events):
+        made = obs.observe(e)
+        if made is None:
+            continue
+        made = (made,) if isinstance(made, Observation) else tuple(made)
+        if not made:
+            continue
+        key = obs.stream(e)
+        for o in made:
+            streams.setdefault(key, []).append(len(items))
+            items.append((i, o))
+    return items, tuple(tuple(v) for v in streams.values())
+
+
+def validate(model, events: Sequence[Mapping], *, observations: Observations | None = None,
+             max_nodes: int = MAX_NODES) -> Conformance:
+    """Search ``model`` for a behaviour the run ``events`` is a recording of."""
+    started = time.perf_counter()
+    obs = observations if observations is not None else observations_of(model, events)
+    items, streams = _items(events, obs)
+    total = len(items)
+    lengths = tuple(len(s) for s in streams)
+    key_of = _key_function(model)
+    successors = getattr(model, "successors", None) or (
+        lambda s: [(a, model.step(s, a)) for a in model.actions(s)])
+    silent_cache: dict[str, bool] = {}
+    skipped = obs.skipped
+
+    def silent(name: str) -> bool:
+        v = silent_cache.get(name)
+        if v is None:
+            v = silent_cache[name] = bool(obs.silent(name))
+        return v
+
+    parents: dict = {}
+    heap: list = []
+    tie = itertools.count()
+    for s in model.init_states():
+        pos = (0,) * len(streams)
+        k = (key_of(s), pos)
+        if k not in parents:
+            parents[k] = (None, None, -1)
+            heapq.heappush(heap, (0, 0, next(tie), s, pos, k))
+    best, frontier = -1, []
+    goal = None
+    nodes = 0
+    while heap and nodes < max_nodes:
+        negdone, depth, _, s, pos, k = heapq.heappop(heap)
+        nodes += 1
+        done = -negdone
+        if done == total:
+            goal = k
+            break
+        if done > best:
+            best, frontier = done, []
+        if done == best and len(frontier) < FRONTIER:
+            frontier.append((s, pos))
+        heads = [(j, streams[j][p]) for j, p in enumerate(pos) if p < lengths[j]]
+
+        def push(t, j, via, item):
+            npos = pos if j < 0 else pos[:j] + (pos[j] + 1,) + pos[j + 1:]
+            nk = (key_of(t), npos)
+            if nk in parents:
+                return
+            parents[nk] = (k, via, item)
+            heapq.heappush(heap, (negdone - (j >= 0), depth + (via is not None), next(tie),
+                                  t, npos, nk))
+
+        for j, item in heads:
+            o = items[item][1]
+            if o.holds is not None and o.holds(s) is None:
+                push(s, j, None, item)
+        for a, t in successors(s):
+            name = a[0]
+            if name in skipped:
+                continue
+            if silent(name):
+                push(t, -1, a, -1)
+                continue
+            for j, item in heads:
+                o = items[item][1]
+                if o.match is not None and name in o.actions and o.match(s, a, t) is None:
+                    push(t, j, a, item)
+    seconds = time.perf_counter() - started
+    common = dict(records=len(events), observed=total, nodes=nodes, unseen=obs.unseen,
+                  limit=max_nodes)
+    if goal is not None:
+        states, actions, steps = _behaviour(model, parents, goal, items)
+        return Conformance("conforms", matched=total, seconds=time.perf_counter() - started,
+                           states=states, actions=actions, steps=steps, **common)
+    verdict = "unknown" if heap else "diverges"
+    divergence = _divergence(model, frontier, streams, lengths, items, skipped, silent, best) \
+        if frontier else None
+    return Conformance(verdict, matched=max(best, 0), seconds=seconds, divergence=divergence,
+                       **common)
+
+
+def _behaviour(model, parents, goal, items):
+    """The model's states and actions from an initial state to ``goal``, and for each action
+    the run's event it was (-1: silent)."""
+    chain = []
+    k = goal
+    while True:
+        parent, via, item = parents[k]
+        if parent is None:
+            break
+        if via is not None:
+            chain.append((via, item))
+        k = parent
+    chain.reverse()
+    key_of = _key_function(model)
+    root = k[0]
+    s = next(x for x in model.init_states() if key_of(x) == root)
+    states, actions, steps = [s], [], []
+    for a, item in chain:
+        s = model.step(s, a)
+        states.append(s)
+        actions.append(a)
+        steps.append(items[item][0] if item >= 0 else -1)
+    return tuple(states), tuple(actions), tuple(steps)
+
+
+def _divergence(model, frontier, streams, lengths, items, skipped, silent, best) -> Divergence:
+    """The report at the furthest nodes the search reached."""
+    s0, pos0 = frontier[0]
+    pending = tuple((items[streams[j][p]][0], items[streams[j][p]][1].label)
+                    for j, p in enumerate(pos0) if p < lengths[j])
+    first = min(streams[j][p] for j, p in enumerate(pos0) if p < lengths[j])
+    event, o = items[first]
+    fmt = getattr(model, "format_action", lambda a: repr(a))
+    near: dict[str, str] = {}
+    for s, pos in frontier:
+        if first not in (streams[j][p] for j, p in enumerate(pos) if p < lengths[j]):
+            continue
+        if o.holds is not None:
+            why = o.holds(s)
+            if why is not None:
+                near.setdefault(f"(the state, without a step)", why)
+        if o.match is None:
+            continue
+        for a, t in _successors(model, s):
+            if a[0] in o.actions and a[0] not in skipped:
+                why = o.match(s, a, t)
+                if why is not None:
+                    near.setdefault(fmt(a), why)
+    ranked = sorted(near.items(), key=lambda kv: (kv[1].count("; "), len(kv[1])))[:NEAR]
+    enabled = tuple(fmt(a) for a, _ in _successors(model, s0))
+    return Divergence(best, event, o.label, pending, enabled,
+                      tuple(Near(a, why) for a, why in ranked), tuple(sorted(o.actions)))
+
+
+def _successors(model, s):
+    succ = getattr(model, "successors", None)
+    return succ(s) if succ is not None else [(a, model.step(s, a)) for a in model.actions(s)]
+
+
+def write_trace(result: Conformance, model, cfg, file, *, source: str = "kafka-mc",
+                run: Mapping[str, Any] | None = None) -> None:
+    """The conforming behaviour as an ITF trace (``kafka-mc replay`` re-runs it, ``explore``
+    opens it). As ``explore`` writes a path: its property is the model's first invariant (replay
+    then says it holds), and its ``#meta`` ``conformance`` says which event each step was."""
+    from traces.trace import Trace, trace_metadata
+
+    if not result.conforms:
+        raise ValueError("only a conforming run has a behaviour to write")
+    first = next((p for p in model.properties() if p.expectation is Expectation.ALWAYS), None)
+    prop, kind, claim = ((first.name, "always", first.claim) if first is not None
+                         else ("deadlock", "deadlock", "some action is enabled"))
+    meta = trace_metadata(cfg, property=prop, kind=kind, claim=claim, explorer="conformance",
+                          source=source, model=model)
+    meta["conformance"] = {"records": result.records, "observed": result.observed,
+                           "steps": [[i + 1, e] for i, e in enumerate(result.steps) if e >= 0],
+                           **({"run": dict(run)} if run else {})}
+    Trace.of(model, result.states, result.actions, meta).write(file, model)

@@ -1,0 +1,62 @@
+"""What a run of a two-phase commit system's nodes logs, as observations of the TwoPhase model
+(``model.toys.twophase``; the validator's toy, ``explorers.conformance``).
+
+Each node writes its own log, one stream per node (``{"node": "db-2", "event": "prepare"}``);
+the logs are merged in any order, so only each node's own order counts:
+
+| event (node) | model |
+|---|---|
+| ``prepare`` (a resource manager) | ``RMPrepare(rm)`` |
+| ``choose-abort`` | ``RMChooseToAbort(rm)`` |
+| ``rcv-commit`` / ``rcv-abort`` | ``RMRcvCommitMsg(rm)`` / ``RMRcvAbortMsg(rm)`` |
+| ``state`` with ``value`` working/prepared/committed/aborted | the RM's ``rmState`` there (no step) |
+| ``commit`` / ``abort`` (node ``TM``) | ``TMCommit`` / ``TMAbort`` |
+
+Silent: ``TMRcvPrepared`` (the TM does not log what it receives). Resource managers are named
+as the system names them; they are numbered r1..rN in the order of their names (``rename``).
+Any other event (a heartbeat) is not observed.
+"""
+from __future__ import annotations
+
+from model.observations import Observations, differs, state, step
+from model.toys.twophase import RM_NAMES
+
+TM = "TM"
+RM_EVENTS = {"prepare": "RMPrepare", "choose-abort": "RMChooseToAbort",
+             "rcv-commit": "RMRcvCommitMsg", "rcv-abort": "RMRcvAbortMsg"}
+TM_EVENTS = {"commit": "TMCommit", "abort": "TMAbort"}
+SILENT = frozenset({"TMRcvPrepared"})
+
+
+def rename(events) -> dict[str, int]:
+    """Resource-manager names -> the model's numbers 1..N, in the order of the names."""
+    names = sorted({e.get("node") for e in events if e.get("node") not in (None, TM)})
+    return {n: i for i, n in enumerate(names, start=1)}
+
+
+def observations(model, events) -> Observations:
+    L = model.params
+    rms = rename(events)
+
+    def observe(e):
+        node, what = e.get("node"), e.get("event")
+        label = f"{node}: {what}" + (f" {e['value']}" if "value" in e else "")
+        if node == TM:
+            name = TM_EVENTS.get(what)
+            return None if name is None else step(label, (name,), lambda s, a, t: None)
+        r = rms.get(node)
+        if r is None:
+            return None
+        if what == "state":
+            want = e.get("value")
+            return state(label, lambda s: differs({f"rmState[r{r}]": want},
+                                                  {f"rmState[r{r}]": RM_NAMES[L.rm(s, r)]}))
+        name = RM_EVENTS.get(what)
+        if name is None:
+            return None
+        return step(label, (name,), lambda s, a, t: differs({"rm": r}, {"rm": a[1]}))
+
+    return Observations(observe=observe, stream=lambda e: e.get("node"),
+                        silent=lambda name: name in SILENT,
+                        unseen="the TM's receipt of Prepared messages (TMRcvPrepared)")
+
