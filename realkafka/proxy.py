@@ -44,7 +44,8 @@ JSON lines, flushed per event::
 ``held`` frames are kept by a fault, ``queued`` ones wait behind a held frame of their
 connection; when either is finally sent a second event says so (``released``, or
 ``duplicated-copy`` for a duplicate's held copy reaching the broker after its client left), with
-``held_seq`` naming the first event. ``dropped`` carries a ``reason`` when no fault dropped it
+``held_seq`` naming the first event. Produce and Fetch v13+ name topics by id; the proxy writes
+the topic's ``name`` beside each ``topic_id`` when a Metadata answer it carried told it. ``dropped`` carries a ``reason`` when no fault dropped it
 ("client closed", "broker closed", "connection closed"). A body that fails to decode carries
 ``decode_error`` and is forwarded all the same. Connection events (direction "connection"):
 action "opened", "closed" with ``by`` ("client", "broker", "proxy"), "refused" (the broker's
@@ -193,6 +194,7 @@ class Proxy:
         self._conns: set[_Conn] = set()
         self._subscribers: list[Callable[[dict], None]] = []
         self._file = open(events_path, "a", encoding="utf-8") if events_path else None
+        self._topic_names: dict[str, str] = {}     # topic id -> name, from Metadata answers
         self._closed = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="kafka-proxy", daemon=True)
@@ -228,6 +230,12 @@ class Proxy:
         self.close()
 
     # ------------------------------------------------------------------ public API
+    @property
+    def origin_ns(self) -> int:
+        """``time.monotonic_ns()`` when the proxy started: an event's ``time`` counts from it
+        (give it to ``realkafka.client.Driver(origin_ns=...)`` for one time line)."""
+        return self._t0
+
     def route(self, endpoint: str, upstream: tuple[str, int], port: int = 0) -> int:
         """Listen on 127.0.0.1:``port`` (0: a free one) for ``endpoint`` and forward each
         connection to ``upstream``; the port listened on. Routing an endpoint again changes its
@@ -535,6 +543,8 @@ class Proxy:
             api_key, version, client_id = c.pending.pop(corr, (None, None, None))
             d = wire.decode_response(payload, api_key, version)
             d["client_id"] = client_id
+        if d.get("api_key") in (0, 1, 3) and d.get("fields"):
+            self._topic_ids(d)
         event = {"seq": None, "time": None, "endpoint": c.endpoint, "conn": c.number,
                  "direction": direction, "api": d.get("api"), "api_key": d.get("api_key"),
                  "version": d.get("version"), "correlation_id": d.get("correlation_id"),
@@ -585,6 +595,23 @@ class Proxy:
         event["action"] = "forwarded"
         self._log(event)
         self._write(c, direction, data)
+
+    def _topic_ids(self, d: dict) -> None:
+        """Produce v13+ and Fetch v13+ name a topic by its id only: learn ids from Metadata
+        answers and write the topic's ``name`` beside each ``topic_id`` (when known)."""
+        fields = d["fields"]
+        if d["api_key"] == 3:
+            for t in fields.get("topics") or ():
+                if isinstance(t, dict) and t.get("name") and t.get("topic_id"):
+                    self._topic_names[t["topic_id"]] = t["name"]
+            return
+        for value in fields.values():
+            if isinstance(value, list):
+                for t in value:
+                    if isinstance(t, dict) and "topic_id" in t and "name" not in t:
+                        name = self._topic_names.get(t["topic_id"])
+                        if name is not None:
+                            t["name"] = name
 
     def _match(self, event: dict) -> Fault | None:
         chosen = None

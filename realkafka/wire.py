@@ -32,6 +32,18 @@ Gaps found in kio 0.6.5 (and what this module does about them):
   value is a ``timedelta``); here a duration is written back as integer milliseconds under its
   name with ``_ms`` (``transaction_timeout_ms``, ``throttle_time_ms``), as Kafka names it.
 - Error codes Kafka added after kio's table are named ``UNKNOWN_<code>``.
+- Seen on the wire here: Kafka 4.4.0 clients send ApiVersions v5, which kio lacks (its header
+  is read, its body is not decoded anyway); every transactional API version 3.6.2 and 4.4.0 use
+  (Produce v9/v13, Fetch v15/v18, InitProducerId v4/v5, AddPartitionsToTxn v3+v4 / v5,
+  EndTxn v3/v5, WriteTxnMarkers v1/v2, FindCoordinator v4/v6, Metadata v12/v13) decodes.
+
+Per version, what a reader of the decoded fields must know: AddPartitionsToTxn v3 and below is
+the client's form (kio's names ``v3_and_below_transactional_id``, ``..._producer_id``,
+``..._topics``); v4+ is the broker's batched form (``transactions[]`` with ``verify_only``: true
+for a KIP-890 part 1 verification, false for TV2's implicit add sent by the partition leader).
+EndTxn v5 answers with ``producer_id`` and the bumped ``producer_epoch`` (TV2). WriteTxnMarkers
+v2 carries ``transaction_version``. Produce v13+ and Fetch v13+ name topics by ``topic_id``
+only (the proxy adds the ``name`` it learnt from Metadata answers).
 
 Every function here is pure: bytes in, a plain dict of JSON-able values out. A body that fails to
 decode is reported (``decode_error``) beside its header, never raised: the proxy forwards the
@@ -72,6 +84,7 @@ API_KEYS: dict[str, int] = {v: k for k, v in API_NAMES.items()}
 BODY_DECODED: frozenset[int] = frozenset({
     0,    # Produce (record batches: producer id, epoch, sequence, transactional/control bits)
     1,    # Fetch (isolation level; LSO, aborted transactions, the batches returned)
+    3,    # Metadata (the advertised brokers, the topic ids Produce v13+ / Fetch v13+ name topics by)
     10,   # FindCoordinator
     22,   # InitProducerId
     24,   # AddPartitionsToTxn (client form v<=3, the leaders' verification form v4+)

@@ -405,6 +405,37 @@ def test_close_stops_servers_and_thread(tmp_path):
     assert [e["action"] for e in p.events()] == ["opened", "closed"]
 
 
+def test_occurrence_and_count_pick_the_nth_match(kafka, proxy):
+    fault = proxy.add_fault(Fault(DROP, "Metadata", endpoint="broker-*/CLIENT", occurrence=2,
+                                  where=lambda e: e["client_id"] == "counted"))
+    outcomes = []
+    for _ in range(3):
+        raw = Raw(client_port(proxy), client_id="counted")
+        try:
+            raw.call(3, 12, topics=None, allow_auto_topic_creation=False,
+                     include_topic_authorized_operations=False)
+            outcomes.append("answered")
+        except (ConnectionError, OSError):
+            outcomes.append("lost")
+        finally:
+            raw.close()
+    assert outcomes == ["answered", "lost", "answered"]
+    assert fault.matches == 2 and len(fault.applied) == 1 and fault.done   # done: no more counting
+
+
+def test_fault_for_a_run_plans_network_faults():
+    from realkafka.plan import NetworkFault
+    from realkafka.proxy import fault_for
+    f = fault_for(NetworkFault("delay", "EndTxn", 2, hold_ms=1500))
+    assert (f.kind, f.api, f.direction, f.occurrence, f.delay) == (HOLD, "EndTxn", "request", 2, 1.5)
+    f = fault_for(NetworkFault("duplicate", "WriteTxnMarkers", 1))
+    assert (f.kind, f.direction) == (DUPLICATE, "request")
+    assert fault_for(NetworkFault("drop-response", "Produce", 3)).direction == "response"
+    assert fault_for(NetworkFault("drop-request", "InitProducerId", 1)).kind == DROP
+    with pytest.raises(ValueError):
+        fault_for(NetworkFault("melt", "EndTxn", 1))
+
+
 def test_faults_refuse_bad_aims():
     with pytest.raises(ValueError):
         Fault("explode")
@@ -488,6 +519,9 @@ def test_java_transaction_commit_in_the_event_log(java):
                for t in e["fields"]["topic_data"] for pd in t["partition_data"]
                for b in pd["records"]]
     assert len(batches) == 2
+    # Produce v13+ names topics by id: the proxy writes the name learnt from Metadata beside it
+    assert {t["name"] for e in ev if e["api"] == "Produce" and e["direction"] == "request"
+            for t in e["fields"]["topic_data"]} == {"t"}
     assert all((b["producer_id"], b["producer_epoch"], b["transactional"]) == (pid, epoch, True)
                for b in batches)
     end = [e for e in ev if e["api"] == "EndTxn" and e["direction"] == "response"][-1]

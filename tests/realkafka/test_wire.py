@@ -217,11 +217,16 @@ def test_fetch_response_lso_and_aborted_transactions():
 
 
 def test_other_apis_header_only_and_bad_bodies():
-    # Metadata: header only
+    # ApiVersions: header only
+    d = wire.decode_request(request(18, 3, 1, {"client_software_name": "x",
+                                               "client_software_version": "1"}))
+    assert d["api"] == "ApiVersions" and d["fields"] == {} and "decode_error" not in d
+    assert d["header_version"] == 2 and d["client_id"] == "producer-1"
+    # Metadata: decoded (the topic ids Produce v13+ and Fetch v13+ use)
     d = wire.decode_request(request(3, 12, 1, {"topics": None,
                                                "allow_auto_topic_creation": True,
                                                "include_topic_authorized_operations": False}))
-    assert d["api"] == "Metadata" and d["fields"] == {} and "decode_error" not in d
+    assert d["fields"]["allow_auto_topic_creation"] is True and d["fields"]["topics"] is None
     # a cut EndTxn body: recorded with its header and the error
     full = request(26, 3, 2, {"transactional_id": "tx-1", "producer_id": 1, "producer_epoch": 0,
                               "committed": False})
