@@ -39,6 +39,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -54,6 +55,7 @@ from realkafka import releases
 from realkafka.releases import Release
 
 MAIN_CLASS = "KafkaMcDriver"
+_CLIENT_ID = re.compile(r"clientId=([^,\]]+)")
 # How long a blocking call waits for its answer unless told: longer than any client timer the
 # harness sets, so that the client's own TimeoutException (not this wait) normally ends an
 # operation that cannot complete.
@@ -62,6 +64,10 @@ START_TIMEOUT_S = 60.0
 # The JVM: a small heap, the client's few threads; C1 only (a short-lived client starts faster).
 JVM_OPTIONS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                "-Xss512k", "-Djava.awt.headless=true")
+# The clients' log records the driver keeps by default (its own SLF4J binding, StaticLoggerBinder):
+# warnings and errors, and the TransactionManager's account of its state machine ("Transition from
+# state X to Y" at DEBUG, "ProducerId set to P with epoch E" at INFO).
+CLIENT_LOG = {"root": "WARN", "org.apache.kafka.clients.producer.internals.TransactionManager": "DEBUG"}
 # Operations that only read: a failure of one of these, timeouts included, had no effect.
 READ_ONLY = frozenset({
     "poll", "position", "end_offsets", "committed", "group_metadata", "read_all", "assign",
@@ -438,13 +444,19 @@ class Driver:
     def __init__(self, release: Release | str, bootstrap: str, history_path: Path | None = None,
                  settings: dict[str, str] | None = None, *, origin_ns: int | None = None,
                  java: str | None = None, jvm_options: Iterable[str] = JVM_OPTIONS,
-                 start_timeout: float = START_TIMEOUT_S):
+                 start_timeout: float = START_TIMEOUT_S, client_log: dict[str, str] | None = None,
+                 client_log_path: Path | None = None):
         version = release.version if isinstance(release, Release) else str(release)
         self.release = releases.release(version)     # ReleaseError: unknown or not fetched
         self.bootstrap = bootstrap
         self.settings = _config(settings or {})
         self.origin_ns = time.monotonic_ns() if origin_ns is None else origin_ns
         self.history: list[dict] = []
+        # The clients' log records: {"index", "time", "process", "level", "logger", "thread",
+        # "message", "error"}; levels by logger prefix (``client_log``, default CLIENT_LOG).
+        self.client_log: list[dict] = []
+        self.client_log_path = Path(client_log_path) if client_log_path else None
+        self._client_log_file = None
         self.history_path = Path(history_path) if history_path else None
         self._history_file = None
         self._lock = threading.Lock()          # history, pending, ids
@@ -467,7 +479,12 @@ class Driver:
         if self.history_path:
             self.history_path.parent.mkdir(parents=True, exist_ok=True)
             self._history_file = open(self.history_path, "a", encoding="utf-8")
-        cmd = [java, *jvm_options, "-cp", f"{driver_dir}{os.pathsep}{releases.classpath(version)}",
+        if self.client_log_path:
+            self.client_log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._client_log_file = open(self.client_log_path, "a", encoding="utf-8")
+        levels = CLIENT_LOG if client_log is None else client_log
+        log_spec = ",".join(f"{k}={v}" for k, v in levels.items())
+        cmd = [java, *jvm_options, f"-Dkafka.mc.log={log_spec}", "-cp", f"{driver_dir}{os.pathsep}{releases.classpath(version)}",
                MAIN_CLASS]
         self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, start_new_session=True,
@@ -501,9 +518,11 @@ class Driver:
         self._reader.join(10)
         self._fail_pending("DriverClosed", "the driver was closed while the operation was pending")
         with self._lock:
-            if self._history_file:
-                self._history_file.close()
-                self._history_file = None
+            for attr in ("_history_file", "_client_log_file"):
+                f = getattr(self, attr)
+                if f:
+                    f.close()
+                    setattr(self, attr, None)
 
     def __enter__(self) -> "Driver":
         return self
@@ -646,6 +665,9 @@ class Driver:
             self._ready.set()
             return
         t = msg.get("t", time.monotonic_ns())
+        if event == "log":
+            self._log(t, msg)
+            return
         with self._lock:
             op = self._pending.get(msg.get("id"))
             if op is None:
@@ -673,6 +695,27 @@ class Driver:
             op._future.set_exception(result)
         else:
             op._future.set_result(result)
+
+    def _log(self, t_ns: int, msg: dict) -> None:
+        """One log record of the clients; its process is the client whose log context (Kafka's
+        ``LogContext`` prefix, "[Producer clientId=p1, ...]") or thread wrote it."""
+        message = msg.get("message") or ""
+        thread = msg.get("thread") or ""
+        m = _CLIENT_ID.search(message)
+        if m:
+            process = m.group(1)
+        elif thread.startswith("kmc-"):
+            process = thread[4:]
+        else:
+            process = thread.rpartition(" | ")[2] or None
+        with self._lock:
+            rec = {"index": len(self.client_log), "time": t_ns - self.origin_ns, "process": process,
+                   "level": msg.get("level"), "logger": msg.get("logger"), "thread": thread,
+                   "message": message, "error": msg.get("error")}
+            self.client_log.append(rec)
+            if self._client_log_file:
+                self._client_log_file.write(json.dumps(rec) + "\n")
+                self._client_log_file.flush()
 
     @staticmethod
     def _ok_value(op: Op, value):

@@ -16,6 +16,11 @@
 //   {"id": 7, "event": "ok", "t": ..., "value": <result>}      just after it returned
 //   {"id": 7, "event": "fail", "t": ..., "error": {"class": "ProducerFencedException",
 //        "message": "...", "causes": [["KafkaException", "..."], ...]}}
+//   {"event": "log", "t": ..., "level": "DEBUG", "logger": "...TransactionManager", "thread": "...",
+//        "message": "[Producer clientId=p1, transactionalId=tx] Transition from state ...", "error": null}
+//
+// The log lines are the clients' own SLF4J records at the levels -Dkafka.mc.log asks for
+// (StaticLoggerBinder.java, this driver's binding).
 //
 // t is System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock of Python's time.monotonic_ns()).
 // When stdin closes the JVM halts at once: it cannot outlive the Python process that started it.
@@ -83,6 +88,7 @@ public final class KafkaMcDriver {
     public static void main(String[] argv) throws Exception {
         out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);   // nothing but the protocol on stdout
+        org.slf4j.impl.StaticLoggerBinder.SINK = KafkaMcDriver::logRecord;
         Map<String, Object> ready = new LinkedHashMap<>();
         ready.put("event", "ready");
         ready.put("kafka", kafkaVersion());
@@ -105,6 +111,19 @@ public final class KafkaMcDriver {
             }
         }
         Runtime.getRuntime().halt(0);   // stdin closed: the Python side is gone or done
+    }
+
+    /** One log record of the clients (StaticLoggerBinder): a protocol line. */
+    static void logRecord(Object[] r) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("event", "log");
+        m.put("level", r[0]);
+        m.put("logger", r[1]);
+        m.put("thread", r[2]);
+        m.put("message", r[3]);
+        Throwable t = (Throwable) r[4];
+        m.put("error", t == null ? null : List.of(t.getClass().getSimpleName(), String.valueOf(t.getMessage())));
+        emit(m);
     }
 
     /** kafka-clients' version, from the resource its AppInfoParser reads (that class moved in 4.x). */
