@@ -33,9 +33,12 @@ def _tail(text: str) -> str:
 
 
 def fetch_jars(version: str, root: Path) -> None:
-    """``root/version/lib``: the release's classpath, fetched by Maven (atomically)."""
+    """``root/version/lib``: the release's classpath, fetched by Maven (atomically); fetched again
+    when the pom changed since (its digest is kept beside the jars)."""
     lib = root / version / "lib"
-    if lib.is_dir():
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()
+    stamp = root / version / "POM_SHA256"
+    if lib.is_dir() and stamp.is_file() and stamp.read_text().strip() == digest:
         return
     if shutil.which("mvn") is None:
         raise FetchError("mvn is not on PATH (Maven fetches Kafka from Maven Central)")
@@ -50,7 +53,10 @@ def fetch_jars(version: str, root: Path) -> None:
             raise FetchError(f"Maven could not fetch Kafka {version}: {_tail(run.stdout + run.stderr)}")
         if not any(tmp.glob("kafka-clients-*.jar")):
             raise FetchError(f"Maven fetched Kafka {version} without kafka-clients")
+        (root / version / "FETCHED").unlink(missing_ok=True)
+        shutil.rmtree(lib, ignore_errors=True)
         os.replace(tmp, lib)
+        stamp.write_text(digest + "\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
