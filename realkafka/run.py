@@ -287,7 +287,7 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
             Driver(release, cluster.bootstrap, history_path=out / "history.jsonl") as driver:
         admin = driver.admin()
         admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
-        _install_faults(proxy, the_plan)
+        installed = _install_faults(proxy, the_plan)
         watcher = _failovers(proxy, cluster, the_plan, log, stop)
         work = _Workload(the_plan, driver, topic, run_id, log)
         work.run()
@@ -299,6 +299,9 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
         state["read_committed"] = reads
         state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
         found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
+        state["faults"] = [{"id": f.id, "kind": f.kind, "api": f.api, "direction": f.direction,
+                            "occurrence": f.occurrence, "applied_to_events": list(f.applied)}
+                           for f in installed]
         events = len(proxy.events())
         operations = len(driver.history)
         watcher.join(timeout=1)
