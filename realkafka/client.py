@@ -438,8 +438,12 @@ def _terminate(proc: subprocess.Popen, grace: float = 5.0) -> None:
 class Driver:
     """One JVM running the client driver of ``release`` (a ``Release`` or a version string)
     against ``bootstrap``. A context manager; ``close()`` always ends the JVM (and so does the
-    interpreter's exit). ``settings``: client config given to every
-    client the driver makes (a client's own config wins)."""
+    interpreter's exit; the JVM also halts by itself when this process ends, however it ends).
+    ``settings``: client config given to every client the driver makes, each taking the names
+    its kind of client knows (a client's own config wins; None there removes a setting).
+    ``origin_ns``: the ``time.monotonic_ns()`` history times count from (the proxy's
+    ``origin_ns`` puts the history and the proxy's events on one time line); ``client_log``:
+    {logger prefix or "root": level} for ``client_log`` records (default ``CLIENT_LOG``)."""
 
     def __init__(self, release: Release | str, bootstrap: str, history_path: Path | None = None,
                  settings: dict[str, str] | None = None, *, origin_ns: int | None = None,
@@ -484,11 +488,17 @@ class Driver:
             self._client_log_file = open(self.client_log_path, "a", encoding="utf-8")
         levels = CLIENT_LOG if client_log is None else client_log
         log_spec = ",".join(f"{k}={v}" for k, v in levels.items())
-        cmd = [java, *jvm_options, f"-Dkafka.mc.log={log_spec}", "-cp", f"{driver_dir}{os.pathsep}{releases.classpath(version)}",
-               MAIN_CLASS]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, start_new_session=True,
-                                      close_fds=True)
+        cmd = [java, *jvm_options, f"-Dkafka.mc.log={log_spec}",
+               "-cp", f"{driver_dir}{os.pathsep}{releases.classpath(version)}", MAIN_CLASS]
+        try:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, start_new_session=True,
+                                          close_fds=True)
+        except OSError as e:
+            for f in (self._history_file, self._client_log_file):
+                if f:
+                    f.close()
+            raise DriverError(f"java could not start ({java}): {e}") from None
         self._finalizer = weakref.finalize(self, _terminate, self._proc)
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, name=f"kmc-driver-{self._proc.pid}",
@@ -533,10 +543,10 @@ class Driver:
     # ---- clients ------------------------------------------------------------------------
 
     def _open(self, kind: str, cls, name: str, config: dict, record: bool) -> Any:
-        merged = {"bootstrap.servers": self.bootstrap, "client.id": name, **self.settings,
-                  **config}
+        own = {"bootstrap.servers": self.bootstrap, "client.id": name, **config}
         client = cls(self, name, record)
-        op = self._start(None, kind, {"name": name, "config": merged}, record=False)
+        op = self._start(None, kind, {"name": name, "config": own, "defaults": self.settings},
+                         record=False)
         self._wait(op, START_TIMEOUT_S)
         self._names[name] = client
         return client

@@ -7,7 +7,8 @@
 //
 // "target" is a client's name (its operations run on that client's own thread, in order, like an
 // application thread; different clients run concurrently), or null for the driver's own ops
-// ("ping", "producer", "consumer", "admin": create a client; "exit"). It answers on stdout, one
+// ("ping", "producer", "consumer", "admin": create a client from {"name", "config", "defaults"};
+// "exit"). It answers on stdout, one
 // JSON object a line, written under one lock with the timestamp taken inside it (so the lines'
 // order is their times' order):
 //
@@ -23,7 +24,8 @@
 // (StaticLoggerBinder.java, this driver's binding).
 //
 // t is System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock of Python's time.monotonic_ns()).
-// When stdin closes the JVM halts at once: it cannot outlive the Python process that started it.
+// When stdin closes the JVM halts at once, and so it does when its parent process ends: it cannot
+// outlive the Python process that started it.
 // Only the APIs present in every supported release (3.6.2 .. 4.4.0) are used; it is compiled
 // against each release's own jars (realkafka/fetch.py).
 
@@ -54,6 +56,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.DescribeProducersResult;
 import org.apache.kafka.clients.admin.DescribeTransactionsResult;
@@ -66,12 +69,14 @@ import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.IsolationLevel;
@@ -89,6 +94,10 @@ public final class KafkaMcDriver {
         out = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);   // nothing but the protocol on stdout
         org.slf4j.impl.StaticLoggerBinder.SINK = KafkaMcDriver::logRecord;
+        // Belt and braces beside stdin's end: halt when the process that started the driver ends
+        // (a forked child of it could hold the stdin pipe open).
+        ProcessHandle.current().parent().ifPresent(
+                parent -> parent.onExit().thenRun(() -> Runtime.getRuntime().halt(0)));
         Map<String, Object> ready = new LinkedHashMap<>();
         ready.put("event", "ready");
         ready.put("kafka", kafkaVersion());
@@ -165,7 +174,7 @@ public final class KafkaMcDriver {
                     Client c = new Client(name, op);
                     CLIENTS.put(name, c);
                     c.submit(id, () -> {
-                        c.open(strings(a.get("config")));
+                        c.open(strings(a.get("defaults")), strings(a.get("config")));
                         return null;
                     });
                     return;
@@ -350,11 +359,22 @@ public final class KafkaMcDriver {
             return thread.submit(() -> run(id, op));
         }
 
-        void open(Map<String, String> config) {
+        /** The client, from the driver's defaults (only the names this kind of client knows:
+         *  no "supplied but not used" warning) and its own config (every name, as given). */
+        void open(Map<String, String> defaults, Map<String, String> config) {
+            Set<String> known = "producer".equals(kind) ? ProducerConfig.configNames()
+                    : "consumer".equals(kind) ? ConsumerConfig.configNames() : AdminClientConfig.configNames();
             Properties props = new Properties();
+            for (Map.Entry<String, String> e : defaults.entrySet()) {
+                if (e.getValue() != null && known.contains(e.getKey())) {
+                    props.put(e.getKey(), e.getValue());
+                }
+            }
             for (Map.Entry<String, String> e : config.entrySet()) {
                 if (e.getValue() != null) {
                     props.put(e.getKey(), e.getValue());
+                } else {
+                    props.remove(e.getKey());
                 }
             }
             String ser = "org.apache.kafka.common.serialization.StringSerializer";

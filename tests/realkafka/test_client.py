@@ -1,8 +1,10 @@
 """The real Java client driven from Python (realkafka/client.py, realkafka/driver/KafkaMcDriver.java)
-against a real broker (realkafka/cluster.py): no mock anywhere.
+against a real broker (realkafka/cluster.py) through the recording proxy (realkafka/proxy.py): no
+mock anywhere.
 
-One single-node KRaft cluster and one driver JVM per release and module. Releases: the oldest
-(3.6.2) and the newest by default; ``KAFKA_MC_REAL_VERSIONS=all`` (or a comma list) for others.
+One single-node KRaft cluster, its proxy and one driver JVM per release and module; the history
+and the proxy's events on one time line (``origin_ns``). Releases: the oldest (3.6.2) and the
+newest by default; ``KAFKA_MC_REAL_VERSIONS=all`` (or a comma list) for others.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import pytest
 from realkafka import releases
 from realkafka.client import ClientError, Driver, DriverError
 from realkafka.cluster import Cluster
+from realkafka.proxy import HOLD, Fault, Proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -42,15 +45,27 @@ FENCED = {"ProducerFencedException", "InvalidProducerEpochException"}
 
 
 @pytest.fixture(scope="module", params=_versions())
-def cluster(request):
-    with Cluster(request.param) as c:
+def version(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def proxy(version):
+    with Proxy() as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def cluster(version, proxy):
+    with Cluster(version, proxy=proxy) as c:
         yield c
 
 
 @pytest.fixture(scope="module")
-def driver(cluster, tmp_path_factory):
+def driver(cluster, proxy, tmp_path_factory):
     path = tmp_path_factory.mktemp("history") / "history.jsonl"
-    with Driver(cluster.release, cluster.bootstrap, history_path=path, settings=CLIENT) as d:
+    with Driver(cluster.release, cluster.bootstrap, history_path=path, settings=CLIENT,
+                origin_ns=proxy.origin_ns) as d:
         yield d
     assert not d.alive()
 
@@ -296,6 +311,30 @@ def test_blocked_op_does_not_block_others_and_timeouts_are_info(driver, admin):
     assert _ops(driver.history, slow.name)[-3:] == [
         ("info", "send"), ("invoke", "flush"), ("ok", "flush")]
     slow.close()
+
+
+def test_a_held_commit_leaves_the_caller_free(driver, admin, proxy):
+    """commitTransaction held by the proxy (its EndTxn request kept): the caller, holding the
+    pending operation, releases it; the history and the proxy's events on one time line."""
+    topic = _topic(admin, 1)
+    tid = _name("tx")
+    p = driver.producer(_name("p"), tid)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, 0, "k", "v")
+    fault = proxy.add_fault(Fault(HOLD, "EndTxn", "request",
+                                  where=lambda e: (e.get("fields") or {}).get("transactional_id") == tid))
+    op = p.start_commit_transaction()
+    held = proxy.wait_for(lambda e: (e.get("fault") or {}).get("id") == fault.id, 10)
+    time.sleep(0.3)
+    assert not op.done()
+    assert proxy.release(fault) == 1
+    assert op.result(10) is None
+    released = proxy.wait_for(lambda e: e.get("held_seq") == held["seq"], 5)
+    invoke, ok = [h for h in driver.history if h["process"] == p.name][-2:]
+    assert (invoke["type"], ok["type"], ok["f"]) == ("invoke", "ok", "commit_transaction")
+    assert invoke["time"] < held["time"] < released["time"] < ok["time"]
+    assert held["fields"]["committed"] is True
 
 
 def test_errors_are_the_java_exceptions(driver, admin):
