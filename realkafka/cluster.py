@@ -147,9 +147,23 @@ def _port_free(port: int) -> bool:
         s.close()
 
 
+LOGGING_FOLDER = "logging"
+
+
+def broker_classpath(version: str) -> str:
+    """The brokers' and tools' classpath: the release's ``lib/`` and, when the fetch put one there,
+    its ``logging/`` folder (an SLF4J binding - slf4j-reload4j + reload4j - kept out of ``lib/``
+    so that the client driver's own binding stays the only one on its classpath)."""
+    cp = releases.classpath(version)
+    logging = releases.home(version) / LOGGING_FOLDER
+    if any(logging.glob("*.jar")):
+        cp += os.pathsep + str(logging / "*")
+    return cp
+
+
 def _jar_names(version: str) -> list[str]:
-    lib = releases.home(version) / "lib"
-    return sorted(p.name for p in lib.glob("*.jar"))
+    home = releases.home(version)
+    return sorted(p.name for d in ("lib", LOGGING_FOLDER) for p in (home / d).glob("*.jar"))
 
 
 def logging_binding(version: str) -> str | None:
@@ -330,9 +344,12 @@ class _State:
         self.workdir = workdir
         self.remove_dir = remove_dir
         self.lock = threading.RLock()
+        self.closed = False     # once cleaned up, nothing starts again (a failover thread's late
+                                # restart racing the with's exit)
 
     def cleanup(self, grace: float = STOP_GRACE_S) -> None:
         with self.lock:
+            self.closed = True
             procs = list(self.procs.values())
             self.procs.clear()
             live = [p for p in procs if p.poll() is None]
@@ -604,8 +621,8 @@ class Cluster:
             self.release = releases.release(release if isinstance(release, str) else release.version)
         except releases.ReleaseError as e:
             raise ClusterError(str(e)) from None
-        if brokers not in (1, 3) and not (isinstance(brokers, int) and 1 <= brokers <= 5):
-            raise ClusterError(f"a cluster has 1 or 3 brokers, not {brokers!r}")
+        if not (isinstance(brokers, int) and 1 <= brokers <= 5):
+            raise ClusterError(f"a cluster has 1 to 5 brokers (1 and 3 are tested), not {brokers!r}")
         self.java = java or shutil.which("java")
         if self.java is None:
             raise ClusterError("no `java` on PATH: real Kafka needs a JDK 17+")
@@ -870,7 +887,7 @@ class Cluster:
                 f"-Dlog4j.configuration=file:{node.folder / 'log4j.properties'}",
                 f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}",
                 f"-Dkafka.logs.dir={node.folder}",
-                "-cp", releases.classpath(self.release.version), main, *args]
+                "-cp", broker_classpath(self.release.version), main, *args]
 
     def _format_all(self) -> None:
         """``kafka.tools.StorageTool format`` on every node, in parallel."""
@@ -893,6 +910,8 @@ class Cluster:
         for node, proc, out in procs:
             with self._state.lock:
                 self._state.procs[-node.id] = proc
+                if self._state.closed:
+                    _end_group(proc, 0)
         try:
             for node, proc, out in procs:
                 try:
@@ -914,6 +933,8 @@ class Cluster:
                     self._state.procs.pop(-node.id, None)
 
     def _launch(self, node: Node) -> None:
+        if self._state.closed:
+            raise ClusterError("the cluster is stopped: no broker starts again")
         busy = [p for p in (node.client_port, node.internal_port, node.controller_port)
                 if not _port_free(p)]
         if busy:
@@ -923,6 +944,8 @@ class Cluster:
         cmd = self._java_command(node, "kafka.Kafka", str(node.properties))
         try:
             with self._state.lock:
+                if self._state.closed:
+                    raise ClusterError("the cluster is stopped: no broker starts again")
                 proc = _LAUNCHER.popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL, start_new_session=True,
                                        cwd=node.folder)

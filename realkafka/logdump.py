@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from realkafka import releases
-from realkafka.cluster import JVM_OPTIONS, ClusterError, has_class
+from realkafka.cluster import JVM_OPTIONS, ClusterError, broker_classpath, has_class
 
 TOOL_CLASSES = ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")
 _PAIR = re.compile(r"(\w+): (\S+)")
@@ -132,7 +132,7 @@ def dump(version: str, files: list[Path], decoder: str = "data", java: str = "ja
     if not files:
         return {}
     flag = {"data": "--print-data-log", "transaction": "--transaction-log-decoder"}[decoder]
-    cmd = [java, *JVM_OPTIONS, "-cp", releases.classpath(version), tool_class(version),
+    cmd = [java, *JVM_OPTIONS, "-cp", broker_classpath(version), tool_class(version),
            "--files", ",".join(str(f) for f in files), "--deep-iteration", flag]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, errors="replace",

@@ -136,7 +136,7 @@ def test_busy_port_is_one_line():
 
 def test_bad_broker_count():
     _need("3.6.2")
-    with pytest.raises(ClusterError, match="1 or 3 brokers"):
+    with pytest.raises(ClusterError, match="1 to 5 brokers"):
         Cluster("3.6.2", brokers=0)
 
 
@@ -301,13 +301,18 @@ class Forwarder:
             s.close()
 
 
-def test_proxied_listeners_carry_clients_and_inter_broker_traffic(tmp_path):
+@pytest.mark.parametrize("kind", ["forwarder", "proxy"])
+def test_proxied_listeners_carry_clients_and_inter_broker_traffic(kind, tmp_path):
     """Advertised CLIENT and INTERNAL go through the proxy: the client's bootstrap is the
     proxy's, and the coordinator's WriteTxnMarkers reach the leader (itself) over INTERNAL
-    through it."""
+    through it. ``forwarder``: a bare TCP forwarder (this module's); ``proxy``: realkafka.proxy."""
     version = "4.4.0" if releases.fetched("4.4.0") else "3.6.2"
     _need(version)
-    fwd = Forwarder()
+    if kind == "proxy":
+        proxy_module = pytest.importorskip("realkafka.proxy")
+        fwd = proxy_module.Proxy(None)
+    else:
+        fwd = Forwarder()
     try:
         with Cluster(version, proxy=fwd) as c:
             node = c.nodes[1]
@@ -318,8 +323,13 @@ def test_proxied_listeners_carry_clients_and_inter_broker_traffic(tmp_path):
             assert f"INTERNAL://127.0.0.1:{node.advertised_internal}" in node.properties.read_text()
             c.create_topic("p", partitions=1)
             _produce(version, c.bootstrap, "p", "tid-p", tmp_path)
-            assert fwd.connections["broker-1/CLIENT"] >= 1
-            assert fwd.connections["broker-1/INTERNAL"] >= 1     # markers (and verification)
+            if kind == "forwarder":
+                assert fwd.connections["broker-1/CLIENT"] >= 1
+                assert fwd.connections["broker-1/INTERNAL"] >= 1     # markers, verification
+            else:
+                apis = {(e.get("endpoint"), e.get("api")) for e in fwd.events()}
+                assert ("broker-1/CLIENT", "EndTxn") in apis
+                assert ("broker-1/INTERNAL", "WriteTxnMarkers") in apis
     finally:
         fwd.close()
 
@@ -335,6 +345,8 @@ def test_a_failing_test_inside_the_with_leaves_nothing():
             assert all(not _gone(p) for p in seen["pids"])
             raise RuntimeError("boom")
     _assert_nothing_left(seen["pids"], seen["ports"], seen["folder"])
+    with pytest.raises(ClusterError, match="stopped"):     # a late restart starts nothing
+        c.start_node(1)
 
 
 def test_a_given_workdir_is_kept_with_the_logs(tmp_path):
