@@ -44,6 +44,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--version", required=True, metavar="V", dest="kafka_version")
     c.add_argument("--brokers", type=int, choices=[1, 3], default=1)
     c.add_argument("--events", metavar="FILE", help="write the proxy's event log here (JSON lines)")
+    c.add_argument("--port", type=int, default=0, metavar="N",
+                   help="the bootstrap port on 127.0.0.1 (default: a free one)")
     r = rsub.add_parser("run", help="run a config's workload and seeded faults on a real cluster")
     r.add_argument("config", nargs="?", metavar="CONFIG",
                    help="TOML file or name of a shipped config (default: tiny)")
@@ -99,14 +101,26 @@ def _versions(args) -> int:
 
 
 def _cluster(args) -> int:
-    from realkafka.cluster import Cluster
     from realkafka.proxy import Proxy
     release = releases.release(args.kafka_version)
     _java()
     events = Path(args.events) if args.events else None
     if events is not None and not events.parent.is_dir():
         raise RealUsageError(f"--events {args.events}: no such folder {events.parent}")
-    with Proxy(events) as proxy, Cluster(release, brokers=args.brokers, proxy=proxy) as cluster:
+    if not 0 <= args.port <= 65535:
+        raise RealUsageError(f"--port {args.port} is not a port number (0 to 65535)")
+    with Proxy(events) as proxy:
+        if args.port:
+            try:   # the first broker's client listener: routed again by the cluster, same port
+                proxy.route("broker-1/CLIENT", ("127.0.0.1", 9), port=args.port)
+            except OSError as e:
+                raise RealUsageError(f"port {args.port} on 127.0.0.1 is busy ({e.strerror or e})")
+        return _serve(release, args, proxy)
+
+
+def _serve(release, args, proxy) -> int:
+    from realkafka.cluster import Cluster
+    with Cluster(release, brokers=args.brokers, proxy=proxy) as cluster:
         print(f"Kafka {release.version} ({args.brokers} broker{'s' if args.brokers > 1 else ''}, "
               f"preset {release.preset}): bootstrap.servers={cluster.bootstrap}", flush=True)
         print("Ctrl-C stops it (every broker, the proxy and the data folder go with it).",
