@@ -79,7 +79,7 @@ def search(args: list[str], seconds: float) -> dict:
         got = json.loads(stdout)
     except ValueError:
         raise SystemExit(f"bench/por.py: {' '.join(cmd)} printed no report "
-                         f"(exit {child.returncode})")
+                         f"(exit {child.returncode})") from None
     stats = got["stats"]
     first = got["violations"][0]["property"] if got["violations"] else None
     return {"distinct": stats["distinct"], "generated": stats["generated"],

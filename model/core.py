@@ -13,8 +13,8 @@ A model is a transition system over immutable values. Explorers see only this mo
 * ``Fairness`` / ``Fair``: the fairness a model declares for families of its actions
   (``ModelBase.fairness``, ``fair_family``), under which ``eventually`` properties are checked.
 * ``Symmetry``: a set of interchangeable identifiers a model declares (``ModelBase.symmetries``,
-  ``permute``; ``model.symmetry``); ``model.canonical.with_symmetry`` makes a bound model's ``view`` canonicalise under them (and
-  gives it ``view_fingerprint`` / ``reduction_fingerprint``, the keys explorers then use).
+  ``permute``; ``model.symmetry``); ``model.canonical.with_symmetry`` makes a bound model's
+  ``view`` canonicalise under them (and gives it ``view_fingerprint`` / ``reduction_fingerprint``, the keys explorers then use).
 
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
 build in the hot path and readable in traces. A model names each action's parameters in

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorers.bfs.search import BfsOptions, explore
+from explorers.bfs.search import explore
 from explorers.bfs.visited import Levels, VisitedSet
 from model import registry
 from model.config import resolve_config_path
