@@ -79,7 +79,7 @@ def search(args: list[str], seconds: float) -> dict:
         got = json.loads(stdout)
     except ValueError:
         raise SystemExit(f"bench/por.py: {' '.join(cmd)} printed no report "
-                         f"(exit {child.returncode})")
+                         f"(exit {child.returncode})") from None
     stats = got["stats"]
     first = got["violations"][0]["property"] if got["violations"] else None
     return {"distinct": stats["distinct"], "generated": stats["generated"],
@@ -113,10 +113,10 @@ def main() -> None:
     ap.add_argument("--also", action="append", default=[], metavar="ARG")
     ap.add_argument("--only", choices=("full", "reduced"))
     args = ap.parse_args()
-    builds = subprocess.run([sys.executable, "-m", "model.cython_build", "status"], cwd=ROOT,
+    builds = subprocess.run([sys.executable, "-m", "model.build.cython_build", "status"], cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
                             text=True)
-    print(f"compiled builds (model/compiled.py): {builds.stdout.strip() or builds.stderr.strip()}")
+    print(f"compiled builds (model/build/compiled.py): {builds.stdout.strip() or builds.stderr.strip()}")
     print("| run | search | distinct | generated | depth | seconds | peak RSS MB | verdict "
           "| states expanded reduced | factor |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")

@@ -37,7 +37,8 @@ def config(preset: str, faults: tuple[str, ...]):
 
 def run(name: str, preset: str, faults, seconds: float, seed: int, queue) -> None:
     from model import registry
-    from explorers import simulate, swarm
+    from explorers.walks import simulate
+    from explorers.walks import swarm
 
     def stop(signum, frame):
         raise KeyboardInterrupt
@@ -68,9 +69,10 @@ def mutants(base: str, runs: int, seed: int) -> None:
     from model import registry
     from model.config import resolve_config_path
     from model.kafka import mutants as kafka_mutants
-    from explorers import simulate, swarm
+    from explorers.walks import simulate
+    from explorers.walks import swarm
 
-    print(f"| mutant | invariant | plain: walks to find | swarm: walks to find |")
+    print("| mutant | invariant | plain: walks to find | swarm: walks to find |")
     print("|---|---|---:|---:|")
     for m in kafka_mutants.MUTANTS:
         if m.invariant == "eventual_completion":
@@ -116,12 +118,12 @@ def main() -> None:
         results = [queue.get() for _ in procs]
         for p in procs:
             p.join()
-    print(f"| preset | faults | explorer | seed | first violation (s) | property | found / "
-          f"reported steps | walks | steps | distinct | coordinator edges | client edges |")
+    print("| preset | faults | explorer | seed | first violation (s) | property | found / "
+          "reported steps | walks | steps | distinct | coordinator edges | client edges |")
     print("|---|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
     for r in sorted(results, key=lambda r: r["explorer"]):
         first = "none" if r["first"] is None else f"{r['first']:.1f}"
-        co, cl = list(r["edges"]), list(r["edges_of"])
+        co = list(r["edges"])
         print(f"| {args.preset} | {' + '.join(args.faults)} | {r['explorer']} | {args.seed} | {first} | "
               f"{r['property'] or '-'} | {r['found'] or '-'} / {r['reported'] or '-'} | "
               f"{r['walks']:,} | {r['steps']:,} | {r['distinct']:,} | "

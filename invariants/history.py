@@ -39,7 +39,9 @@ def open_transactions(part: Partition) -> dict[int, int]:
     return first
 
 
-_last: list = [None, None, None, None, None]  # partitions, then the four maps below
+# The partitions tuple last asked about, then the four maps below: one tuple replaced whole, read
+# once by each caller, so concurrent callers (the web explorer's requests) never mix two states'.
+_last: tuple = (None, None, None, None, None)
 
 
 def _memo(K, w: World):
@@ -47,7 +49,9 @@ def _memo(K, w: World):
     (held here, so its identity cannot be reused). The data partitions come first; with
     consume-transform-produce the last partition is ``__consumer_offsets``, whose batches are
     offset commits, kept apart."""
-    if _last[0] is not w.partitions:
+    global _last
+    last = _last
+    if last[0] is not w.partitions:
         records: dict = {}
         for part in w.partitions[:K.partitions]:
             for _, rid, fate in fates(part):
@@ -61,8 +65,8 @@ def _memo(K, w: World):
                 commits.setdefault(rid[:3], set()).add(fate)
         txns = {key: outputs.get(key, set()) | commits.get(key, set())
                 for key in outputs.keys() | commits.keys()} if commits else outputs
-        _last[:] = [w.partitions, records, outputs, commits, txns]
-    return _last
+        _last = last = (w.partitions, records, outputs, commits, txns)
+    return last
 
 
 def record_fates(K, w: World) -> dict:

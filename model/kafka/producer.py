@@ -55,15 +55,20 @@ def with_producer(w: World, i: int, **changes) -> World:
     return w._replace(producers=replace_at(w.producers, i, w.producers[i]._replace(**changes)))
 
 
-_last: list = [None, None]  # the producers tuple last asked about, and its running instances
+# The producers tuple last asked about and its running instances, one tuple replaced whole: a
+# caller reads it once, so concurrent callers (the web explorer's requests) each see a consistent
+# pair, never one thread's producers with another's answer.
+_last: tuple = (None, None)
 
 
 def running(K, w: World):
     """Producer instances the application has started (zombies included); every producer rule
     asks this of the same state in a row, so the last answer is kept."""
-    if _last[0] is not w.producers:
-        _last[:] = [w.producers, [(i, p) for i, p in enumerate(w.producers) if p.started]]
-    return _last[1]
+    global _last
+    last = _last
+    if last[0] is not w.producers:
+        _last = last = (w.producers, [(i, p) for i, p in enumerate(w.producers) if p.started])
+    return last[1]
 
 
 def fatal(p, **changes):
