@@ -90,12 +90,27 @@ public class TxnProduce {
 """
 
 
-def _produce(version: str, bootstrap: str, topic: str, tid: str, tmp: Path) -> None:
-    src = tmp / "TxnProduce.java"
-    src.write_text(PRODUCER)
+@pytest.fixture(scope="module")
+def producer_classes(tmp_path_factory):
+    """TxnProduce compiled once (javac) against the oldest release's kafka-clients; the API it
+    uses is the same in every supported release."""
+    if shutil.which("javac") is None:
+        pytest.skip("no javac on PATH")
+    version = next((v for v in VERSIONS if releases.fetched(v)), None)
+    if version is None:
+        pytest.skip("no release fetched (make kafka)")
+    out = tmp_path_factory.mktemp("txnproduce")
+    (out / "TxnProduce.java").write_text(PRODUCER)
+    run = subprocess.run(["javac", "-cp", releases.classpath(version), "-d", str(out),
+                          str(out / "TxnProduce.java")], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return out
+
+
+def _produce(classes: Path, version: str, bootstrap: str, topic: str, tid: str) -> None:
     run = subprocess.run(["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp",
-                          releases.classpath(version), str(src), bootstrap, topic, tid],
-                         capture_output=True, text=True, timeout=120)
+                          f"{releases.classpath(version)}{os.pathsep}{classes}", "TxnProduce",
+                          bootstrap, topic, tid], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
 
 
@@ -143,10 +158,16 @@ def test_bad_broker_count():
 # --- one broker per version ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module", params=VERSIONS)
-def one(request):
+def one(request, tmp_path_factory):
+    """One broker of the version, in a given workdir: kept, with its logs, after the stop."""
     _need(request.param)
-    with Cluster(request.param) as cluster:
+    workdir = tmp_path_factory.mktemp(f"cluster-{request.param}")
+    with Cluster(request.param, workdir=workdir) as cluster:
         yield cluster
+        pids = list(cluster.pids().values())
+    assert pids and all(_gone(p) for p in pids)
+    assert (workdir / "broker-1" / "server.properties").is_file()
+    assert (workdir / "broker-1" / "stdout.log").is_file()
 
 
 def test_ready_broker_answers_and_formats_its_transaction_version(one):
@@ -174,14 +195,14 @@ def test_empty_partition_log(one):
                                                                         ("empty", 1): []}
 
 
-def test_transactions_in_the_log_and_a_restart_keeps_them(one, tmp_path):
+def test_transactions_in_the_log_and_a_restart_keeps_them(one, producer_classes):
     """A committed and an aborted transaction by the real producer: the data batches carry the
     producer id, epoch and sequences; the markers COMMIT then ABORT; TV2 (4.x) bumps the epoch at
     each EndTxn. A clean and a hard restart keep the log and the coordinator."""
     _need_dump(one.release.version)
     tv = one.release.transaction_version
     one.create_topic("txn", partitions=1)
-    _produce(one.release.version, one.bootstrap, "txn", "tid-1", tmp_path)
+    _produce(producer_classes, one.release.version, one.bootstrap, "txn", "tid-1")
     batches = one.partition_log("txn", 0)
     data = [b for b in batches if not b["control"]]
     markers = [b for b in batches if b["control"]]
@@ -301,18 +322,17 @@ class Forwarder:
             s.close()
 
 
-@pytest.mark.parametrize("kind", ["forwarder", "proxy"])
-def test_proxied_listeners_carry_clients_and_inter_broker_traffic(kind, tmp_path):
+def test_proxied_listeners_carry_clients_and_inter_broker_traffic(producer_classes):
     """Advertised CLIENT and INTERNAL go through the proxy: the client's bootstrap is the
     proxy's, and the coordinator's WriteTxnMarkers reach the leader (itself) over INTERNAL
-    through it. ``forwarder``: a bare TCP forwarder (this module's); ``proxy``: realkafka.proxy."""
+    through it. Through realkafka.proxy; until it exists, a bare TCP forwarder (this module's)."""
     version = "4.4.0" if releases.fetched("4.4.0") else "3.6.2"
     _need(version)
-    if kind == "proxy":
-        proxy_module = pytest.importorskip("realkafka.proxy")
-        fwd = proxy_module.Proxy(None)
-    else:
-        fwd = Forwarder()
+    try:
+        from realkafka.proxy import Proxy
+        kind, fwd = "proxy", Proxy(None)
+    except ImportError:
+        kind, fwd = "forwarder", Forwarder()
     try:
         with Cluster(version, proxy=fwd) as c:
             node = c.nodes[1]
@@ -322,7 +342,7 @@ def test_proxied_listeners_carry_clients_and_inter_broker_traffic(kind, tmp_path
             assert md["brokers"][1] == ("127.0.0.1", node.advertised_client)
             assert f"INTERNAL://127.0.0.1:{node.advertised_internal}" in node.properties.read_text()
             c.create_topic("p", partitions=1)
-            _produce(version, c.bootstrap, "p", "tid-p", tmp_path)
+            _produce(producer_classes, version, c.bootstrap, "p", "tid-p")
             if kind == "forwarder":
                 assert fwd.connections["broker-1/CLIENT"] >= 1
                 assert fwd.connections["broker-1/INTERNAL"] >= 1     # markers, verification
@@ -347,15 +367,6 @@ def test_a_failing_test_inside_the_with_leaves_nothing():
     _assert_nothing_left(seen["pids"], seen["ports"], seen["folder"])
     with pytest.raises(ClusterError, match="stopped"):     # a late restart starts nothing
         c.start_node(1)
-
-
-def test_a_given_workdir_is_kept_with_the_logs(tmp_path):
-    _need("3.6.2")
-    with Cluster("3.6.2", workdir=tmp_path / "c") as c:
-        pids = list(c.pids().values())
-    assert all(_gone(p) for p in pids)
-    assert (tmp_path / "c" / "broker-1" / "server.properties").is_file()
-    assert (tmp_path / "c" / "broker-1" / "stdout.log").is_file()
 
 
 CHILD = r"""
