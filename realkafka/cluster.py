@@ -40,29 +40,20 @@ import threading
 import time
 import uuid
 import weakref
-import zipfile
 from pathlib import Path
 
 from realkafka import releases
+# the JVM base shared with the log reader (logdump sits below the cluster: no import circle)
+from realkafka.logdump import (JVM_OPTIONS, LOGGING_FOLDER, ClusterError, broker_classpath,  # noqa: F401
+                               has_class, logging_binding, partition_log, partition_logs)
 from realkafka.releases import Release
 
-JVM_OPTIONS = ("-Xmx384m", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-XX:-UsePerfData", "-Djava.awt.headless=true")
 START_TIMEOUT_S = 120.0      # two busy cores: a node takes ~5-15 s, more while others compile
 STOP_GRACE_S = 3.0           # stop(): SIGTERM (a clean shutdown), then SIGKILL; the data is
                              # thrown away or only read after, and Kafka's log survives a kill
 CLEAN_SHUTDOWN_S = 30.0      # restart(hard=False): a controlled shutdown may take this long
 TMP_PREFIX = "kafka-mc-cluster-"
 LISTENERS = ("CLIENT", "INTERNAL", "CONTROLLER")
-
-
-class ClusterError(ValueError):
-    """A cluster that cannot start or answer: one line for the user (the CLI exits 2); ``details``
-    holds the broker log's last lines when there is a log to show."""
-
-    def __init__(self, message: str, details: str = ""):
-        super().__init__(" ".join(str(message).split())[:400])
-        self.details = details
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,49 +136,6 @@ def _port_free(port: int) -> bool:
         return False
     finally:
         s.close()
-
-
-LOGGING_FOLDER = "logging"
-
-
-def broker_classpath(version: str) -> str:
-    """The brokers' and tools' classpath: the release's ``lib/`` and, when the fetch put one there,
-    its ``logging/`` folder (an SLF4J binding - slf4j-reload4j + reload4j - kept out of ``lib/``
-    so that the client driver's own binding stays the only one on its classpath)."""
-    cp = releases.classpath(version)
-    logging = releases.home(version) / LOGGING_FOLDER
-    if any(logging.glob("*.jar")):
-        cp += os.pathsep + str(logging / "*")
-    return cp
-
-
-def _jar_names(version: str) -> list[str]:
-    home = releases.home(version)
-    return sorted(p.name for d in ("lib", LOGGING_FOLDER) for p in (home / d).glob("*.jar"))
-
-
-def logging_binding(version: str) -> str | None:
-    """Which SLF4J binding the release's classpath holds: ``"log4j"`` (reload4j / log4j 1),
-    ``"log4j2"`` or None (then Kafka logs nothing: slf4j-api alone is a no-op logger)."""
-    names = _jar_names(version)
-    if any(n.startswith(("slf4j-reload4j", "slf4j-log4j12")) for n in names):
-        return "log4j"
-    if any(n.startswith(("log4j-slf4j-impl", "log4j-slf4j2-impl")) for n in names):
-        return "log4j2"
-    return None
-
-
-def has_class(version: str, class_name: str) -> bool:
-    """Whether one of the release's Kafka jars holds ``class_name`` (dotted)."""
-    entry = class_name.replace(".", "/") + ".class"
-    for jar in sorted((releases.home(version) / "lib").glob("kafka*.jar")):
-        try:
-            with zipfile.ZipFile(jar) as z:
-                z.getinfo(entry)
-                return True
-        except (KeyError, zipfile.BadZipFile, OSError):
-            continue
-    return False
 
 
 # DEBUG for the transaction coordinator (TransactionCoordinator, TransactionStateManager,
@@ -849,7 +797,6 @@ class Cluster:
     def partition_log(self, topic: str, partition: int, node: int | None = None) -> list[dict]:
         """The partition's batches and markers read with Kafka's DumpLogSegments
         (``realkafka.logdump``)."""
-        from realkafka.logdump import partition_log
         return partition_log(self, topic, partition, node=node)
 
     # --- inside ------------------------------------------------------------------------------

@@ -17,13 +17,73 @@ partitions=[t-0],...``, 4.x prints the records as JSON (``TransactionLogKey``/``
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 
 from realkafka import releases
-from realkafka.cluster import JVM_OPTIONS, ClusterError, broker_classpath, has_class
+
+# The JVM base the cluster shares (realkafka.cluster imports it from here: the cluster is above)
+
+JVM_OPTIONS = ("-Xmx384m", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-XX:-UsePerfData", "-Djava.awt.headless=true")
+
+
+class ClusterError(ValueError):
+    """A cluster that cannot start or answer, or Kafka's tools that cannot read its files: one line
+    for the user (the CLI exits 2); ``details`` holds the log's last lines when there is one.
+    Defined here, below the cluster, and the same class as ``realkafka.cluster.ClusterError``."""
+
+    def __init__(self, message: str, details: str = ""):
+        super().__init__(" ".join(str(message).split())[:400])
+        self.details = details
+
+
+LOGGING_FOLDER = "logging"
+
+
+def broker_classpath(version: str) -> str:
+    """The brokers' and tools' classpath: the release's ``lib/`` and, when the fetch put one there,
+    its ``logging/`` folder (an SLF4J binding - slf4j-reload4j + reload4j - kept out of ``lib/``
+    so that the client driver's own binding stays the only one on its classpath)."""
+    cp = releases.classpath(version)
+    logging = releases.home(version) / LOGGING_FOLDER
+    if any(logging.glob("*.jar")):
+        cp += os.pathsep + str(logging / "*")
+    return cp
+
+
+def _jar_names(version: str) -> list[str]:
+    home = releases.home(version)
+    return sorted(p.name for d in ("lib", LOGGING_FOLDER) for p in (home / d).glob("*.jar"))
+
+
+def logging_binding(version: str) -> str | None:
+    """Which SLF4J binding the release's classpath holds: ``"log4j"`` (reload4j / log4j 1),
+    ``"log4j2"`` or None (then Kafka logs nothing: slf4j-api alone is a no-op logger)."""
+    names = _jar_names(version)
+    if any(n.startswith(("slf4j-reload4j", "slf4j-log4j12")) for n in names):
+        return "log4j"
+    if any(n.startswith(("log4j-slf4j-impl", "log4j-slf4j2-impl")) for n in names):
+        return "log4j2"
+    return None
+
+
+def has_class(version: str, class_name: str) -> bool:
+    """Whether one of the release's Kafka jars holds ``class_name`` (dotted)."""
+    entry = class_name.replace(".", "/") + ".class"
+    for jar in sorted((releases.home(version) / "lib").glob("kafka*.jar")):
+        try:
+            with zipfile.ZipFile(jar) as z:
+                z.getinfo(entry)
+                return True
+        except (KeyError, zipfile.BadZipFile, OSError):
+            continue
+    return False
+
 
 TOOL_CLASSES = ("kafka.tools.DumpLogSegments", "org.apache.kafka.tools.DumpLogSegments")
 _PAIR = re.compile(r"(\w+): (\S+)")
