@@ -12,10 +12,12 @@ appended to ``history_path``, one JSON object a line), as Jepsen records a clien
     {"index": 4, "time": ..., "process": "p1", "type": "fail", "f": "commit_transaction",
      "value": null, "error": ["ProducerFencedException", "There is a newer producer ..."]}
 
-``type`` is ``invoke``, then ``ok`` (with the value), ``fail`` (the operation did not take effect:
-the Java exception's simple class and message) or ``info`` (its outcome is unknown: the client's
-``TimeoutException`` on an operation that writes, a caller that stopped waiting, or the JVM lost
-while it was pending). Times are the JVM's ``System.nanoTime()`` taken next to the client call
+``type`` is ``invoke``, then ``ok`` (with the value), ``fail`` (the operation took no effect:
+the Java exception's simple class and message) or ``info`` (its outcome is unknown: an operation
+that writes failed after its request may have left, e.g. ``TimeoutException``,
+``ProducerFencedException`` or a forceful close during ``commitTransaction`` (see ``WRITES``);
+a caller that stopped waiting; the JVM lost while it was pending). ``error`` is set on ``fail``
+and ``info``, so a checker that knows more of Kafka's semantics can refine an ``info``. Times are the JVM's ``System.nanoTime()`` taken next to the client call
 (CLOCK_MONOTONIC, the clock of ``time.monotonic_ns()``), minus ``origin_ns``: pass the proxy's or
 the run's origin to put every record of a run on one time line.
 
@@ -31,6 +33,12 @@ arrives as its class and message (no Py4JJavaError to unwrap), and the driver is
 ``javac`` against each release's own jars, so an API that differs between releases is a compile
 error at ``make kafka``, not an AttributeError at run time. Nothing but the release's lib/ is on
 the classpath (no py4j jar, no pyspark at run time).
+
+Beside the history, ``Driver.client_log`` keeps the clients' own log records (the driver carries
+an SLF4J binding, StaticLoggerBinder.java: the releases ship slf4j-api and no binding), by
+default warnings and the TransactionManager's DEBUG account of its state machine ("Transition
+from state IN_TRANSACTION to COMMITTING_TRANSACTION", "ProducerId set to 0 with epoch 0"), on the
+history's time line, each with the client (``process``) whose log context wrote it.
 
 The wire protocol (stdin/stdout, JSON lines) is described at the top of KafkaMcDriver.java.
 """
@@ -68,14 +76,19 @@ JVM_OPTIONS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
 # warnings and errors, and the TransactionManager's account of its state machine ("Transition from
 # state X to Y" at DEBUG, "ProducerId set to P with epoch E" at INFO).
 CLIENT_LOG = {"root": "WARN", "org.apache.kafka.clients.producer.internals.TransactionManager": "DEBUG"}
-# Operations that only read: a failure of one of these, timeouts included, had no effect.
-READ_ONLY = frozenset({
-    "poll", "position", "end_offsets", "committed", "group_metadata", "read_all", "assign",
-    "subscribe", "seek", "seek_to_beginning", "describe_topics", "describe_cluster",
-    "describe_transactions", "list_transactions", "describe_producers", "list_offsets",
-    "list_group_offsets"})
-# The client exceptions that leave a write's outcome unknown.
-INDETERMINATE = frozenset({"TimeoutException"})
+# The operations that may change what a broker holds. When one of these fails, its effect is
+# unknown ("info") unless the exception is one the client raises before sending anything
+# (NO_EFFECT): a commitTransaction whose EndTxn already left may have committed whatever the
+# client then says (seen: an EndTxn held by the proxy, the producer closed forcefully, the commit
+# failed "KafkaException: The producer closed forcefully", the held EndTxn released: the
+# transaction committed; and a fenced retry can follow an EndTxn copy that committed). Every
+# other operation's failure is a "fail" (it had no effect), timeouts included.
+WRITES = frozenset({"init_transactions", "send", "send_offsets_to_transaction",
+                    "commit_transaction", "abort_transaction", "flush", "commit_sync",
+                    "create_topics", "fence_producers"})
+NO_EFFECT = frozenset({"IllegalStateException", "IllegalArgumentException", "ConfigException",
+                       "SerializationException", "UnsupportedOperationException",
+                       "UnsupportedVersionException"})
 
 
 class DriverError(RuntimeError):
@@ -698,8 +711,7 @@ class Driver:
                 if op.record and not op.abandoned:
                     if not op.invoked.is_set():    # refused before the client was called
                         self._record(t, op, "invoke", value=op.args)
-                    type_ = ("info" if result.cls in INDETERMINATE and op.f not in READ_ONLY
-                             else "fail")
+                    type_ = "info" if op.f in WRITES and result.cls not in NO_EFFECT else "fail"
                     self._record(t, op, type_, error=[result.cls, result.message])
         if isinstance(result, ClientError):
             op._future.set_exception(result)
