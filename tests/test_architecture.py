@@ -16,7 +16,7 @@ import pytest
 from model import registry
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("model", "invariants", "explorers", "traces")
+PACKAGES = ("model", "invariants", "explorers", "traces", "realkafka")
 LINT = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or "lint-imports"
 
 
@@ -64,7 +64,12 @@ MODEL = "Model: the models over the registry over the contract over its helpers"
     ("explorers.bfs.search", "from model.kafka.world import World\n",
      "Explorers and trace tools see only the model contract"),
     ("traces.trace", "from explorers.core import report\n",
-     "Layers: explorers over trace tools over the model"),
+     "Layers: explorers over the real-Kafka harness over trace tools over the model"),
+    # the harness runs real Kafka against the model contract, never a model's insides
+    ("realkafka.run", "def _world():\n    from model.kafka import world\n",
+     "The real-Kafka harness sees only the model contract"),
+    ("traces.trace", "def _real():\n    from realkafka import releases\n",
+     "Layers: explorers over the real-Kafka harness over trace tools over the model"),
     ("model.kafka.world", "def _cycle():\n    from model.kafka import spec\n",
      "No import circles between sibling modules"),
     # the web explorer sees only the contract, and only the CLI loads it (and its framework)
@@ -97,7 +102,7 @@ def test_the_import_graph_has_no_circle():
 
 CONTRACT = {"model", "model.core", "model.protocol", "model.config", "model.codec",
             "model.registry", "model.build.compiled", "model.fingerprints", "model.display",
-            "model.symmetry", "model.canonical", "model.symbolic"}
+            "model.symmetry", "model.canonical", "model.symbolic", "model.observations"}
 
 
 def test_explorers_and_trace_tools_import_only_the_contract():
