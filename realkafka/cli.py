@@ -114,7 +114,8 @@ def _cluster(args) -> int:
             try:   # the first broker's client listener: routed again by the cluster, same port
                 proxy.route("broker-1/CLIENT", ("127.0.0.1", 9), port=args.port)
             except OSError as e:
-                raise RealUsageError(f"port {args.port} on 127.0.0.1 is busy ({e.strerror or e})")
+                raise RealUsageError(f"port {args.port} on 127.0.0.1 is busy "
+                                     f"({e.strerror or e})") from None
         return _serve(release, args, proxy)
 
 
