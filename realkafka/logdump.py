@@ -11,8 +11,9 @@ The tool's class moved: ``kafka.tools.DumpLogSegments`` (Scala, in kafka_2.13) u
 classpath needs ``org.apache.kafka:kafka-tools`` for 4.3+. The batch and record lines read the same
 in 3.6 and 4.4; ``--transaction-log-decoder`` does not: 3.x prints
 ``transaction_metadata::transactionalId=T`` / ``producerId:0,producerEpoch:0,state=Ongoing,
-partitions=[t-0],...``, 4.x prints the records as JSON (``TransactionLogKey``/``Value``).
-``transaction_log`` reads ``__transaction_state`` in both forms into one shape.
+partitions=[t-0],...``, 4.x prints the records as JSON (``TransactionLogKey``/``Value``; 4.1 ..
+4.3 print the status as TransactionState's id, 4.0 and 4.4 as its name).
+``transaction_log`` reads ``__transaction_state`` in every form into one shape.
 """
 from __future__ import annotations
 
@@ -268,13 +269,22 @@ def _v3_value(value: str) -> dict:
             "partitions": [p for p in parts.split(",") if p], "timeout_ms": int(timeout)}
 
 
+# TransactionState's ids (org.apache.kafka.coordinator.transaction.TransactionState): 4.1 .. 4.3
+# print transactionStatus as this byte, 4.0 and 4.4 as the name.
+TRANSACTION_STATES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort",
+                      4: "CompleteCommit", 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+
 def _v4_value(value: dict) -> dict:
     data = value.get("data", {})
+    state = data.get("transactionStatus")
+    if isinstance(state, int) or (isinstance(state, str) and state.isdigit()):
+        state = TRANSACTION_STATES.get(int(state), state)
     parts = []
     for tp in data.get("transactionPartitions") or []:
         parts += [f"{tp['topic']}-{i}" for i in tp.get("partitionIds", [])]
     out = {"producer_id": data.get("producerId"), "producer_epoch": data.get("producerEpoch"),
-           "state": data.get("transactionStatus"), "partitions": parts,
+           "state": state, "partitions": parts,
            "timeout_ms": data.get("transactionTimeoutMs")}
     if "previousProducerId" in data:
         out["previous_producer_id"] = data["previousProducerId"]

@@ -155,6 +155,57 @@ def test_bad_broker_count():
         Cluster("3.6.2", brokers=0)
 
 
+# --- DumpLogSegments' output, as 3.6.2 and 4.4.0 print it (no JVM) ------------------------------
+
+DUMP_36 = """Dumping /d/t1-0/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 0 lastOffset: 1 count: 2 baseSequence: 0 lastSequence: 1 producerId: 0 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1795708304638 size: 81 magic: 2 compresscodec: none crc: 164511023 isvalid: true
+| offset: 0 CreateTime: 1795708304619 keySize: 2 valueSize: 2 sequence: 0 headerKeys: [] key: k1 payload: v1
+| offset: 1 CreateTime: 1795708304638 keySize: -1 valueSize: 2 sequence: 1 headerKeys: [] payload: v 2
+baseOffset: 2 lastOffset: 2 count: 1 baseSequence: -1 lastSequence: -1 producerId: 0 producerEpoch: 0 partitionLeaderEpoch: 0 isTransactional: true isControl: true deleteHorizonMs: OptionalLong.empty position: 81 CreateTime: 1795708304719 size: 78 magic: 2 compresscodec: none crc: 1278854880 isvalid: true
+| offset: 2 CreateTime: 1795708304719 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: COMMIT coordinatorEpoch: 3
+"""
+DUMP_44 = """Dumping /d/t1-0/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 3 lastOffset: 3 count: 1 baseSequence: 0 lastSequence: 0 producerId: 7 producerEpoch: 1 partitionLeaderEpoch: 0 isTransactional: true isControl: false deleteHorizonMs: OptionalLong.empty position: 220 CreateTime: 1795708316752 size: 72 magic: 2 compresscodec: none crc: 3924428502 isvalid: true
+| offset: 3 CreateTime: 1795708316752 keySize: 2 valueSize: -1 sequence: 0 headerKeys: [] key: k3
+baseOffset: 4 lastOffset: 4 count: 1 baseSequence: -1 lastSequence: -1 producerId: 7 producerEpoch: 2 partitionLeaderEpoch: 0 isTransactional: true isControl: true deleteHorizonMs: OptionalLong.empty position: 292 CreateTime: 1795708316759 size: 78 magic: 2 compresscodec: none crc: 749721655 isvalid: true
+| offset: 4 CreateTime: 1795708316759 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] endTxnMarker: ABORT coordinatorEpoch: 0"""
+
+
+def test_parse_batches_records_and_markers():
+    (b0, b1), = logdump.parse(DUMP_36).values()
+    assert b0["base_offset"] == 0 and b0["last_offset"] == 1 and b0["count"] == 2
+    assert (b0["producer_id"], b0["producer_epoch"], b0["base_sequence"]) == (0, 0, 0)
+    assert b0["transactional"] and not b0["control"] and "marker" not in b0
+    assert b0["records"] == [{"offset": 0, "sequence": 0, "key": "k1", "value": "v1"},
+                             {"offset": 1, "sequence": 1, "value": "v 2"}]
+    assert b1["control"] and b1["marker"] == "COMMIT" and b1["coordinator_epoch"] == 3
+    assert b1["records"] == [{"offset": 2, "sequence": -1}]
+    (d, m), = logdump.parse(DUMP_44).values()
+    assert d["records"] == [{"offset": 3, "sequence": 0, "key": "k3", "value": None}]
+    assert (m["marker"], m["producer_epoch"], m["producer_id"]) == ("ABORT", 2, 7)
+
+
+def test_transaction_records_of_every_form():
+    v3 = logdump.transaction_record(
+        "transaction_metadata::transactionalId=tx1",
+        "producerId:0,producerEpoch:0,state=Ongoing,partitions=[t1-0,t1-1],"
+        "txnLastUpdateTimestamp=1,txnTimeoutMs=60000")
+    key = '{"type":"0","data":{"transactionalId":"tx1"}}'
+    value = ('{"version":"1","data":{"producerId":0,"previousProducerId":0,"producerEpoch":0,'
+             '"transactionTimeoutMs":60000,"transactionStatus":%s,"transactionPartitions":'
+             '[{"topic":"t1","partitionIds":[0,1]}],"clientTransactionVersion":2}}')
+    named = logdump.transaction_record(key, value % '"Ongoing"')          # 4.0, 4.4
+    numbered = logdump.transaction_record(key, value % "1")               # 4.1 .. 4.3
+    for t in (v3, named, numbered):
+        assert (t["transactional_id"], t["producer_id"], t["producer_epoch"], t["state"],
+                t["partitions"], t["timeout_ms"]) == ("tx1", 0, 0, "Ongoing", ["t1-0", "t1-1"], 60000)
+    assert logdump.transaction_record(key, None) == {"transactional_id": "tx1", "state": None}
+    assert logdump.transaction_record("transaction_metadata::transactionalId=tx1", "<DELETE>")[
+        "state"] is None
+
+
 # --- one broker per version ----------------------------------------------------------------------
 
 @pytest.fixture(scope="module", params=VERSIONS)
