@@ -142,8 +142,9 @@ def _port_free(port: int) -> bool:
 # TransactionMarkerChannelManager in kafka.coordinator.transaction; TransactionMetadata moved to
 # org.apache.kafka.coordinator.transaction in 4.x) and the leaders' verification manager.
 DEBUG_LOGGERS = ("kafka.coordinator.transaction", "org.apache.kafka.coordinator.transaction",
-                 "kafka.server.AddPartitionsToTxnManager")
-QUIET_LOGGERS = ("kafka.request.logger", "org.apache.kafka.clients.NetworkClient")
+                 "kafka.server.AddPartitionsToTxnManager",
+                 "org.apache.kafka.server.transaction.AddPartitionsToTxnManager")
+QUIET_LOGGERS = ("kafka.request.logger",)
 PATTERN = "[%d] %p %m (%c)%n"
 
 
