@@ -59,7 +59,7 @@ from concurrent.futures import Future, TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Iterable
 
-from realkafka import releases
+from realkafka import fetch, releases
 from realkafka.releases import Release
 
 MAIN_CLASS = "KafkaMcDriver"
@@ -489,6 +489,10 @@ class Driver:
         if not (driver_dir / f"{MAIN_CLASS}.class").is_file():
             raise DriverError(f"the client driver for Kafka {version} is not built "
                               f"({driver_dir}): run `make kafka`")
+        stamp = driver_dir / "SOURCE_SHA256"
+        if stamp.is_file() and stamp.read_text().strip() != fetch.driver_digest():
+            raise DriverError(f"the client driver for Kafka {version} is out of date "
+                              f"(realkafka/driver/*.java changed since): run `make kafka`")
         java = java or (str(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
                         if os.environ.get("JAVA_HOME") else shutil.which("java"))
         if not java or not Path(java).exists():
@@ -637,8 +641,13 @@ class Driver:
             if op._future.done() or op.abandoned:
                 return
             op.abandoned = True
-            if op.record and op.invoked.is_set():
-                self._record(time.monotonic_ns(), op, "info", error=["Timeout", why])
+            if op.record:
+                now = time.monotonic_ns()
+                if not op.invoked.is_set():
+                    # Still queued behind its client's earlier operations: it may yet run (and
+                    # take effect), so it is in the history all the same, invoked now.
+                    self._record(now, op, "invoke", value=op.args)
+                self._record(now, op, "info", error=["Timeout", why])
 
     def _fail_pending(self, cls: str, message: str) -> None:
         with self._lock:
