@@ -11,19 +11,26 @@ the run, as TLA+ trace validation does (Cirstea, Kuppe, Loillier, Merz 2024; CCF
   when the state satisfies it;
 * the run conforms when a node has consumed every stream.
 
-Nodes are deduplicated on (the state's fingerprint, positions) and expanded best-first: the most
-events consumed first, then the fewest steps, so a conforming run is found without expanding the
-silent interleavings around it, and a divergent one is searched exhaustively (within
+Nodes are deduplicated on (the state's fingerprint, positions) and expanded best-first: first
+the nodes whose earliest pending event comes latest in the run (the run's order is a hint: the
+proxy's log is close to the order things happened, though not a constraint across streams), then
+the most events consumed, then the fewest steps; so a conforming run is found without expanding
+the silent interleavings around it, and a divergent one is searched exhaustively (within
 ``max_nodes``). The result is ``conforms`` (with the model's behaviour, which ``write_trace``
 writes as an ITF trace that ``kafka-mc replay`` and ``explore`` open), ``diverges`` (a
 ``Divergence``: the most events any behaviour of the model explains, the first event no step can
 match there, the actions enabled there and, for the nearest ones, which fields differ) or
-``unknown`` (the node limit was reached first).
+``unknown`` (the node limit was reached first). Pass the events in the order they were recorded
+(proxy events and client history merged by time when they share a clock).
 
 Cost: each observed event needs one model step, so a conforming run costs about (events + silent
-steps) x (the successors of a state) when nothing has to be undone; what multiplies it is
-ambiguity the events leave open (which of two instances of a client sent a request, a fault that
-may or may not have happened), each resolved by the next events of its stream.
+steps) x (the successors of a state) when nothing has to be undone: linear in the run's length
+for one producer (Kafka, tiny-like configurations: 100-120 events in 0.05 s, about 200 nodes).
+What multiplies it is what the events leave open and a wrong guess costs to undo: with several
+producers running at once, a silent step taken too late (a transaction-log append completing) is
+found out only at a later event, and every interleaving of the other producers' progress in
+between is explored first (two concurrent producers, 100-230 events: 0.05-10 s and 400-70,000
+nodes; three: beyond 300,000 nodes).
 """
 from __future__ import annotations
 
@@ -174,6 +181,11 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
             v = silent_cache[name] = bool(obs.silent(name))
         return v
 
+    def _first(pos) -> int:
+        """The run's index of the earliest event still pending (past the end: all consumed)."""
+        return min((items[streams[j][p]][0] for j, p in enumerate(pos) if p < lengths[j]),
+                   default=len(events))
+
     parents: dict = {}
     heap: list = []
     tie = itertools.count()
@@ -182,14 +194,14 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         k = (key_of(s), pos)
         if k not in parents:
             parents[k] = (None, None, -1)
-            heapq.heappush(heap, (0, 0, next(tie), s, pos, k))
+            heapq.heappush(heap, (-_first(pos), 0, 0, next(tie), s, pos, k))
     best, frontier = -1, []
     goal = None
     nodes = 0
     while heap and nodes < max_nodes:
-        negdone, depth, _, s, pos, k = heapq.heappop(heap)
+        negfirst, negdone, depth, _, s, pos, k = heapq.heappop(heap)
         nodes += 1
-        done = -negdone
+        done, first = -negdone, -negfirst
         if done == total:
             goal = k
             break
@@ -200,13 +212,17 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         heads = [(j, streams[j][p]) for j, p in enumerate(pos) if p < lengths[j]]
 
         def push(t, j, via, item):
-            npos = pos if j < 0 else pos[:j] + (pos[j] + 1,) + pos[j + 1:]
+            if j < 0:
+                npos, nfirst = pos, first
+            else:
+                npos = pos[:j] + (pos[j] + 1,) + pos[j + 1:]
+                nfirst = _first(npos) if items[item][0] == first else first
             nk = (key_of(t), npos)
             if nk in parents:
                 return
             parents[nk] = (k, via, item)
-            heapq.heappush(heap, (negdone - (j >= 0), depth + (via is not None), next(tie),
-                                  t, npos, nk))
+            heapq.heappush(heap, (-nfirst, negdone - (j >= 0), depth + (via is not None),
+                                  next(tie), t, npos, nk))
 
         for j, item in heads:
             o = items[item][1]

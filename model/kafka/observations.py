@@ -1,0 +1,596 @@
+"""What a recorded run of real Kafka tells about the Kafka model (issue 43): the mapping of the
+recording proxy's events (``realkafka/proxy.py``) and the Java client's history
+(``realkafka/client.py``) to the model's actions, rule by rule (``model.observations``).
+
+Where a request is seen. The proxy sits on the wire between the sender's ``Send<Rpc>`` (the
+client, or the coordinator's marker channel, or a leader's AddPartitionsToTxnManager, putting
+the request on its connection) and the receiver's ``Handle<Rpc>``. The choice here: a request the
+proxy *forwards* (or releases, or delivers as a duplicate's copy) is the receiver's
+``Handle<Rpc>`` -- it is on its way to the broker and nothing else happens to it -- and the
+sender's ``Send<Rpc>`` is silent, placed by the search anywhere before it (the request's fields
+pin the message the model sent). A response the proxy forwards is the sender's
+``Receive<Rpc>Response`` (a client) or ``Handle<Rpc>Response`` (the coordinator receiving a
+marker's answer, a leader a verification's), and the reply the model's handler (or the
+transaction-log append completing, ``CommitTxnLogAppend``) put in flight must have the recorded
+error and producer id and epoch. So the request event constrains the message's fields (producer
+id, epoch, transactional.id, partitions, transaction result, sequence), the response event the
+handler's answer (error code, the producer id and epoch it returns). Why not the request event as
+``Send``: the proxy's log across connections is not the brokers' handling order anyway, and a
+``Send`` pinned to the event would leave the ``Handle`` unobserved, so a broker handling a request
+twice or never would go unseen.
+
+One event stream per proxy connection (``endpoint``, ``conn``: requests and responses of one TCP
+connection in their order; a broker reads one request of a connection at a time and answers in
+order, the client matches answers in order) and one per client process of the history.
+
+| event | model action |
+|---|---|
+| InitProducerId request, CLIENT | ``HandleInitProducerId``: transactional.id, producer id and epoch (-1 for initTransactions, the current ones for a KIP-360 bump) |
+| AddPartitionsToTxn v0-3 request, CLIENT (TV1) | ``HandleAddPartitionsToTxn``: transactional.id, producer id, epoch, partitions |
+| Produce request, CLIENT | ``HandleProduce``, one per partition: producer id, epoch, base sequence |
+| EndTxn request, CLIENT | ``HandleEndTxn``: transactional.id, producer id, epoch, committed |
+| AddPartitionsToTxn v4+ request, INTERNAL | ``HandleVerifyAddPartition``, one per partition: transactional.id, producer id, epoch, verify_only |
+| WriteTxnMarkers request, INTERNAL | ``HandleWriteTxnMarkers``, one per partition: producer id, epoch, result, coordinator epoch |
+| a response, CLIENT | ``Receive<Rpc>Response``: error (InitProducerId, EndTxn v5: producer id and epoch) |
+| WriteTxnMarkers response, INTERNAL | ``HandleWriteTxnMarkersResponse``, per partition: error |
+| AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse``, per partition: error |
+| a request the proxy ``held`` (fault hold / duplicate) | ``DelayRequest`` / ``DuplicateRequest`` of that message, or nothing (nothing overtook it) |
+| a request ``dropped`` by a fault | ``LoseRequest`` of that message |
+| a response ``dropped`` by a fault | ``LoseResponse`` of that message |
+| a response dropped for want of its client (a duplicate's copy, a held request released after its client left) | nothing, or ``LoseResponse`` |
+| ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, Describe*) | not observed |
+| history: invoke initTransactions / beginTransaction / send(partition) / commitTransaction / abortTransaction | ``InitTransactions`` / ``BeginTransaction`` / ``Send`` / ``CommitTransaction`` / ``AbortTransaction`` of the process's producer instance (a call that fails at once, in an error state, may be no step) |
+| history: ok of initTransactions / beginTransaction / commitTransaction / abortTransaction | the instance's state there: READY / IN_TRANSACTION / READY having committed / READY having aborted |
+| history: fail (but a timeout) | the instance is in ABORTABLE_ERROR or FATAL_ERROR there |
+| history: ok send, info, a timeout, other processes (readers, admin) | not observed |
+
+Silent (nothing records them): the client's ``Send<Rpc>`` and ``CompleteTransaction`` (its
+queue), ``CommitTxnLogAppend`` (a transaction-log append completing inside the coordinator's
+broker), the coordinator's timers and elections (``ExpireTransaction``, ``ElectCoordinator``,
+``ExpireTransactionalId``), ``CrashProducer`` (the application abandons an instance: seen only as
+the next instance's calls), ``ExpireBatch``, ``LoseProducerState``, the consume-transform-produce
+calls; and the application's calls when the run has no client history. Skipped: the model's
+readers' ``Fetch`` (they change only the readers, which no rule reads; the run's own reader is
+judged by the anomaly checks, not here).
+
+Real identifiers: transactional.ids are the model's by their ``-t<N>`` suffix (``realkafka.run``
+names them ``kmc-<run>-t<N>``), else in order of first appearance; producer instances by their
+client.id / history process ``t<N>.i<M>`` (instance M of transactional.id N), else any instance of
+the request's transactional.id; producer ids numbered in increasing order (the coordinator
+allocates them increasingly, as the model does: 0, 1, ...); epochs as they are; coordinator
+epochs (markers) in increasing order; data partitions by (topic, index) in order, internal
+topics (``__consumer_offsets``) left out.
+
+What it cannot see: appends inside a broker (the transaction log's and a partition's: only their
+effect on later answers), timers, the client's internal queue and retries that never reach the
+wire, FindCoordinator (folded into sending in the model), a batch of several records (the model
+has one record per batch: such a Produce is matched on its base sequence only), a connection
+closed by a fault failing the other requests in flight on it (the model loses one message per
+fault), a body that failed to decode (``decode_error``: not observed).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from model.kafka.network import Rpc
+from model.kafka.world import ClientState as C, Errors, Outcome
+from model.observations import Observation, Observations, differs, either, in_order, state, step
+
+# --- normalising the proxy's decoded bodies ---------------------------------------------------
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def norm(value: Any) -> Any:
+    """Field names as kio writes them (snake_case), whatever wrote them: Kafka's JSON schema
+    names (``TransactionalId``, ``transactionalId``) become ``transactional_id``; kio's
+    ``v3_and_below_`` prefixes (AddPartitionsToTxn v0-3) are dropped."""
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            k = _CAMEL.sub(r"_\1", str(k)).lower()
+            if k.startswith("v3_and_below_"):
+                k = k[len("v3_and_below_"):]
+            out[k] = norm(v)
+        return out
+    if isinstance(value, list):
+        return [norm(v) for v in value]
+    return value
+
+
+def _error(code_or_name) -> Errors | str:
+    """A Kafka error, by its name, as the model's ``Errors`` member (its numbering is its own,
+    so never by code); one the model does not have stays its name, and matches nothing."""
+    if isinstance(code_or_name, str):
+        return Errors.__members__.get(code_or_name, code_or_name)
+    return Errors.NONE if not code_or_name else f"error code {code_or_name}"
+
+
+def _api(e) -> str:
+    return str(e.get("api") or "")
+
+
+def _internal(e) -> bool:
+    return str(e.get("endpoint", "")).upper().endswith("/INTERNAL")
+
+
+def _verification(fields) -> bool:
+    """AddPartitionsToTxn in its v4+ form (a leader's verification, or the implicit add)."""
+    return "transactions" in fields
+
+
+def _topic(t) -> str:
+    return str(t.get("name") or t.get("topic") or t.get("topic_id") or "")
+
+
+def _errors_by_name(e) -> dict[str, str]:
+    """path -> error name, from the proxy's ``errors`` list."""
+    return {str(x.get("path", "")): str(x.get("name", "")) for x in e.get("errors") or ()}
+
+
+# --- the run's identifiers ------------------------------------------------------------------------
+
+_TID = re.compile(r"t(\d+)$")
+_INSTANCE = re.compile(r"t(\d+)\.i(\d+)$")
+_HISTORY_TYPES = ("invoke", "ok", "fail", "info")
+
+
+class _Run:
+    """The real identifiers of a run, renamed to the model's (see the module docstring)."""
+
+    def __init__(self, K, events):
+        self.K = K
+        pids, coordinator_epochs, tids, partitions = set(), set(), {}, set()
+        self.requests: dict = {}      # (endpoint, conn, correlation id) -> the request's fields
+        self.history = False
+        for e in events:
+            if e.get("type") in _HISTORY_TYPES and "f" in e:
+                self.history = True
+                v = e.get("value")
+                if isinstance(v, Mapping) and v.get("topic") is not None:
+                    partitions.add((str(v["topic"]), int(v.get("partition") or 0)))
+                continue
+            if e.get("direction") not in ("request", "response"):
+                continue
+            f = norm(e.get("fields") or {})
+            if e.get("direction") == "request" and e.get("action") not in ("released",
+                                                                              "duplicated-copy",
+                                                                              "dropped"):
+                self.requests.setdefault((e.get("endpoint"), e.get("conn"),
+                                          e.get("correlation_id")), (e, f))
+            for tid in _values(f, "transactional_id"):
+                if isinstance(tid, str):
+                    tids.setdefault(tid, len(tids))
+            pids.update(p for p in _values(f, "producer_id") if isinstance(p, int))
+            coordinator_epochs.update(c for c in _values(f, "coordinator_epoch")
+                                      if isinstance(c, int))
+            for t in _topics(f):
+                name = _topic(t)
+                for k in _partition_indexes(t):
+                    partitions.add((name, k))
+        self.pids = in_order(pids)
+        self.coordinator_epochs = in_order(coordinator_epochs)
+        self.tids = {}
+        for tid, first in tids.items():
+            m = _TID.search(tid)
+            self.tids[tid] = int(m.group(1)) if m else first
+        data = sorted(p for p in partitions if p[0] and not p[0].startswith("__"))
+        self.partitions = {p: i for i, p in enumerate(data)}
+
+    def pid(self, real):
+        return self.pids.get(real, real) if isinstance(real, int) else real
+
+    def partition(self, topic, index):
+        return self.partitions.get((topic, index))
+
+    def instance(self, name) -> int | None:
+        """The model's producer instance of a client.id / history process ``t<N>.i<M>``."""
+        m = _INSTANCE.search(str(name or ""))
+        if not m:
+            return None
+        tid, inst = int(m.group(1)), int(m.group(2))
+        if tid >= self.K.tids or inst >= self.K.producers_per_id:
+            return -2       # an instance the model does not have: matches nothing
+        return tid * self.K.producers_per_id + inst
+
+
+def _values(x, key):
+    """Every value of ``key`` anywhere in a normalised body."""
+    if isinstance(x, Mapping):
+        for k, v in x.items():
+            if k == key:
+                yield v
+            else:
+                yield from _values(v, key)
+    elif isinstance(x, list):
+        for v in x:
+            yield from _values(v, key)
+
+
+def _topics(f):
+    """Every topic entry (a dict with a name and partitions) in a normalised body."""
+    for key in ("topics", "topic_data", "responses", "topic_results", "results_by_topic"):
+        for t in f.get(key) or ():
+            if isinstance(t, Mapping):
+                yield t
+    for group in ("markers", "transactions", "results_by_transaction"):
+        for x in f.get(group) or ():
+            if isinstance(x, Mapping):
+                yield from _topics(x)
+
+
+def _partition_indexes(t):
+    for key in ("partitions", "partition_indexes"):
+        for p in t.get(key) or ():
+            yield p if isinstance(p, int) else p.get("partition_index", p.get("index"))
+    for key in ("partition_data", "partition_responses", "results_by_partition"):
+        for p in t.get(key) or ():
+            yield p.get("index", p.get("partition_index"))
+
+
+# --- matching a model step ------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _get(s, m, name):
+    """A field of the model's message ``m`` in state ``s``, by the name the observation uses."""
+    if name == "tid":
+        if hasattr(m, "tid"):
+            return m.tid
+        if hasattr(m, "producer") and 0 <= m.producer < len(s.producers):
+            return s.producers[m.producer].tid
+        return _MISSING
+    for source in (m, getattr(m, "request", None), getattr(m, "produce", None)):
+        if source is not None and hasattr(source, name):
+            return getattr(source, name)
+    return _MISSING
+
+
+def _message(rpcs: tuple, fields: dict):
+    """``match(s, a, t)`` of a step whose first argument is a message of one of ``rpcs`` with
+    ``fields``."""
+    def match(s, a, t):
+        m = a[1] if len(a) > 1 else None
+        if getattr(m, "rpc", None) not in rpcs:
+            return f"a {Rpc(rpcs[0]).name}, not {type(m).__name__}"
+        return differs(fields, lambda k: _get(s, m, k))
+    return match
+
+
+def _as_producer(rpcs, fields, instance):
+    """As ``_message``, and (when the event names it) of that producer instance."""
+    if instance is not None:
+        fields = {**fields, "producer": instance}
+    return _message(rpcs, fields)
+
+
+REQUEST_FAULTS = ("DelayRequest", "DuplicateRequest")
+
+
+def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None):
+    """The observation of a request event by the proxy's ``action``."""
+    match = _as_producer((rpc,), fields, instance)
+    what = e.get("action") or "forwarded"
+    fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
+    if what in ("forwarded", "released", "duplicated-copy"):
+        return step(label, (action,), match)
+    if what == "held":
+        return either(label + " held", REQUEST_FAULTS, match)
+    if what == "dropped" and fault == "drop":
+        return step(label + " dropped", ("LoseRequest",), match)
+    return None     # queued (its release is the event), or dropped with its connection
+
+
+def _response(label, action: str, rpc: Rpc, fields: dict, e, instance=None):
+    match = _as_producer((rpc,), fields, instance)
+    what = e.get("action") or "forwarded"
+    fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
+    if what in ("forwarded", "released"):
+        return step(label, (action,), match)
+    if what == "dropped" and fault == "drop":
+        return step(label + " dropped", ("LoseResponse",), match)
+    if what == "dropped":
+        return either(label + " dropped (" + str(e.get("reason") or "no client") + ")",
+                      ("LoseResponse",), match)
+    return None
+
+
+# --- the mapping ------------------------------------------------------------------------------------
+
+APPLICATION = ("InitTransactions", "BeginTransaction", "Send", "CommitTransaction",
+               "AbortTransaction")
+SILENT = frozenset({"SendAddPartitionsToTxn", "SendProduce", "SendTxnOffsetCommit", "SendEndTxn",
+                    "CompleteTransaction", "CommitTxnLogAppend", "ExpireTransaction",
+                    "ElectCoordinator", "ExpireTransactionalId", "CrashProducer", "ExpireBatch",
+                    "LoseProducerState", "Rebalance", "OffsetFetch", "SendOffsetsToTransaction"})
+SKIPPED = frozenset({"Fetch"})
+UNSEEN = ("appends inside a broker (transaction log, partition logs), timers, the client's queue, "
+          "FindCoordinator, batches of several records, the other requests a fault's closed "
+          "connection fails, bodies that failed to decode")
+
+
+def observations(model, events) -> Observations:
+    """The Kafka model's observations of the run ``events`` (proxy events and history records,
+    in any mix)."""
+    K = model.params
+    run = _Run(K, events)
+
+    def silent(name: str) -> bool:
+        return name in SILENT or (not run.history and name in APPLICATION)
+
+    def observe(e):
+        if e.get("type") in _HISTORY_TYPES and "f" in e:
+            return _history(K, run, e)
+        if e.get("direction") not in ("request", "response") or "decode_error" in e:
+            return None
+        return _proxy(K, run, e)
+
+    def stream(e):
+        if e.get("type") in _HISTORY_TYPES and "f" in e:
+            return ("history", str(e.get("process")))
+        return ("proxy", str(e.get("endpoint")), e.get("conn"))
+
+    return Observations(observe=observe, stream=stream, silent=silent, skipped=SKIPPED,
+                        unseen=UNSEEN)
+
+
+def _label(e) -> str:
+    where = str(e.get("endpoint", "?")).split("/")[-1]
+    seq = e.get("seq")
+    return (f"{_api(e)} {e.get('direction')} #{seq if seq is not None else '?'} ({where}, "
+            f"conn {e.get('conn')}, correlation {e.get('correlation_id')})")
+
+
+def _proxy(K, run: _Run, e):
+    api, f = _api(e), norm(e.get("fields") or {})
+    request = e.get("direction") == "request"
+    if not request:
+        found = run.requests.get((e.get("endpoint"), e.get("conn"), e.get("correlation_id")))
+        if found is None:
+            return None
+        req_event, req = found
+    else:
+        req_event, req = e, f
+    instance = run.instance(req_event.get("client_id"))
+    label = _label(e)
+    if api == "InitProducerId":
+        tid = run.tids.get(req.get("transactional_id"))
+        if request:
+            return _request(label, "HandleInitProducerId", Rpc.InitProducerId,
+                            {"tid": tid, "producer_id": run.pid(req.get("producer_id", -1)),
+                             "producer_epoch": req.get("producer_epoch", -1)}, e, instance)
+        fields = {"tid": tid, "error": _error(_first_error(e, f)),
+                  "producer_id": run.pid(f.get("producer_id", -1)),
+                  "producer_epoch": f.get("producer_epoch", -1)}
+        return _response(label, "ReceiveInitProducerIdResponse", Rpc.InitProducerIdResponse,
+                         fields, e, instance)
+    if api == "EndTxn":
+        tid = run.tids.get(req.get("transactional_id"))
+        if request:
+            return _request(label, "HandleEndTxn", Rpc.EndTxn,
+                            {"tid": tid, "producer_id": run.pid(req.get("producer_id")),
+                             "producer_epoch": req.get("producer_epoch"),
+                             "committed": bool(req.get("committed"))}, e, instance)
+        fields = {"tid": tid, "error": _error(_first_error(e, f))}
+        if "producer_id" in f and K.tv2:     # v5 (TV2): the bumped epoch
+            fields |= {"producer_id": run.pid(f["producer_id"]),
+                       "producer_epoch": f.get("producer_epoch")}
+        return _response(label, "ReceiveEndTxnResponse", Rpc.EndTxnResponse, fields, e, instance)
+    if api == "AddPartitionsToTxn" and not _verification(req):
+        tid = run.tids.get(req.get("transactional_id"))
+        if request:
+            parts = frozenset(run.partition(_topic(t), k) for t in req.get("topics") or ()
+                              for k in _partition_indexes(t))
+            return _request(label, "HandleAddPartitionsToTxn", Rpc.AddPartitionsToTxn,
+                            {"tid": tid, "producer_id": run.pid(req.get("producer_id")),
+                             "producer_epoch": req.get("producer_epoch"), "partitions": parts},
+                            e, instance)
+        return _response(label, "ReceiveAddPartitionsToTxnResponse",
+                         Rpc.AddPartitionsToTxnResponse,
+                         {"tid": tid, "error": _error(_first_error(e, f))}, e, instance)
+    if api == "AddPartitionsToTxn":
+        return _verifications(K, run, e, f, req, request, label)
+    if api == "Produce":
+        return _produce(run, e, f, req, request, label, instance)
+    if api == "WriteTxnMarkers":
+        return _markers(run, e, f, req, request, label)
+    return None
+
+
+def _first_error(e, f):
+    """The event's first error (a name), else its top-level ``error_code``."""
+    names = _errors_by_name(e)
+    if names:
+        return next(iter(names.values()))
+    return f.get("error_code", 0)
+
+
+def _partition_error(e, path_part: str, default=0):
+    """The error of the entry whose path names ``path_part`` (the proxy labels list elements by
+    their topic, partition index, transactional.id)."""
+    for path, name in _errors_by_name(e).items():
+        if path_part in path:
+            return name
+    return default
+
+
+def _produce(run, e, f, req, request, label, instance):
+    """One observation per partition of a Produce request (or its response), in order."""
+    batches = {}
+    for t in req.get("topic_data") or ():
+        for p in t.get("partition_data") or ():
+            k = run.partition(_topic(t), p.get("index"))
+            records = p.get("records") or []
+            first = records[0] if records and isinstance(records[0], Mapping) else {}
+            batches[k] = (_topic(t), p.get("index"), first)
+    out = []
+    if request:
+        for k, (_, _, b) in batches.items():
+            fields = {"partition": k, "producer_id": run.pid(b.get("producer_id")),
+                      "producer_epoch": b.get("producer_epoch"),
+                      "base_sequence": b.get("base_sequence")}
+            o = _request(f"{label} p{k}", "HandleProduce", Rpc.Produce, fields, e, instance)
+            if o is not None:
+                out.append(o)
+        return out or None
+    for t in f.get("responses") or ():
+        for p in t.get("partition_responses") or ():
+            k = run.partition(_topic(t), p.get("index"))
+            b = batches.get(k, (None, None, {}))[2]
+            fields = {"partition": k, "error": _error(p.get("error_code", 0) and
+                                                      _partition_error(e, f"[{p.get('index')}]",
+                                                                       p.get("error_code"))),
+                      "producer_id": run.pid(b.get("producer_id")),
+                      "producer_epoch": b.get("producer_epoch"),
+                      "base_sequence": b.get("base_sequence")}
+            o = _response(f"{label} p{k}", "ReceiveProduceResponse", Rpc.ProduceResponse, fields,
+                          e, instance)
+            if o is not None:
+                out.append(o)
+    return out or None
+
+
+def _verifications(K, run, e, f, req, request, label):
+    """AddPartitionsToTxn v4+ (a leader's verification or implicit add): one observation per
+    partition of each transaction."""
+    out = []
+    errors = {}
+    if not request:
+        for x in f.get("results_by_transaction") or ():
+            for t in x.get("topic_results") or ():
+                for p in t.get("results_by_partition") or ():
+                    errors[(x.get("transactional_id"), _topic(t), p.get("partition_index"))] = \
+                        p.get("partition_error_code", 0)
+    top = f.get("error_code", 0)
+    for x in req.get("transactions") or ():
+        tid = run.tids.get(x.get("transactional_id"))
+        for t in x.get("topics") or ():
+            for k in _partition_indexes(t):
+                part = run.partition(_topic(t), k)
+                if part is None:
+                    continue
+                fields = {"tid": tid, "partition": part,
+                          "producer_id": run.pid(x.get("producer_id")),
+                          "producer_epoch": x.get("producer_epoch")}
+                if request:
+                    fields["verify_only"] = bool(x.get("verify_only"))
+                    o = _request(f"{label} p{part}", "HandleVerifyAddPartition",
+                                 Rpc.VerifyAddPartition, fields, e)
+                else:
+                    code = top or errors.get((x.get("transactional_id"), _topic(t), k), 0)
+                    error = _error(code and _partition_error(e, f"[{k}]", code))
+                    if top:
+                        error = _error(_first_error(e, f))
+                    o = _response(f"{label} p{part}", "HandleVerifyAddPartitionResponse",
+                                  Rpc.VerifyAddPartitionResponse,
+                                  {"partition": part, "error": error,
+                                   "producer_id": fields["producer_id"]}, e)
+                if o is not None:
+                    out.append(o)
+    return out or None
+
+
+def _markers(run, e, f, req, request, label):
+    """WriteTxnMarkers: one observation per partition of each marker."""
+    out = []
+    errors = {}
+    if not request:
+        for x in f.get("markers") or ():
+            for t in x.get("topics") or ():
+                for p in t.get("partitions") or ():
+                    errors[(x.get("producer_id"), _topic(t), p.get("partition_index"))] = \
+                        p.get("error_code", 0)
+    for x in req.get("markers") or ():
+        for t in x.get("topics") or ():
+            for k in t.get("partition_indexes") or ():
+                part = run.partition(_topic(t), k)
+                if part is None:
+                    continue
+                fields = {"partition": part, "producer_id": run.pid(x.get("producer_id")),
+                          "producer_epoch": x.get("producer_epoch"),
+                          "committed": bool(x.get("transaction_result"))}
+                if request:
+                    fields["coordinator_epoch"] = run.coordinator_epochs.get(
+                        x.get("coordinator_epoch"), x.get("coordinator_epoch"))
+                    o = _request(f"{label} p{part}", "HandleWriteTxnMarkers",
+                                 Rpc.WriteTxnMarkers, fields, e)
+                else:
+                    code = errors.get((x.get("producer_id"), _topic(t), k), 0)
+                    fields["error"] = _error(code and _partition_error(e, f"[{k}]", code))
+                    o = _response(f"{label} p{part}", "HandleWriteTxnMarkersResponse",
+                                  Rpc.WriteTxnMarkersResponse, fields, e)
+                if o is not None:
+                    out.append(o)
+    return out or None
+
+
+# --- the client history ------------------------------------------------------------------------------
+
+_F = {"inittransactions": "InitTransactions", "begintransaction": "BeginTransaction",
+      "send": "Send", "committransaction": "CommitTransaction",
+      "aborttransaction": "AbortTransaction"}
+ERROR_STATES = (C.ABORTABLE_ERROR, C.FATAL_ERROR)
+
+
+def _history(K, run: _Run, e):
+    name = _F.get(str(e.get("f", "")).replace("_", "").lower())
+    i = run.instance(e.get("process"))
+    if name is None or i is None:
+        return None
+    kind = e.get("type")
+    label = f"history #{e.get('index')}: {e.get('process')} {kind} {e.get('f')}"
+    if i < 0:
+        return state(label, lambda s: f"process {e.get('process')} is no producer instance of "
+                                      f"the model ({K.tids} x {K.producers_per_id})")
+    if kind == "invoke":
+        fields: dict = {"producer": i}
+        if name == "Send":
+            v = e.get("value") if isinstance(e.get("value"), Mapping) else {}
+            fields["partition"] = run.partition(str(v.get("topic")), int(v.get("partition") or 0))
+
+        def match(s, a, t, fields=fields):
+            got = {"producer": a[1], "partition": a[2] if len(a) > 2 else None}
+            return differs(fields, got)
+        label += f"({fields['partition']})" if name == "Send" else ""
+        if name == "InitTransactions":
+            return step(label, (name,), match)
+        # a call in an error state throws at once: no step (KafkaProducer's state checks)
+        bad = (C.FATAL_ERROR,) if name == "BeginTransaction" else ERROR_STATES
+        return either(label, (name,), match,
+                      lambda s: None if s.producers[i].state in bad else
+                      f"{_state(s, i)} is no error state: the call cannot fail at once")
+    if kind == "ok":
+        if name == "InitTransactions":
+            return state(label, lambda s: _want(s, i, (C.READY,)))
+        if name == "BeginTransaction":
+            return state(label, lambda s: _want(s, i, (C.IN_TRANSACTION,)))
+        if name in ("CommitTransaction", "AbortTransaction"):
+            outcome = Outcome.COMMITTED if name == "CommitTransaction" else Outcome.ABORTED
+            return state(label, lambda s: _want(s, i, (C.READY,), outcome))
+        return None
+    if kind == "fail":
+        error = e.get("error")
+        cls = str(error[0] if isinstance(error, (list, tuple)) and error else error or "")
+        if "Timeout" in cls:
+            return None
+        return state(label + f" ({cls})", lambda s: _want(s, i, ERROR_STATES))
+    return None
+
+
+def _state(s, i) -> str:
+    return f"producer {i} is {s.producers[i].state.name}"
+
+
+def _want(s, i, states, outcome=None):
+    p = s.producers[i]
+    if p.state not in states:
+        return f"{_state(s, i)}, not {' or '.join(x.name for x in states)}"
+    if outcome is not None and (not p.outcomes or p.outcomes[-1] != outcome):
+        return (f"producer {i}'s last transaction ended "
+                f"{p.outcomes[-1].name if p.outcomes else 'never'}, not {outcome.name}")
+    return None
+
+
+__all__ = ["observations", "norm", "SILENT", "SKIPPED", "APPLICATION", "Observation"]

@@ -1,0 +1,310 @@
+"""The Kafka model's observations of real runs (model/kafka/observations.py), on hand-written
+event logs as realkafka's proxy and client driver write them: a committed transaction conforms on
+kafka-3.6 (TV1: the client's AddPartitionsToTxn, the leader's verify-only check) and on latest
+(TV2: the leader's implicit add, EndTxn's bumped epoch, markers at that epoch); the same log
+tampered (a marker at a stale epoch accepted, a marker of the right epoch refused, a response
+before its request) diverges at the tampered event with the field that differs; runs of several
+transactions and producers conform, and take seconds at most."""
+import random
+import time
+
+import pytest
+
+from model import registry
+from model.config import resolve_config_path
+from model.kafka.observations import norm, observations
+from model.kafka.world import Errors
+from explorers.conformance import validate, write_trace
+from traces.replay import replay
+from traces.trace import read
+
+TOPIC = "kmc-7-a1b2c3"
+CLIENT, INTERNAL = "broker-1/CLIENT", "broker-1/INTERNAL"
+
+
+def tiny(preset, **overrides):
+    cfg = registry.load(resolve_config_path("tiny"),
+                        overrides={"protocol.version": preset, **overrides})
+    return registry.bind(cfg)
+
+
+def several(preset, tids, txns, records, partitions):
+    return tiny(preset, **{"cluster.transactional_ids": tids, "cluster.producers_per_id": 1,
+                           "cluster.partitions": partitions, "cluster.consumers": 0,
+                           "workload.transactions_per_producer": txns,
+                           "workload.records_per_transaction": records,
+                           "faults.producer_crashes": 0})
+
+
+def ev(endpoint, conn, direction, api, corr, fields, client, errors=()):
+    return {"endpoint": endpoint, "conn": conn, "direction": direction, "api": api,
+            "correlation_id": corr, "client_id": client, "fields": fields, "errors": list(errors),
+            "fault": None, "action": "forwarded"}
+
+
+def op(process, type_, f, value=None):
+    return {"process": process, "type": type_, "f": f, "value": value, "error": None}
+
+
+def producer_run(t, tv2, txns, records, partitions, pid, corr, marker_epoch=None,
+                 marker_error=None):
+    """The events of transactional.id ``t`` committing ``txns`` transactions: its history, its
+    client connection, the leader's verifications and the coordinator's markers (their own
+    INTERNAL connections; ``corr`` numbers the brokers' requests)."""
+    proc, conn, tid, out = f"t{t}.i0", 10 + t, f"{TOPIC}-t{t}", []
+    c = iter(range(1, 10**6))
+
+    def pair(api, req, resp):
+        n = next(c)
+        out.append(ev(CLIENT, conn, "request", api, n, req, proc))
+        out.append(ev(CLIENT, conn, "response", api, n, resp, proc))
+
+    def internal(conn_, api, req, resp, errors=()):
+        n = next(corr)
+        out.append(ev(INTERNAL, conn_, "request", api, n, req, "broker-1"))
+        out.append(ev(INTERNAL, conn_, "response", api, n, resp, "broker-1", errors))
+    out.append(op(proc, "invoke", "init_transactions"))
+    pair("InitProducerId", {"transactional_id": tid, "transaction_timeout_ms": 6000,
+                            "producer_id": -1, "producer_epoch": -1},
+         {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0})
+    out.append(op(proc, "ok", "init_transactions"))
+    epoch, seq = 0, [0] * partitions
+    for j in range(txns):
+        out += [op(proc, "invoke", "begin_transaction"), op(proc, "ok", "begin_transaction")]
+        parts = []
+        for n in range(records):
+            k = (t + j + n) % partitions
+            out.append(op(proc, "invoke", "send", {"topic": TOPIC, "partition": k, "key": "k",
+                                                   "value": "v"}))
+            if not tv2 and k not in parts:      # kio's names for AddPartitionsToTxn v0-3
+                pair("AddPartitionsToTxn", {
+                    "v3_and_below_transactional_id": tid, "v3_and_below_producer_id": pid,
+                    "v3_and_below_producer_epoch": epoch,
+                    "v3_and_below_topics": [{"name": TOPIC, "partitions": [k]}]},
+                    {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
+                        {"name": TOPIC, "results_by_partition": [
+                            {"partition_index": k, "partition_error_code": 0}]}]})
+            n_ = next(c)
+            out.append(ev(CLIENT, conn, "request", "Produce", n_, {
+                "transactional_id": tid, "acks": -1, "timeout_ms": 4000, "topic_data": [
+                    {"name": TOPIC, "partition_data": [{"index": k, "records": [
+                        {"base_offset": 0, "producer_id": pid, "producer_epoch": epoch,
+                         "base_sequence": seq[k], "records_count": 1, "transactional": True,
+                         "control": False}]}]}]}, proc))
+            if k not in parts:      # the leader's verification (3.6) / implicit add (TV2)
+                internal(100 + t, "AddPartitionsToTxn", {"transactions": [
+                    {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                     "verify_only": not tv2, "topics": [{"name": TOPIC, "partitions": [k]}]}]},
+                    {"throttle_time_ms": 0, "error_code": 0, "results_by_transaction": [
+                        {"transactional_id": tid, "topic_results": [
+                            {"name": TOPIC, "results_by_partition": [
+                                {"partition_index": k, "partition_error_code": 0}]}]}]})
+            out.append(ev(CLIENT, conn, "response", "Produce", n_, {"responses": [
+                {"name": TOPIC, "partition_responses": [{"index": k, "error_code": 0,
+                                                         "base_offset": 0}]}],
+                "throttle_time_ms": 0}, proc))
+            out.append(op(proc, "ok", "send", {"partition": k, "offset": 0}))
+            seq[k] += 1
+            if k not in parts:
+                parts.append(k)
+        out.append(op(proc, "invoke", "commit_transaction"))
+        pair("EndTxn", {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch,
+                        "committed": True},
+             {"throttle_time_ms": 0, "error_code": 0,
+              **({"producer_id": pid, "producer_epoch": epoch + 1} if tv2 else {})})
+        out.append(op(proc, "ok", "commit_transaction"))
+        marker = (epoch + 1 if tv2 else epoch) if marker_epoch is None else marker_epoch
+        errors = [{"path": f"markers[{pid}].topics[{TOPIC}].partitions[{k}].error_code",
+                   "code": 47, "name": marker_error} for k in sorted(parts)] if marker_error else []
+        internal(200 + t, "WriteTxnMarkers", {"markers": [
+            {"producer_id": pid, "producer_epoch": marker, "transaction_result": True,
+             "topics": [{"name": TOPIC, "partition_indexes": sorted(parts)}],
+             "coordinator_epoch": 0}]},
+            {"markers": [{"producer_id": pid, "topics": [{"name": TOPIC, "partitions": [
+                {"partition_index": k, "error_code": 47 if marker_error else 0}
+                for k in sorted(parts)]}]}]}, errors)
+        if tv2:
+            epoch, seq = epoch + 1, [0] * partitions
+    return out
+
+
+def committed(tv2, tids=1, txns=1, records=1, partitions=1, seed=0, **tamper):
+    """Every transactional.id's committed transactions, merged in a seeded order (each one's own
+    order kept), the producer ids allocated in the order the InitProducerId requests come, and
+    numbered as the proxy numbers its events."""
+    corr = iter(range(1, 10**6))
+    runs = [producer_run(t, tv2, txns, records, partitions, 1000 + t, corr, **tamper)
+            for t in range(tids)]
+    rng, merged = random.Random(seed), []
+    while any(runs):
+        r = rng.choice([r for r in runs if r])
+        merged.append(r.pop(0))
+    order = [e["fields"]["transactional_id"] for e in merged
+             if e.get("api") == "InitProducerId" and e["direction"] == "request"]
+    real = {1000 + int(tid.rsplit("-t", 1)[1]): 1000 + order.index(tid) for tid in order}
+
+    def renumber(x):
+        if isinstance(x, dict):
+            return {k: (real.get(v, v) if k.endswith("producer_id") else renumber(v))
+                    for k, v in x.items()}
+        return [renumber(v) for v in x] if isinstance(x, list) else x
+    merged = [renumber(e) for e in merged]
+    for i, e in enumerate(merged):
+        e["seq"] = i
+    return merged
+
+
+def index(events, api, direction, n=0):
+    return [i for i, e in enumerate(events) if e.get("api") == api
+            and e.get("direction") == direction][n]
+
+
+# --- a committed transaction --------------------------------------------------------------------
+
+@pytest.mark.parametrize("preset, tv2", [("kafka-3.6", False), ("latest", True)])
+def test_a_committed_transaction_conforms_and_replays(preset, tv2, tmp_path):
+    model = tiny(preset)
+    run = committed(tv2)
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert r.observed == len(run) - 1        # "ok send" says nothing the model has
+    names = [a[0] for a in r.actions]
+    # every request the proxy saw is its receiver's Handle, every response its Receive
+    assert names.count("HandleAddPartitionsToTxn") == (0 if tv2 else 1)
+    for name in ("HandleInitProducerId", "ReceiveInitProducerIdResponse", "HandleProduce",
+                 "HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse",
+                 "ReceiveProduceResponse", "HandleEndTxn", "ReceiveEndTxnResponse",
+                 "HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse", "InitTransactions",
+                 "BeginTransaction", "Send", "CommitTransaction"):
+        assert names.count(name) == 1, name
+    # the client's sends and the coordinator's log appends are silent
+    assert {a[0] for a, e in zip(r.actions, r.steps) if e < 0} <= {
+        "SendAddPartitionsToTxn", "SendProduce", "SendEndTxn", "CommitTxnLogAppend"}
+    verify = next(a[1] for a in r.actions if a[0] == "HandleVerifyAddPartition")
+    assert verify.verify_only is (not tv2)
+    marker = next(a[1] for a in r.actions if a[0] == "HandleWriteTxnMarkers")
+    assert (marker.producer_id, marker.producer_epoch) == (0, 1 if tv2 else 0)  # 1000 -> 0
+    assert r.states[-1].producers[0].outcomes[-1].name == "COMMITTED"
+    file = tmp_path / "run.itf.json"
+    write_trace(r, model, model.cfg, file, run={"events": "hand-written"})
+    assert replay(read(file)).steps == len(r.actions)
+
+
+def test_a_marker_accepted_at_a_stale_epoch_diverges_at_the_marker():
+    """TV2: the transaction's EndTxn bumped the epoch to 1; a WriteTxnMarkers at epoch 0
+    answered NONE is no behaviour of the model (its coordinator writes markers at the bumped
+    epoch, and a 4.2+ leader refuses an epoch not above the stored one)."""
+    run = committed(True, marker_epoch=0)
+    r = validate(tiny("latest"), run)
+    d = r.divergence
+    assert r.verdict == "diverges"
+    assert d.event == index(run, "WriteTxnMarkers", "request")
+    assert d.label.startswith("WriteTxnMarkers request") and d.kinds == ("HandleWriteTxnMarkers",)
+    assert d.near[0].action.startswith("HandleWriteTxnMarkers(")
+    assert d.near[0].reason == "producer_epoch: recorded 0, model 1"
+    assert d.matched == r.observed - 2 == len(run) - 3   # all but the marker and its answer
+    #                                                     ("ok send" is not observed)
+
+
+def test_a_marker_refused_at_the_right_epoch_diverges_at_its_answer():
+    run = committed(False, marker_error="INVALID_PRODUCER_EPOCH")
+    d = validate(tiny("kafka-3.6"), run).divergence
+    assert d.event == index(run, "WriteTxnMarkers", "response")
+    assert d.near[0].action.startswith("HandleWriteTxnMarkersResponse(")
+    assert d.near[0].reason == "error: recorded INVALID_PRODUCER_EPOCH, model NONE"
+
+
+@pytest.mark.parametrize("preset, tv2", [("kafka-3.6", False), ("latest", True)])
+def test_a_response_before_its_request_diverges_at_the_response(preset, tv2):
+    run = committed(tv2)
+    i = index(run, "EndTxn", "request")
+    assert run[i + 1]["api"] == "EndTxn" and run[i + 1]["direction"] == "response"
+    run[i], run[i + 1] = run[i + 1], run[i]
+    d = validate(tiny(preset), run).divergence
+    assert d.event == i and d.label.startswith("EndTxn response")
+    assert d.kinds == ("ReceiveEndTxnResponse",) and d.near == ()
+    assert not any(a.startswith("ReceiveEndTxnResponse") for a in d.enabled)
+    assert "SendEndTxn(producer=0)" in d.enabled
+
+
+def test_a_wrong_client_outcome_diverges_at_the_history_record():
+    run = committed(False)
+    i = next(i for i, e in enumerate(run) if e.get("f") == "commit_transaction"
+             and e["type"] == "ok")
+    run[i] = dict(run[i], f="abort_transaction")
+    d = validate(tiny("kafka-3.6"), run).divergence
+    assert d.event == i
+    assert any("last transaction ended" in n.reason or "not ABORTED" in n.reason
+               or "never" in n.reason for n in d.near)
+
+
+# --- longer runs ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("preset, tv2, shape, bound", [
+    ("kafka-3.6", False, (1, 4, 3, 2), 2.0), ("latest", True, (1, 4, 3, 2), 2.0),
+    ("latest", True, (2, 4, 3, 2), 10.0), ("kafka-3.6", False, (2, 2, 2, 2), 20.0)])
+def test_runs_of_several_transactions_and_producers_conform_in_seconds(preset, tv2, shape,
+                                                                      bound):
+    run = committed(tv2, *shape)
+    started = time.perf_counter()
+    r = validate(several(preset, *shape), run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert time.perf_counter() - started < bound
+    assert len(run) >= 100 and r.matched == r.observed
+
+
+# --- the mapping itself --------------------------------------------------------------------------
+
+def test_field_names_are_normalised_whoever_wrote_them():
+    assert norm({"TransactionalId": "x", "producerEpoch": 1,
+                 "v3_and_below_topics": [{"Name": "t", "Partitions": [0]}]}) == {
+        "transactional_id": "x", "producer_epoch": 1, "topics": [{"name": "t", "partitions": [0]}]}
+
+
+def test_what_is_not_observed():
+    model = tiny("latest")
+    run = committed(True)
+    obs = observations(model, run)
+    others = [{"endpoint": CLIENT, "conn": 1, "direction": "connection", "action": "opened"},
+              {"endpoint": CLIENT, "conn": 1, "direction": "request", "api": "Metadata",
+               "fields": {}, "action": "forwarded"},
+              {"endpoint": CLIENT, "conn": 1, "direction": "request", "api": "EndTxn",
+               "decode_error": "kio has no EndTxn v9 request schema", "action": "forwarded"},
+              {"process": "reader-read_committed", "type": "invoke", "f": "poll"},
+              {"process": "t0.i0", "type": "info", "f": "commit_transaction"}]
+    assert [obs.observe(e) for e in others] == [None] * len(others)
+    assert obs.silent("CommitTxnLogAppend") and obs.silent("SendEndTxn")
+    assert not obs.silent("HandleEndTxn") and not obs.silent("CommitTransaction")
+    assert "Fetch" in obs.skipped
+    # without a client history the application's calls are silent
+    assert observations(model, [e for e in run if "process" not in e]).silent("Send")
+
+
+def test_proxy_faults_map_to_the_model_fault_actions():
+    model = tiny("latest")
+    run = committed(True)
+    obs = observations(model, run)
+    i = index(run, "EndTxn", "request")
+    held = obs.observe(dict(run[i], action="held", fault={"kind": "hold", "id": "hold-1"}))
+    assert held.actions == {"DelayRequest", "DuplicateRequest"} and held.holds is not None
+    dropped = obs.observe(dict(run[i], action="dropped", fault={"kind": "drop", "id": "d"}))
+    assert dropped.actions == {"LoseRequest"} and dropped.holds is None
+    lost = obs.observe(dict(run[i + 1], action="dropped", fault={"kind": "drop", "id": "d"}))
+    assert lost.actions == {"LoseResponse"}
+    orphan = obs.observe(dict(run[i + 1], action="dropped", reason="client closed"))
+    assert orphan.actions == {"LoseResponse"} and orphan.holds(None) is None
+    assert obs.observe(dict(run[i], action="queued")) is None
+    copy = obs.observe(dict(run[i], action="duplicated-copy"))
+    assert copy.actions == {"HandleEndTxn"}
+    assert obs.stream(run[i]) == obs.stream(run[i + 1]) != obs.stream(run[0])
+
+
+def test_errors_are_compared_by_name():
+    model = tiny("latest")
+    run = committed(True)
+    i = index(run, "EndTxn", "response")
+    e = dict(run[i], fields={"error_code": 90}, errors=[{"path": "error_code", "code": 90,
+                                                          "name": "PRODUCER_FENCED"}])
+    o = observations(model, run).observe(e)
+    assert o.actions == {"ReceiveEndTxnResponse"}
+    assert Errors.PRODUCER_FENCED.name == "PRODUCER_FENCED"
