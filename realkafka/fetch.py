@@ -61,6 +61,32 @@ def fetch_jars(version: str, root: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def fetch_logging(version: str, root: Path) -> None:
+    """``root/version/logging``: an SLF4J binding for the brokers when the release's own
+    dependencies bring none (4.x: log4j-core without its SLF4J bridge, so a broker would log
+    nothing). Kept out of ``lib/`` so the client driver's classpath holds no second binding."""
+    lib, out = root / version / "lib", root / version / "logging"
+    if any(out.glob("*.jar")):
+        return
+    core = sorted(lib.glob("log4j-core-*.jar"))
+    if not core or any(lib.glob("log4j-slf4j*-impl-*.jar")):
+        return          # 3.x: kafka-tools brings slf4j-reload4j into lib/
+    log4j = core[-1].name[len("log4j-core-"):-len(".jar")]
+    tmp = Path(tempfile.mkdtemp(prefix=".logging-", dir=root / version))
+    try:
+        run = subprocess.run(
+            ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy",
+             f"-Dartifact=org.apache.logging.log4j:log4j-slf4j-impl:{log4j}",
+             f"-DoutputDirectory={tmp}"], capture_output=True, text=True, timeout=600)
+        if run.returncode != 0:
+            raise FetchError(f"Maven could not fetch log4j-slf4j-impl {log4j} for Kafka {version}: "
+                             f"{_tail(run.stdout + run.stderr)}")
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def driver_digest() -> str:
     """The SHA-256 of the driver's Java sources (a changed source is recompiled)."""
     h = hashlib.sha256()
@@ -101,6 +127,7 @@ def fetch(version: str) -> None:
     root = releases.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     fetch_jars(version, root)
+    fetch_logging(version, root)
     compile_driver(version, root)
     marker = root / version / "FETCHED"
     if not marker.is_file():
