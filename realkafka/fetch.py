@@ -68,19 +68,23 @@ def fetch_logging(version: str, root: Path) -> None:
     lib, out = root / version / "lib", root / version / "logging"
     if any(out.glob("*.jar")):
         return
-    core = sorted(lib.glob("log4j-core-*.jar"))
-    if not core or any(lib.glob("log4j-slf4j*-impl-*.jar")):
+    if any(lib.glob("slf4j-reload4j-*.jar")) or any(lib.glob("log4j-slf4j*-impl-*.jar")):
         return          # 3.x: kafka-tools brings slf4j-reload4j into lib/
-    log4j = core[-1].name[len("log4j-core-"):-len(".jar")]
+    core = sorted(lib.glob("log4j-core-*.jar"))
+    if core:            # 4.1+: log4j 2 without its bridge
+        log4j = core[-1].name[len("log4j-core-"):-len(".jar")]
+        artifacts = [f"org.apache.logging.log4j:log4j-slf4j-impl:{log4j}"]
+    else:               # 4.0: no logging backend at all; reload4j, as 3.x has
+        artifacts = ["org.slf4j:slf4j-reload4j:1.7.36", "ch.qos.reload4j:reload4j:1.2.25"]
     tmp = Path(tempfile.mkdtemp(prefix=".logging-", dir=root / version))
     try:
-        run = subprocess.run(
-            ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy",
-             f"-Dartifact=org.apache.logging.log4j:log4j-slf4j-impl:{log4j}",
-             f"-DoutputDirectory={tmp}"], capture_output=True, text=True, timeout=600)
-        if run.returncode != 0:
-            raise FetchError(f"Maven could not fetch log4j-slf4j-impl {log4j} for Kafka {version}: "
-                             f"{_tail(run.stdout + run.stderr)}")
+        for artifact in artifacts:
+            run = subprocess.run(
+                ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy", f"-Dartifact={artifact}",
+                 f"-DoutputDirectory={tmp}"], capture_output=True, text=True, timeout=600)
+            if run.returncode != 0:
+                raise FetchError(f"Maven could not fetch {artifact} for Kafka {version}: "
+                                 f"{_tail(run.stdout + run.stderr)}")
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
     finally:
