@@ -21,8 +21,8 @@ and ``info``, so a checker that knows more of Kafka's semantics can refine an ``
 (CLOCK_MONOTONIC, the clock of ``time.monotonic_ns()``), minus ``origin_ns``: pass the proxy's or
 the run's origin to put every record of a run on one time line.
 
-Why a driver program rather than py4j (which pyspark brings, with its py4j-0.10.9.9.jar that would
-load on every release's JVM): py4j needs a gateway server listening on a port (and its auth
+Why a driver program rather than py4j (which pyspark brings; its py4j-0.10.9.9.jar is Java 6
+bytecode without dependencies and would load beside every release's jars): py4j needs a gateway server listening on a port (and its auth
 token) and a callback server for anything asynchronous, and the JVM's lifetime is then the
 gateway's; a driver reading stdin has no port at all and halts the moment its stdin closes, so a
 Python process that dies, however it dies, leaves no JVM behind. The invoke and completion times
@@ -536,6 +536,12 @@ class Driver:
 
     def alive(self) -> bool:
         return self._proc.poll() is None
+
+    def ping(self, timeout: float = 10.0) -> float:
+        """A round trip to the driver (not recorded): its seconds."""
+        t0 = time.monotonic()
+        self._wait(self._start(None, "ping", {}, record=False), timeout)
+        return time.monotonic() - t0
 
     def close(self) -> None:
         """End the JVM (stdin closed: it halts; else SIGTERM, SIGKILL); operations still pending

@@ -134,6 +134,7 @@ def test_commit_is_read_and_abort_is_not(driver, admin):
 
 
 def test_history_is_jepsen_like(driver, admin):
+    assert driver.ping() < 5 and driver.kafka_version == driver.release.version
     topic = _topic(admin, 1)
     name = _name("p")
     before = time.monotonic_ns() - driver.origin_ns
