@@ -44,6 +44,25 @@ from explorers.result import Violation
 DEADLOCK = Violation("deadlock", "deadlock", "some action is enabled in every reachable state")
 
 
+def shows(model: Model, kind: str, prop: str, states: Sequence, actions: Sequence) -> bool:
+    """Whether the behaviour (``states``, ``actions[i]`` from ``states[i]``) ends in a violation
+    of ``prop`` of this ``kind`` as this policy checks it: what a report read back from a file
+    (a checkpoint's) must show before it is believed."""
+    t = states[-1]
+    if kind in ("deadlock", "terminal"):
+        if not model.within_bounds(t) or list(model.actions(t)):
+            return False
+        if kind == "deadlock":
+            return True
+    p = next((p for p in model.properties() if p.name == prop and p.expectation.value == kind),
+             None)
+    if p is None:
+        return False
+    if kind == "transition":
+        return bool(actions) and not p.holds(states[-2], actions[-1], t)
+    return not p.holds(t)
+
+
 def select_properties(model: Model, names: Sequence[str] | None) -> list[Property]:
     """The model's properties named by ``names`` (None: all), in the given order."""
     props = list(model.properties())

@@ -60,7 +60,7 @@ from model.config import Config, shown
 from explorers import spark_store
 from explorers.bfs import BfsOptions, Progress
 from explorers.bfs_checkpoint import flat
-from explorers.checking import DEADLOCK, Checks, violation
+from explorers.checking import DEADLOCK, Checks, shows, violation
 from explorers.paths import check_fingerprint_contract, follow, rebuild
 from explorers.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
                               machines_of, peak_rss_mb, search_stats)
@@ -240,10 +240,14 @@ def _reported_before(meta: dict, model, checks: Checks, keep_going: bool, run_di
             raise CheckpointError(f"--recover {run_dir}: the checkpoint reports {what[1]} twice")
         seen.add(what)
         try:
-            follow(model, r["path"])
-        except IndexError:
-            raise CheckpointError(f"--recover {run_dir}: the counterexample of {what[1]} in the "
-                                  "checkpoint does not replay") from None
+            path = follow(model, r["path"])
+        except (IndexError, StopIteration):
+            raise CheckpointError(f"--recover {shown(run_dir)}: the counterexample of "
+                                  f"{shown(what[1], 80)} in the checkpoint does not replay") \
+                from None
+        if not shows(model, what[0], what[1], path.states, path.actions):
+            raise CheckpointError(f"--recover {shown(run_dir)}: the counterexample of "
+                                  f"{shown(what[1], 80)} in the checkpoint does not violate it")
 
 
 class _Search:
