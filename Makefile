@@ -12,10 +12,10 @@ check: compiled
 test: compiled browser
 	$(BIN)/python -m pytest -q
 
-# The hot modules compiled with Cython (model/compiled.py): rebuilds only what changed; without a C
+# The hot modules compiled with Cython (model/build/compiled.py): rebuilds only what changed; without a C
 # compiler it says so and everything runs as source.
 compiled: $(STAMP)
-	$(BIN)/python -m model.cython_build
+	$(BIN)/python -m model.build.cython_build
 
 # The end-to-end test of `kafka-mc explore` drives Debian's chromium through chromium-driver
 # (tests/explorers/test_explore_browser.py); installed here when missing. Where it cannot be,

@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, sys.argv[1])
 
-from explorers.bfs import explore  # noqa: E402
+from explorers.bfs.search import explore  # noqa: E402
 from model import registry  # noqa: E402
 from model.config import resolve_config_path  # noqa: E402
 

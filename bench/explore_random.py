@@ -28,8 +28,10 @@ import platform
 import statistics
 import time
 
-from explorers import simulate, stateful
-from explorers.bfs import explore as bfs
+from explorers.walks import simulate
+
+from explorers.walks import stateful
+from explorers.bfs.search import explore as bfs
 from model import registry
 from model.config import resolve_config_path
 

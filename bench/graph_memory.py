@@ -1,4 +1,4 @@
-"""Bytes per edge of a networkx graph against the state graph's arrays (``explorers/state_graph``),
+"""Bytes per edge of a networkx graph against the state graph's arrays (``explorers/graph/state_graph``),
 for the same edges: ``python bench/graph_memory.py [EDGES]`` (default 1,000,000; a Kafka-like
 graph: 3.7 edges per state, as the default configuration has)."""
 import resource

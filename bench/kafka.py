@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from explorers.bfs import explore  # noqa: E402
+from explorers.bfs.search import explore  # noqa: E402
 from model import registry  # noqa: E402
 from model.config import resolve_config_path  # noqa: E402
 

@@ -113,10 +113,10 @@ def main() -> None:
     ap.add_argument("--also", action="append", default=[], metavar="ARG")
     ap.add_argument("--only", choices=("full", "reduced"))
     args = ap.parse_args()
-    builds = subprocess.run([sys.executable, "-m", "model.cython_build", "status"], cwd=ROOT,
+    builds = subprocess.run([sys.executable, "-m", "model.build.cython_build", "status"], cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
                             text=True)
-    print(f"compiled builds (model/compiled.py): {builds.stdout.strip() or builds.stderr.strip()}")
+    print(f"compiled builds (model/build/compiled.py): {builds.stdout.strip() or builds.stderr.strip()}")
     print("| run | search | distinct | generated | depth | seconds | peak RSS MB | verdict "
           "| states expanded reduced | factor |")
     print("|---|---|---:|---:|---:|---:|---:|---|---:|---:|")

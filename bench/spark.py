@@ -40,7 +40,8 @@ def load(spec: str):
 
 def child(contender: str, spec: str, partitions: int | None) -> dict:
     """Run one contender in this process; the figures as a dict."""
-    from explorers import bfs, spark
+    from explorers.bfs import search as bfs
+    from explorers.spark import search as spark
     from model import registry
 
     cfg = load(spec)

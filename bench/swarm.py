@@ -37,7 +37,8 @@ def config(preset: str, faults: tuple[str, ...]):
 
 def run(name: str, preset: str, faults, seconds: float, seed: int, queue) -> None:
     from model import registry
-    from explorers import simulate, swarm
+    from explorers.walks import simulate
+    from explorers.walks import swarm
 
     def stop(signum, frame):
         raise KeyboardInterrupt
@@ -68,7 +69,8 @@ def mutants(base: str, runs: int, seed: int) -> None:
     from model import registry
     from model.config import resolve_config_path
     from model.kafka import mutants as kafka_mutants
-    from explorers import simulate, swarm
+    from explorers.walks import simulate
+    from explorers.walks import swarm
 
     print(f"| mutant | invariant | plain: walks to find | swarm: walks to find |")
     print("|---|---|---:|---:|")

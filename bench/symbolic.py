@@ -1,4 +1,4 @@
-"""z3 time of the symbolic checks (explorers/symbolic.py) on the Kafka fencing core: k-induction
+"""z3 time of the symbolic checks (explorers/symbolic/checker.py) on the Kafka fencing core: k-induction
 (k = 1) per preset, and BMC per depth on latest. Configuration: tiny plus the fault kinds the
 symbolic model has actions for (transaction timeouts, coordinator failovers, transactional.id
 expirations), so every preset's proof covers them.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from explorers.symbolic import bmc, prove
+from explorers.symbolic.checker import bmc, prove
 from model import registry
 from model.config import resolve_config_path
 from model.kafka.versions import PRESETS

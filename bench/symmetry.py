@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from explorers.bfs import explore  # noqa: E402
+from explorers.bfs.search import explore  # noqa: E402
 from model import registry  # noqa: E402
 from model.config import parse_assignment, resolve_config_path  # noqa: E402
-from model.core import group_order  # noqa: E402
+from model.symmetry import group_order  # noqa: E402
 from model.kafka import symmetry  # noqa: E402
 
 DEFAULT = {"cluster.transactional_ids": 2, "cluster.producers_per_id": 1,

@@ -36,7 +36,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from explorers.bfs import explore
+from explorers.bfs.search import explore
 from model import registry
 from model.core import Expectation, ModelBase, Property
 

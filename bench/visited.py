@@ -24,7 +24,7 @@ import json, resource, sys, time
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 from model import registry
 from model.config import parse_assignment, resolve_config_path
-from explorers.bfs import explore
+from explorers.bfs.search import explore
 name, *sets = sys.argv[1:]
 cfg = registry.load(resolve_config_path(name))
 if sets:

@@ -7,6 +7,6 @@ import os
 # round"). Set before numpy is first imported; a caller's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from model.compiled import install as _compiled  # noqa: E402
+from model.build.compiled import install as _compiled  # noqa: E402
 
-_compiled()   # the compiled builds of the hot modules, where fresh (model/compiled.py)
+_compiled()   # the compiled builds of the hot modules, where fresh (model/build/compiled.py)

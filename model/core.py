@@ -8,12 +8,12 @@ A model is a transition system over immutable values. Explorers see only this mo
   constraint), ``view`` (the deduplication key) and ``action_kinds`` (every action name the model
   can take, so coverage can list the ones never enabled).
 * ``Property``: a named claim with an ``Expectation``. Which states and steps each kind is
-  checked on, and what a violation is, is one policy for every explorer (``explorers.checking``).
-* ``fingerprint``: the stable 64-bit key of a view.
+  checked on, and what a violation is, is one policy for every explorer (``explorers.core.checking``).
+* ``fingerprint``: the stable 64-bit key of a view (``model.fingerprints``).
 * ``Fairness`` / ``Fair``: the fairness a model declares for families of its actions
   (``ModelBase.fairness``, ``fair_family``), under which ``eventually`` properties are checked.
 * ``Symmetry``: a set of interchangeable identifiers a model declares (``ModelBase.symmetries``,
-  ``permute``); ``with_symmetry`` makes a bound model's ``view`` canonicalise under them (and
+  ``permute``; ``model.symmetry``); ``model.canonical.with_symmetry`` makes a bound model's ``view`` canonicalise under them (and
   gives it ``view_fingerprint`` / ``reduction_fingerprint``, the keys explorers then use).
 
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
@@ -27,13 +27,22 @@ For people reading counterexamples, a model may also say what a step means as se
 from __future__ import annotations
 
 import enum
-import itertools
 from dataclasses import dataclass
 from typing import (Any, Callable, Hashable, Iterable, Mapping, NamedTuple, Protocol, Sequence, TypeVar,
                     runtime_checkable)
 
+# The contract's helpers, each in its own module, named here too for models written against this
+# module: fingerprints (``model.fingerprints``), actions and values as people read them
+# (``model.display``), symmetry (``model.symmetry``; canonical views: ``model.canonical``) and the
+# symbolic hook (``model.symbolic``).
+from model.display import Action, action_name, format_action, show  # noqa: F401
+from model.fingerprints import (INT_MAX, INT_MIN, ViewError, check_view,  # noqa: F401
+                                collision_probability, fingerprint)
+from model.symbolic import SYMBOLIC_SORTS, SymbolicAction, SymbolicClaim, SymbolicSystem  # noqa: F401
+from model.symmetry import (Symmetry, SymmetryError, group_elements, group_order,  # noqa: F401
+                            least_fingerprint, symmetry_note)
+
 S = TypeVar("S")
-Action = tuple  # (name, *args)
 
 
 class Expectation(str, enum.Enum):
@@ -67,7 +76,7 @@ class Property:
     # state where ``when`` holds reaches a state where ``holds`` does, then or later. None: from
     # the initial state (``<>holds``).
     when: Callable[..., bool] | None = None
-    # Partial-order reduction (``explorers.por``): the locations (``Footprint``) whose values the
+    # Partial-order reduction (``explorers.reductions.por``): the locations (``Footprint``) whose values the
     # verdict depends on; a transition property holds on every step writing none of them. None:
     # it reads everything (every action is visible to it, so a reduced search expands fully).
     reads: frozenset | None = None
@@ -191,7 +200,7 @@ class ModelBase:
     an error by default (a configuration may override it).
 
     ``locality``: None, or ``view -> value``, the part of a state's view that places the state in
-    a partition of a distributed search (``explorers/spark.py``): its fingerprint picks the owner.
+    a partition of a distributed search (``explorers/spark/search.py``): its fingerprint picks the owner.
     A step that leaves that part alone keeps its successor in its parent's partition, where it is
     deduplicated without being shipped. None: the whole fingerprint picks (spreads states evenly,
     but then with P partitions a fraction (P - 1) / P of all successors travel).
@@ -243,7 +252,7 @@ class ModelBase:
         stands for): a trace that records settings but not this one meant that value."""
         return {}
 
-    # Swarm simulation (optional; explorers/swarm.py). A model that declares nothing gets swarm
+    # Swarm simulation (optional; explorers/walks/swarm.py). A model that declares nothing gets swarm
     # walks that only reweight its actions: no family is ever left out.
 
     def swarm_families(self) -> tuple[str, ...]:
@@ -261,7 +270,7 @@ class ModelBase:
         may deliver such messages late, after many other steps)."""
         return False
 
-    # Partial-order reduction (optional; explorers/por.py). A model that declares nothing is
+    # Partial-order reduction (optional; explorers/reductions/por.py). A model that declares nothing is
     # reduced to nothing: every action is dependent on every other.
 
     def footprints(self, s) -> Mapping[Hashable, Footprint] | None:
@@ -322,7 +331,7 @@ class ModelBase:
     def lifelines(self) -> tuple[str, ...]:
         return (self.name,)
 
-    # Symmetry reduction (optional; ``with_symmetry``). A model that declares nothing has none.
+    # Symmetry reduction (optional; ``model.canonical.with_symmetry``). A model that declares nothing has none.
 
     symmetric = False   # set by ``with_symmetry``: ``view`` canonicalises under ``symmetries``
 
@@ -355,315 +364,6 @@ class ModelBase:
         return (Event("note", self.lifelines()[0], label=self.format_action(a)),)
 
 
-# --- symmetry (DESIGN.md section 8) -----------------------------------------------------------------
-#
-# A model declares sets of interchangeable identifiers (transactional.ids with identical workloads,
-# resource managers) and how to rename them in a state (``permute``). Each permutation ``g`` of the
-# group they generate must be an automorphism of the transition system: ``permute(step(s, a), g)
-# == permute(step(permute(s, g), permute_action(a, g)), identity)``, the actions enabled in
-# ``permute(s, g)`` are the renamed actions enabled in ``s``, and every property has the same
-# verdict in ``s`` and ``permute(s, g)`` (tests sample reachable states to confirm it). A model may
-# return states in a normal form that every rule and property treats alike (a bisimulation: the
-# Kafka model orders its network by connection when partitions are renamed), even for the
-# identity. Then every state is equivalent to its images, and a search that deduplicates on the
-# canonical view visits one state per orbit; the states it keeps are concrete states, and a
-# counterexample is rebuilt from concrete successors whose canonical view is the next one on the
-# path, so traces stay concrete and replayable. Liveness is not checked under symmetry (TLC's
-# caveat: a lasso in the quotient need not be one in the model).
-#
-# With partial-order reduction too, a model's own ``reduction_view`` is canonicalised the same way
-# (the images of ``reduction_view(permute(s, g))``), so the reduced search deduplicates on orbits
-# of reduction views. This is sound for safety (Emerson, Jha and Peled, "Combining partial order
-# and symmetry reductions", TACAS 1997): the stubborn set is computed on the concrete state the
-# search keeps, so it is persistent there; every property reads the same in every member of an
-# orbit; and the BFS proviso is checked on the canonical keys, so every cycle of the reduced
-# quotient has a fully expanded state. (A path of the full graph from a kept state is carried,
-# by the permutation, to one of the same length from the state kept for its orbit.)
-
-
-@dataclass(frozen=True)
-class Symmetry:
-    """A set of ``size`` interchangeable identifiers (numbered 0 .. size - 1 in ``permute``),
-    named as the system calls them, with ``why`` they are interchangeable."""
-
-    name: str
-    size: int
-    why: str
-
-
-def group_elements(symmetries: Sequence[Symmetry]) -> list[tuple[tuple[int, ...], ...]]:
-    """Every permutation of the group the symmetries generate (their direct product), the
-    identity first."""
-    return list(itertools.product(*(itertools.permutations(range(x.size)) for x in symmetries)))
-
-
-def group_order(symmetries: Sequence[Symmetry]) -> int:
-    n = 1
-    for x in symmetries:
-        for i in range(2, x.size + 1):
-            n *= i
-    return n
-
-
-class SymmetryError(ValueError):
-    """Symmetry asked of a model that declares none."""
-
-
-def with_symmetry(model):
-    """``model`` with its ``view`` canonicalised under its declared symmetries: of the images of a
-    state under every permutation of the group, the view whose fingerprint is smallest. (Not the
-    lexicographically smallest: Kafka states hold frozensets, which have no total order, and the
-    fingerprint is computed anyway; two images with equal fingerprints collide in the visited set
-    whichever is chosen.) A packed model's states are ints: the canonical view is an int, its own
-    fingerprint, but no longer the state itself, so the model is no longer ``packed``. With a
-    group of order 1 (one transactional.id, one partition) the view is left as it is. A model's
-    own ``reduction_view`` (partial-order reduction) is canonicalised likewise."""
-    symmetries = tuple(model.symmetries())
-    if not symmetries:
-        raise SymmetryError(f"model {model.name} declares no symmetry: --symmetry / [check] "
-                            "symmetry does not apply to it")
-    model.symmetric = True
-    elements = group_elements(symmetries)
-    if len(elements) == 1:
-        return model
-    view, permute, canonical = model.view, model.permute, model.canonical
-    if "reduction_view" in vars(model) or \
-            type(model).reduction_view is not ModelBase.reduction_view:
-        own = model.reduction_view
-        # (a model's canonical form is taken of the view, not of the state: states with equal
-        # views then have equal canonical views, so the remembered key is theirs whichever of
-        # them was met first, and every search -- with workers or not -- counts the same states)
-        model.reduction_view = (_least_image(own, permute, elements) if canonical is None
-                                else lambda s: own(canonical(own(s))))
-        model.reduction_fingerprint = remembered(
-            own, model.reduction_view,
-            None if canonical is None else lambda v: own(canonical(v)))   # (v: own(s))
-    model.view = (_least_image(view, permute, elements) if canonical is None
-                  else lambda s: view(canonical(s)))
-    model.view_fingerprint = remembered(view, model.view)
-    model.packed = False
-    return model
-
-
-# A canonical view costs a renaming and a sort (Kafka: about 20 us); the fingerprint of the view
-# before it, a hash (2-4 us). Most successors a search generates are the same concrete state
-# reached again in another order (two thirds on the issue-20 configurations, where almost every
-# concrete state met for the first time is a new orbit too), so the canonical fingerprint is
-# remembered by the concrete one, for the last REMEMBERED to 2 x REMEMBERED concrete states (a
-# search meets a state again soon: the orders of a diamond are expanded from states one level
-# apart). Two concrete views with one fingerprint are then taken for one orbit: a collision of the
-# kind the visited set already accepts.
-REMEMBERED = 1 << 20
-
-
-def remembered(concrete: Callable, canonical_view: Callable,
-               of_concrete: Callable | None = None) -> Callable:
-    """s -> ``fingerprint(canonical_view(s))``, looked up by ``fingerprint(concrete(s))`` when
-    it was computed lately (explorers prefer a model's ``view_fingerprint`` and
-    ``reduction_fingerprint`` to fingerprinting its views, ``explorers.paths.key_function``).
-    ``of_concrete``: v -> ``canonical_view(s)`` for ``v = concrete(s)``, when it can be taken
-    of the concrete view (which is then not computed twice)."""
-    new: dict = {}
-    old: dict = {}
-
-    def key(s):
-        nonlocal new, old
-        v = concrete(s)
-        c = fingerprint(v)
-        h = new.get(c)
-        if h is None:
-            h = old.get(c)
-            if h is None:
-                h = fingerprint(canonical_view(s) if of_concrete is None else of_concrete(v))
-            if len(new) >= REMEMBERED:
-                old, new = new, {}
-            new[c] = h
-        return h
-    return key
-
-
-def _least_image(view: Callable, permute: Callable, elements: Sequence) -> Callable:
-    """s -> of ``view(permute(s, g))`` for every ``g`` in ``elements``, the one whose fingerprint
-    is smallest."""
-    return lambda s: least_fingerprint(view(permute(s, g)) for g in elements)
-
-
-def least_fingerprint(images: Iterable) -> Any:
-    """Of ``images`` (at least one), the one whose fingerprint is smallest (the first of equal
-    ones): how a state's orbit picks its representative."""
-    it = iter(images)
-    best = next(it)
-    least = fingerprint(best)
-    for v in it:
-        h = fingerprint(v)
-        if h < least:
-            best, least = v, h
-    return best
-
-
-def symmetry_note(model) -> dict | None:
-    """What a report says about a search under symmetry (None: it was off)."""
-    if not getattr(model, "symmetric", False):
-        return None
-    symmetries = tuple(model.symmetries())
-    return {"groups": [{"name": x.name, "size": x.size} for x in symmetries],
-            "order": group_order(symmetries)}
-
-
-# --- the symbolic hook (DESIGN.md section 8) ----------------------------------------------------------
-#
-# A model may describe (part of) itself as a symbolic transition system over z3 terms. The contract
-# names sorts as strings so that it needs no z3: "bool", or "bvN" (an N-bit bit-vector). Formulas
-# are built by the model's functions from the term dicts an explorer passes them.
-
-SYMBOLIC_SORTS = ("bool", "bv8", "bv16", "bv32", "bv64")
-
-
-@dataclass(frozen=True)
-class SymbolicAction:
-    """A named action: ``relation(v, p, w)`` -> z3 Bool, with ``v`` and ``w`` the state terms
-    before and after (name -> term) and ``p`` the action's parameter terms (name -> term)."""
-
-    name: str
-    params: tuple[tuple[str, str], ...]
-    relation: Callable[..., Any]
-    args: tuple[tuple[str, int], ...] = ()   # constant arguments (a producer instance), in ``p``
-
-    @property
-    def label(self) -> str:
-        return format_action((self.name, *(v for _, v in self.args)), [n for n, _ in self.args])
-
-
-@dataclass(frozen=True)
-class SymbolicClaim:
-    """A named claim: ``kind`` "state" (``holds(v)``) or "step" (``holds(action, v, p, w)``,
-    with ``action`` the action's name)."""
-
-    name: str
-    kind: str
-    holds: Callable[..., Any]
-    claim: str = ""
-
-
-@dataclass(frozen=True)
-class SymbolicSystem:
-    """A model's symbolic transition system.
-
-    ``variables``: (name, sort) of the state; ``init(v)``: the initial states; ``reachable(v)``:
-    a claim about every reachable state (bounded checks may start anywhere in it, e.g. near
-    epoch exhaustion; proofs must prove it); ``actions``: the transition relation, the
-    disjunction of the actions; ``properties``: the claims to check; ``auxiliary``: invariants
-    a proof may need, proved together with the properties; ``doc``: what is modelled and what is
-    abstracted. ``project(state)`` (optional) maps an explicit state to the symbolic variables'
-    values, and ``project_action(s, a, t)`` an explicit step to (action name, parameter values),
-    or None (the step should leave the projection unchanged): tests tie the symbolic relation to
-    the explicit one with them."""
-
-    variables: tuple[tuple[str, str], ...]
-    init: Callable[..., Any]
-    reachable: Callable[..., Any]
-    actions: tuple[SymbolicAction, ...]
-    properties: tuple[SymbolicClaim, ...]
-    auxiliary: tuple[SymbolicClaim, ...] = ()
-    doc: str = ""
-    project: Callable[[Any], Mapping[str, Any]] | None = None
-    project_action: Callable[[Any, Action, Any], tuple | None] | None = None
-
-
 class Record(dict):
     """A record for traces: field name -> value, written as an ITF record (a JSON object), where
     a plain dict is an ITF map. Models build them in ``itf_encode``; never part of a state."""
-
-
-def action_name(a: Action) -> str:
-    return a[0]
-
-
-def format_action(a: Action, params: Sequence[str] = ()) -> str:
-    """``("RMPrepare", 3)`` with params ``("rm",)`` -> ``RMPrepare(rm=3)``."""
-    args = a[1:]
-    if not args:
-        return a[0]
-    names = list(params) + [f"arg{i}" for i in range(len(params), len(args))]
-    return f"{a[0]}({', '.join(f'{n}={show(v)}' for n, v in zip(names, args))})"
-
-
-def show(v) -> str:
-    """A value as people read it in actions: enums by name, records as Type(field=value) without
-    a field that only repeats the type (a message's ``rpc``) or one the type names in
-    ``_only_if_set`` left at its default (``codec.to_itf`` leaves it out too), sets in braces."""
-    if isinstance(v, enum.Enum):
-        return v.name
-    if isinstance(v, tuple) and hasattr(v, "_fields"):
-        quiet = getattr(type(v), "_only_if_set", ())
-        shown = [f"{f}={show(getattr(v, f))}" for f in v._fields
-                 if not (isinstance(getattr(v, f), enum.Enum)
-                         and getattr(v, f).name == type(v).__name__)
-                 and not (f in quiet and getattr(v, f) == v._field_defaults[f])]
-        return f"{type(v).__name__}({', '.join(shown)})"
-    if isinstance(v, frozenset):
-        return "{" + ", ".join(sorted(map(show, v))) + "}"
-    if isinstance(v, tuple):
-        return "(" + ", ".join(map(show, v)) + (",)" if len(v) == 1 else ")")
-    return repr(v)
-
-
-# --- fingerprints -------------------------------------------------------------------------------
-#
-# A fingerprint is CPython's hash of the view, which is stable across processes and machines for
-# the value types below: the tuple hash (xxHash-based, the same since CPython 3.8 on 64-bit
-# builds), the int hash (x mod 2**61 - 1) and the order-independent frozenset hash involve no
-# per-process seed. str, bytes and None are excluded: str/bytes hashes are salted per process
-# (PYTHONHASHSEED) and None's hash is its address before CPython 3.12. IntEnum members hash as
-# their int and are allowed (use them for named states). Ints must lie in [-1, 2**61 - 1):
-# hash(-1) == hash(-2), and larger ints wrap. A fingerprint computed this way costs one C call,
-# which is what makes the visited set cheap; a cryptographic digest of an encoding costs ~1 µs
-# per state, more than the rest of the search. Like TLC's, fingerprints can collide (probability
-# about n²/2⁶⁵ for n states); the explorers report that estimate.
-
-fingerprint = hash
-INT_MIN, INT_MAX = -1, 2**61 - 2
-
-
-class ViewError(TypeError):
-    """A view contains a value whose hash is not stable across processes."""
-
-
-def check_view(view: Any, path: str = "view") -> None:
-    """Raise ``ViewError`` naming the first part of ``view`` that would fingerprint unstably."""
-    if isinstance(view, bool):
-        return
-    if isinstance(view, int):
-        if not INT_MIN <= view <= INT_MAX:
-            raise ViewError(f"{path} = {view}: ints in views must lie in [-1, 2**61 - 2]")
-        if isinstance(view, enum.Enum) and not isinstance(view, enum.IntEnum):
-            raise ViewError(f"{path} = {view!r}: only IntEnum members hash stably")
-        return
-    if isinstance(view, float):
-        return
-    if isinstance(view, tuple):  # includes NamedTuples
-        for i, item in enumerate(view):
-            check_view(item, f"{path}[{i}]")
-        return
-    if isinstance(view, frozenset):
-        for item in sorted(view, key=repr):
-            check_view(item, f"{path}{{{item!r}}}")
-        return
-    if _is_plain_dataclass(view):
-        for name in view.__dataclass_fields__:
-            check_view(getattr(view, name), f"{path}.{name}")
-        return
-    raise ViewError(
-        f"{path}: {type(view).__name__} does not fingerprint stably across processes "
-        "(use ints, IntEnum, tuples, frozensets or frozen dataclasses of those)")
-
-
-def _is_plain_dataclass(v: Any) -> bool:
-    fields = getattr(type(v), "__dataclass_fields__", None)
-    params = getattr(type(v), "__dataclass_params__", None)
-    return fields is not None and params is not None and params.frozen and params.eq
-
-
-def collision_probability(distinct: int) -> float:
-    """TLC's optimistic estimate of a fingerprint collision having happened."""
-    return distinct * distinct / 2.0**65

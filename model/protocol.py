@@ -51,7 +51,7 @@ class ProtocolSpec:
     # optional, for partial-order reduction (model.core.ModelBase): footprints(p, s), group(p, a),
     # reduction_view(p, s), location(p, s, loc), and optionally footprints_anywhere(p)
     reduction: Any = None
-    # optional, for symmetry reduction (model.core.with_symmetry): symmetries(p), permute(p, s, g),
+    # optional, for symmetry reduction (model.canonical.with_symmetry): symmetries(p), permute(p, s, g),
     # permute_action(p, a, g), and optionally canonical(p, s) (see ModelBase.canonical)
     symmetry: Any = None
     doc: str = ""

@@ -29,7 +29,9 @@ from importlib import metadata
 from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
-from model.core import Property, SymmetryError, with_symmetry
+from model.canonical import with_symmetry
+from model.core import Property
+from model.symmetry import SymmetryError
 from model.protocol import DuplicateName, ProtocolSpec, RuleModel
 
 MODELS_GROUP = "kafka_mc.models"

@@ -1,4 +1,4 @@
-"""The compiled builds (model/compiled.py, model/cython_build.py): a build is loaded only while its
+"""The compiled builds (model/build/compiled.py, model/build/cython_build.py): a build is loaded only while its
 source is unchanged, a module that fails to compile costs that module only, and a search run on the
 builds is the interpreted one (counts, coverage, verdicts, trace bytes). ``make test`` builds them
 first; the tests here fail when they are missing rather than pass on the interpreted code."""
@@ -11,14 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from model import compiled, cython_build
+from model.build import compiled
+
+from model.build import cython_build
 
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import sys
 from pathlib import Path
-from model.compiled import install
+from model.build.compiled import install
 root = Path(sys.argv[1])
 finder = install(root, root / "build")
 import pkgq.mod as m
@@ -81,9 +83,9 @@ def test_the_listed_modules_are_built_and_in_use():
     assert not stale and not missing, ("run `make compiled`", stale, missing)
     assert len(fresh) == len(cython_build.listed()) >= 20
     import model.kafka.spec
-    import explorers.bfs
+    import explorers.bfs.search
     assert isinstance(model.kafka.spec.__loader__, compiled.CompiledLoader)
-    assert isinstance(explorers.bfs.__loader__, compiled.CompiledLoader)
+    assert isinstance(explorers.bfs.search.__loader__, compiled.CompiledLoader)
 
 
 def check(args: list[str], out: Path, switch: str) -> tuple[dict, dict]:
@@ -117,8 +119,9 @@ def test_the_compiled_search_is_the_interpreted_one(tmp_path, args):
 
 GARBAGE = """
 import contextlib, gc, io, sys
-gc.disable()   # (as the BFS pauses it: explorers.paths.gc_paused)
-from explorers import bfs_workers, cli
+gc.disable()   # (as the BFS pauses it: explorers.core.adapter.gc_paused)
+from explorers import cli
+from explorers.bfs import workers as bfs_workers
 bfs_workers.PARALLEL_MIN = 8   # (tiny's levels are small: every level of 8 or more in two slices)
 with contextlib.redirect_stdout(io.StringIO()):
     code = cli.main(sys.argv[1:])

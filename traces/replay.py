@@ -216,7 +216,7 @@ def violation_check(model, prop: Any, kind: Any) -> Callable[[Any, Any, Any], bo
     holds = p.holds
     if kind == "always":
         return lambda s, a, t: not holds(t)
-    if kind == "terminal":  # as explorers.checking: a state with no enabled action
+    if kind == "terminal":  # as explorers.core.checking: a state with no enabled action
         return lambda s, a, t: (model.within_bounds(t) and not list(model.actions(t))
                                 and not holds(t))
     return lambda s, a, t: a is not None and not holds(s, a, t)

@@ -5,7 +5,7 @@ import pytest
 from tests.grid import grid, grid_spec
 from model.core import Expectation as E, ModelBase, Property
 from model.protocol import Rule
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 ALWAYS, TRANSITION, SOMETIMES, EVENTUALLY = E.ALWAYS, E.TRANSITION, E.SOMETIMES, E.EVENTUALLY
 

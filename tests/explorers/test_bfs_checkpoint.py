@@ -1,5 +1,5 @@
-"""The BFS's compact visited set and tree (explorers/fingerprints.py) and its checkpoints
-(explorers/bfs_checkpoint.py): a search killed with SIGKILL resumes from its last checkpoint with
+"""The BFS's compact visited set and tree (explorers/bfs/visited.py) and its checkpoints
+(explorers/bfs/checkpoint.py): a search killed with SIGKILL resumes from its last checkpoint with
 the same counts, verdicts and trace bytes; a checkpoint that is not whole or not this search's is
 refused with one line and exit 2."""
 import json
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorers.bfs import BfsOptions, explore
-from explorers.fingerprints import Levels, VisitedSet
+from explorers.bfs.search import BfsOptions, explore
+from explorers.bfs.visited import Levels, VisitedSet
 from model import registry
 from model.config import resolve_config_path
 from tests.explorers.test_cli import EXE, run
@@ -179,7 +179,7 @@ def test_a_tampered_frontier_state_is_refused(tmp_path):
     body = ("\n".join(lines) + "\n").encode()
     states.write_bytes(body)
     meta["files"][states.name] = {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
-    from explorers.bfs_checkpoint import _meta_digest
+    from explorers.bfs.checkpoint import _meta_digest
     meta["digest"] = _meta_digest(meta)
     (run_dir / "checkpoint.json").write_text(json.dumps(meta))
     r = run("check", "tiny", "--recover", run_dir, "--out", out, cwd=tmp_path)
@@ -207,8 +207,8 @@ def test_a_search_past_its_memory_budget_keeps_its_results(tmp_path):
 
 
 def test_state_blocks_round_trip_and_share_components():
-    from explorers.paths import successors_of
-    from explorers.state_codec import decode_block, encode_block
+    from explorers.core.adapter import successors_of
+    from explorers.bfs.state_codec import decode_block, encode_block
     model = registry.bind(registry.load(resolve_config_path("tiny")))
     succ = successors_of(model)
     states = [t for s in model.init_states() for _, t in succ(s)]
@@ -231,13 +231,13 @@ def test_state_blocks_round_trip_and_share_components():
     '[1, 2]',
 ])
 def test_a_state_block_builds_only_the_models_classes(evil):
-    from explorers.state_codec import decode_block
+    from explorers.bfs.state_codec import decode_block
     with pytest.raises(ValueError):
         decode_block(evil, "model")
 
 
 def test_states_that_are_atoms_round_trip():
-    from explorers.state_codec import decode_block, encode_block
+    from explorers.bfs.state_codec import decode_block, encode_block
     states = [5, "x", None, True, (1, frozenset({2})), 5]
     assert decode_block(encode_block(states), "model") == states
 
@@ -262,7 +262,8 @@ def test_a_forged_violation_with_its_digest_recomputed_is_refused(tmp_path, caps
     """Issue 48: a violation added to checkpoint.json, its digest recomputed, was reported on
     ``--recover --continue``: recovery replayed the recorded path but never re-checked the
     property at its end. Now the path must end in the violation it claims."""
-    from explorers import bfs_checkpoint, cli
+    from explorers import cli
+    from explorers.bfs import checkpoint as bfs_checkpoint
 
     out = tmp_path / "o"
     argv = ["check", "twophase", "--set", "model.resource_managers=3", "--continue"]

@@ -1,4 +1,4 @@
-"""The BFS with ``--workers`` (explorers/bfs_workers.py): a level expanded by forked processes
+"""The BFS with ``--workers`` (explorers/bfs/workers.py): a level expanded by forked processes
 gives exactly what the sequential loop gives -- counts, coverage, edges, verdicts and
 counterexamples -- with and without the reduction and symmetry; a level holding something to
 report, or a child that fails, is expanded again by one process; an interrupt leaves no child
@@ -13,9 +13,9 @@ import pytest
 from model import registry
 from model.config import resolve_config_path
 from model.kafka import mutants
-from explorers import bfs_workers
-from explorers.bfs import BfsOptions, explore
-from explorers.por import sample_states
+from explorers.bfs import workers as bfs_workers
+from explorers.bfs.search import BfsOptions, explore
+from explorers.reductions.por import sample_states
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="--workers forks")
 
@@ -248,7 +248,7 @@ def test_cli_workers_flag(tmp_path, capsys):
 def test_workers_with_a_memory_budget_and_checkpoints(tmp_path):
     """A level spilled to disk (``--memory``) is expanded by one process; checkpoints at every
     level boundary, and a search recovered from the last one, end as the sequential search."""
-    from explorers.bfs_checkpoint import CheckpointOptions, start_fresh
+    from explorers.bfs.checkpoint import CheckpointOptions, start_fresh
     m = kafka("kafka-3.6")
     one, disk = both(m, memory_mb=1)
     assert summary(one) == summary(disk) and disk.extra["workers"]["levels"] == 0

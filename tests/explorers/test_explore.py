@@ -17,9 +17,9 @@ from starlette.testclient import TestClient
 from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation, ModelBase, Property
-from explorers.explore.app import create_app
-from explorers.explore.session import Explorer, hex_fp
-from explorers.paths import key_function
+from explorers.web.app import create_app
+from explorers.web.session import Explorer, hex_fp
+from explorers.core.adapter import key_function
 from traces.replay import replay
 from traces.trace import read
 

@@ -11,8 +11,9 @@ from model.config import resolve_config_path
 from model.core import Expectation as E, Property, SF, WF
 from model.kafka import mutants
 from model.protocol import ProtocolSpec, Rule
-from explorers import bfs, graph
-from explorers.graph import GraphOptions
+from explorers.bfs import search as bfs
+from explorers.graph import search as graph
+from explorers.graph.search import GraphOptions
 from tests.grid import grid
 from traces.replay import lasso_verdict
 
@@ -293,7 +294,7 @@ def test_graph_export_refuses_a_graph_too_big_to_read(tmp_path):
 def test_a_lasso_renders_with_its_loop_in_every_format(tmp_path):
     from traces.render import render
     from traces.trace import Trace, read
-    from explorers.cli import write_traces
+    from explorers.cli.check import write_traces
 
     model = kafka("kafka-4.2")
     out = graph.explore(model, GraphOptions(properties=["eventual_completion"]))

@@ -1,4 +1,4 @@
-"""Partial-order reduction (explorers/por.py): the reduced search keeps every verdict of the full
+"""Partial-order reduction (explorers/reductions/por.py): the reduced search keeps every verdict of the full
 one (property by property, on a toy, Kafka tiny on every preset, a preset's known violation and
 every model mutant), counterexamples replay, and the independence self-check passes on the Kafka
 model and catches a deliberately wrong declaration."""
@@ -16,9 +16,9 @@ from model.core import Expectation, Footprint, ModelBase, Property
 from model.config import resolve_config_path
 from model.kafka import footprints, mutants
 from model.kafka.versions import PRESETS
-from explorers.bfs import BfsOptions, explore
-from explorers.por import Reducer, sample_states, self_check
-from explorers.checking import Checks
+from explorers.bfs.search import BfsOptions, explore
+from explorers.reductions.por import Reducer, sample_states, self_check
+from explorers.core.checking import Checks
 from tests.reachable import bfs_order
 
 F = frozenset
@@ -408,7 +408,7 @@ def test_reduced_counts_are_pinned_and_deterministic():
     assert runs[0].extra["reduction"]["reduced_states"] == 10120
 
 
-# --- with symmetry reduction (model.core.with_symmetry canonicalises the reduction view) -------
+# --- with symmetry reduction (model.canonical.with_symmetry canonicalises the reduction view) -------
 
 def kafka_two_partitions(preset, symmetry):
     """tiny with two partitions: the partitions are interchangeable (a group of order 2)."""

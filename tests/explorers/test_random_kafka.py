@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from explorers import simulate, stateful
-from explorers.cli import write_traces
+from explorers.walks import simulate
+
+from explorers.walks import stateful
+from explorers.cli.check import write_traces
 from model import registry
 from model.kafka import mutants
 from model.config import resolve_config_path

@@ -1,4 +1,4 @@
-"""Only the properties a step can change are checked on it (explorers.checking.Relevance): the
+"""Only the properties a step can change are checked on it (explorers.core.checking.Relevance): the
 BFS's verdicts, counterexamples and counts are those of checking every property everywhere, with
 and without ``--continue`` (properties retired as they fail) and ``--workers``, and so are the
 state-graph explorer's and the random walks' (simulation, swarm); the skipped checks are most of
@@ -11,10 +11,11 @@ from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation, Property
 from model.kafka import mutants
-from explorers import checking
-from explorers import graph, simulate
-from explorers.bfs import BfsOptions, explore
-from explorers.checking import Checks, Relevance
+from explorers.core import checking
+from explorers.graph import search as graph
+from explorers.walks import simulate
+from explorers.bfs.search import BfsOptions, explore
+from explorers.core.checking import Checks, Relevance
 
 
 def kafka(preset, **overrides):
@@ -106,7 +107,7 @@ def test_most_checks_are_skipped_on_kafka():
     r = Relevance.of_model(m)
     calls = {p.name: 0 for p, _ in checks.always}
     seen = {p.name: 0 for p, _ in checks.always}
-    from explorers.por import sample_states
+    from explorers.reductions.por import sample_states
     for s in sample_states(m, 200, seed=2):
         for a in m.actions(s):
             for p, _ in r.of(a, checks.always):

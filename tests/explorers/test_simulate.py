@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from explorers.cli import write_traces
-from explorers.bfs import explore as bfs
-from explorers.simulate import SimulateOptions, explore
+from explorers.cli.check import write_traces
+from explorers.bfs.search import explore as bfs
+from explorers.walks.simulate import SimulateOptions, explore
 from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation as E
@@ -166,7 +166,7 @@ def test_walks_on_the_fused_actions_are_the_walks_on_the_successors(preset, seed
     """With the fused successor function's actions (``successors.actions``) a walk applies only
     the action it picks; it is the same walk as on the successors: counts, coverage, edges and
     the violation with its path (twice: simulation and swarm)."""
-    from explorers import swarm
+    from explorers.walks import swarm
 
     def kafka():
         return registry.bind(registry.load(resolve_config_path("tiny"), overrides={

@@ -20,11 +20,11 @@ from traces.trace import Trace, trace_metadata
 from model.config import resolve_config_path
 from model.core import Expectation as E, Machine
 from model.protocol import Rule
-from explorers import bfs
-from explorers import spark as spark_explorer
-from explorers.paths import key_function
-from explorers.spark import SparkOptions
-from explorers.spark_tasks import placement
+from explorers.bfs import search as bfs
+from explorers.spark import search as spark_explorer
+from explorers.core.adapter import key_function
+from explorers.spark.search import SparkOptions
+from explorers.spark.tasks import placement
 
 EXE = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or shutil.which("kafka-mc")
 
@@ -145,7 +145,7 @@ def test_partial_order_reduction_agrees_with_the_reduced_bfs(spark, case):
 
 def test_the_same_spark_run_twice_gives_the_same_trace_bytes(spark):
     """Determinism: the same configuration twice gives the same counts, the same counterexample
-    and byte-identical trace files (the BFS, simulate and stateful twins: test_hardening.py)."""
+    and byte-identical trace files (the BFS, simulate and stateful twins: test_bad_input.py)."""
     cfg = registry.load(resolve_config_path("tiny"), overrides={"protocol.version": "kafka-0.11"})
     model = registry.bind(cfg)
     runs = []
@@ -437,7 +437,7 @@ def _comparable(doc: dict) -> dict:
              for k in ("generated", "distinct", "depth", "collision_probability")}
     violations = [{**v, "trace": Path(v["trace"]).name} for v in doc["violations"]]
     return {**doc, "explorer": None, "stats": stats, "violations": violations,
-            "memory": None}   # the BFS's store (explorers/fingerprints.py)
+            "memory": None}   # the BFS's store (explorers/bfs/visited.py)
 
 
 def test_cli_continue_on_kafka_0_11_tiny_is_the_bfs_result(tmp_path):
@@ -510,7 +510,7 @@ def test_merge_makes_equal_fields_of_new_states_one_object(tmp_path):
     """Buckets from different partitions unpickle into separate copies of the same values; the
     merge interns the new states' fields, so the next level's pickles write each value once
     (pickling on Kafka small with 2 partitions: 25 s -> 7 s, bench/RESULTS.md)."""
-    from explorers.spark_tasks import Expansion, Job, Level, pack, read_level, unpack
+    from explorers.spark.tasks import Expansion, Job, Level, pack, read_level, unpack
 
     build = partial(registry.bind, registry.load(resolve_config_path("tiny")))
     model = build()
@@ -535,7 +535,7 @@ def test_merge_makes_equal_fields_of_new_states_one_object(tmp_path):
 
 def test_gc_paused_restores_the_collector_as_it_was():
     import gc
-    from explorers.paths import gc_paused
+    from explorers.core.adapter import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from explorers.cli import write_traces
-from explorers.stateful import CI_PROFILE, StatefulOptions, as_state_machine, explore
+from explorers.cli.check import write_traces
+from explorers.walks.stateful import CI_PROFILE, StatefulOptions, as_state_machine, explore
 from model import registry
 from model.core import Expectation as E
 from model.protocol import ProtocolSpec, Rule

@@ -1,4 +1,4 @@
-"""Swarm simulation (explorers/swarm.py): per-walk seeds and swarm configurations, determinism,
+"""Swarm simulation (explorers/walks/swarm.py): per-walk seeds and swarm configurations, determinism,
 replay of one walk from its seed, the stuck-state policy (a walk its families end is not stuck),
 a Kafka bug swarm finds far sooner than plain simulation, coverage per walk family, the CLI."""
 import json
@@ -6,9 +6,13 @@ import random
 
 import pytest
 
-from explorers import cli, simulate, swarm
-from explorers.cli import write_traces
-from explorers.simulate import SimulateOptions
+from explorers import cli
+
+from explorers.walks import simulate
+
+from explorers.walks import swarm
+from explorers.cli.check import write_traces
+from explorers.walks.simulate import SimulateOptions
 from model import registry
 from model.config import resolve_config_path
 from model.core import Expectation as E

@@ -1,4 +1,4 @@
-"""The symbolic explorer (explorers/symbolic.py) on the Kafka fencing core: proofs for every
+"""The symbolic explorer (explorers/symbolic/checker.py) on the Kafka fencing core: proofs for every
 epoch value on latest, counterexamples on the broken variants and on 0.11 (KAFKA-6119), the
 counterexample to induction put back to the explicit model, and the command line."""
 import json
@@ -6,7 +6,7 @@ import json
 import pytest
 
 from explorers import cli
-from explorers.symbolic import bmc, explicit_witness, prove
+from explorers.symbolic.checker import bmc, explicit_witness, prove
 from model import registry
 from model.config import resolve_config_path
 

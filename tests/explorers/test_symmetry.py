@@ -9,15 +9,16 @@ import pytest
 
 from model import registry
 from model.config import ConfigError, resolve_config_path
-from model.core import group_elements, group_order, with_symmetry
+from model.canonical import with_symmetry
+from model.symmetry import group_elements, group_order
 from model.kafka import symmetry as kafka_symmetry
 from model.kafka.versions import PRESETS
 from model.protocol import Rule
 from model.toys import twophase
 from explorers import cli
-from explorers.bfs import BfsOptions, explore
-from explorers.paths import successors_of
-from explorers.symmetry import self_check
+from explorers.bfs.search import BfsOptions, explore
+from explorers.core.adapter import successors_of
+from explorers.reductions.symmetry_check import self_check
 from traces.replay import replay
 from traces.trace import Trace, from_document, trace_metadata
 from tests.presets import PINNED
@@ -192,7 +193,7 @@ def test_kafka_canonical_is_the_same_state_of_the_orbit_from_every_image(setting
     """``model.kafka.symmetry.canonical`` (leaders ordered by their hash, ties and ids by the
     least image): every image of a sampled state has the same canonical state, one of the
     images, whether leaders differ or tie (empty logs) and with ids or consumers renamed too."""
-    from explorers.por import sample_states
+    from explorers.reductions.por import sample_states
     model = registry.bind(kafka(**settings))
     elements = group_elements(model.symmetries())
     ties = 0
@@ -205,14 +206,14 @@ def test_kafka_canonical_is_the_same_state_of_the_orbit_from_every_image(setting
 
 
 def test_remembered_fingerprints_are_the_canonical_views_fingerprints(monkeypatch):
-    """The keys explorers use under symmetry (``model.core.remembered``: the canonical view's
+    """The keys explorers use under symmetry (``model.canonical.remembered``: the canonical view's
     fingerprint, looked up by the concrete one) equal the fingerprints of the canonical views,
     met the first time, again (remembered) and after the memory turned over twice; and they are
     not the concrete fingerprints, which a memory that forgot to canonicalise would return."""
-    from model import core
-    from explorers.paths import key_function
-    from explorers.por import reduction_key, sample_states
-    monkeypatch.setattr(core, "REMEMBERED", 64)
+    from model import canonical
+    from explorers.core.adapter import key_function
+    from explorers.reductions.por import reduction_key, sample_states
+    monkeypatch.setattr(canonical, "REMEMBERED", 64)
     model = registry.bind(kafka(symmetry=True, **{"cluster.partitions": 2,
                                                   "cluster.producers_per_id": 1}))
     key, rkey = key_function(model), reduction_key(model)

@@ -6,7 +6,7 @@ from invariants import anomalies
 from model import registry
 from model.config import resolve_config_path
 from model.kafka.world import Batch, Control, Outcome, ProducerStateEntry, RecordId
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 NAMES = ["no_lost_writes", "no_aborted_reads", "aborted_writes_stay_aborted",
          "read_committed_polls"]

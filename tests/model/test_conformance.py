@@ -12,7 +12,7 @@ from model import registry
 from model.config import resolve_config_path
 from model.kafka.tables import TABLES
 from model.kafka.versions import PRESETS
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 from tests.presets import PINNED
 
 SINGLE = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0, "cluster.consumers": 0}

@@ -7,8 +7,8 @@ found here from the generic rebalance budget, not a script. (Before 2.5 exactly-
 transactional.id per input partition, as Kafka Streams did.)"""
 import pytest
 
-from explorers.bfs import BfsOptions, explore
-from explorers.cli import write_traces
+from explorers.bfs.search import BfsOptions, explore
+from explorers.cli.check import write_traces
 from model import registry
 from model.config import resolve_config_path
 from traces.replay import replay

@@ -9,7 +9,7 @@ from model.config import resolve_config_path
 from model.core import Expectation, Property
 from model.kafka import network
 from model.kafka.world import ClientState as C, Errors, Outcome, Rpc, TxnState
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 BEFORE_KIP_890 = ["kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7"]
 COORDINATOR_ANSWERS = (Rpc.InitProducerIdResponse, Rpc.AddPartitionsToTxnResponse,

@@ -9,7 +9,7 @@ from model.config import resolve_config_path
 from model.kafka.spec import spec_for
 from model.kafka.params import kafka_params
 from model.kafka.versions import PRESETS
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 from tests.presets import PINNED
 from tests.reachable import bfs_order
 

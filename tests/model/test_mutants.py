@@ -6,8 +6,8 @@ import pytest
 from model import registry
 from model.kafka import mutants, partition
 from model.config import ConfigError, resolve_config_path
-from explorers import graph
-from explorers.bfs import BfsOptions, explore
+from explorers.graph import search as graph
+from explorers.bfs.search import BfsOptions, explore
 
 LIVENESS = ("eventual_completion", "markers_close_transactions", "lso_reaches_high_watermark")
 

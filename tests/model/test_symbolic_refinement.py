@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 import z3
 
-from explorers.symbolic import admitted, explicit_steps
+from explorers.symbolic.checker import admitted, explicit_steps
 from model import registry
 from model.config import resolve_config_path
 

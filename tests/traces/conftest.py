@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 from model import registry
 from model.config import Param
 from model.core import Expectation, Property

@@ -1,6 +1,6 @@
 """Explain: what ``kafka-mc check`` says on a violation, in the protocol's own words."""
 from explorers import cli
-from explorers.bfs import explore
+from explorers.bfs.search import explore
 from model.core import Event
 from tests.traces.conftest import bound
 from traces import explain

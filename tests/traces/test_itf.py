@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from model import registry
-from explorers.bfs import explore
+from explorers.bfs.search import explore
 from traces.itf import ItfError, canonical, decode, encode
 from traces.replay import replay
 from traces.trace import Trace, TraceError, read

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from explorers import cli
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 from tests.traces.conftest import bound, meta_for, random_walk
 from traces.minimize import _components, minimize, shrink
 from traces.replay import replay

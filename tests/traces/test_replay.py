@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from explorers import cli
-from explorers.result import EXIT_DEADLOCK, EXIT_MODEL_ERROR, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
+from explorers.core.result import EXIT_DEADLOCK, EXIT_MODEL_ERROR, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
 from tests.traces.conftest import bfs_trace, bound, meta_for
 from traces.replay import Divergence, replay
 from traces.trace import Trace, TraceError, read

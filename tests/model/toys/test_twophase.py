@@ -4,7 +4,7 @@ import pytest
 
 from model import registry
 from model.toys.twophase import SPEC, BROKEN_SPEC
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 
 def bind(n, spec=SPEC):

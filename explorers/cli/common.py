@@ -1,0 +1,136 @@
+"""What the command groups share: the parser class whose errors are one line (``UsageError``, exit
+2), the arguments that select a configuration, argument types, and writing a file or one line
+of error."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from model import registry
+from model.config import parse_assignment, resolve_config_path, shown
+from traces.files import same_file, write_atomically
+from traces.trace import Trace
+
+
+class UsageError(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage + message)
+        raise UsageError(message)
+
+
+def version() -> str:
+    try:
+        return metadata.version("kafka-mc")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def config_arguments(p: argparse.ArgumentParser, config_help: str = "") -> argparse.ArgumentParser:
+    """CONFIG, --model, --set and --protocol: what selects a configuration."""
+    p.add_argument("config", nargs="?", metavar="CONFIG",
+                   help=config_help or "TOML file or name of a shipped config (default: built-in)")
+    p.add_argument("--model", help="model name (overrides [model] name)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   dest="sets", help="override a configuration value (repeatable)")
+    p.add_argument("--protocol", metavar="PRESET", help="shorthand for --set protocol.version=PRESET")
+    return p
+
+
+def port_number(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"{n} is not a port number (0 to 65535)")
+    return n
+
+
+def nonneg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def positive(text: str) -> int:
+    value = nonneg(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def workers(text: str) -> int:
+    if text == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    return positive(text)
+
+
+def error(message: str) -> None:
+    """One line on stderr."""
+    print(f"kafka-mc: error: {' '.join(message.splitlines())}", file=sys.stderr)
+
+
+def load_config(args):
+    sets = [parse_assignment(s) for s in args.sets]
+    if args.protocol:
+        sets.append(("protocol.version", args.protocol))
+    if args.depth is not None:
+        sets.append(("check.max_depth", args.depth))
+    if args.deadlock is not None:
+        sets.append(("check.deadlock", args.deadlock))
+    if args.invariants:
+        sets.append(("check.invariants", args.invariants))
+    if getattr(args, "por", None) is not None:
+        sets.append(("check.por", args.por))
+    if getattr(args, "symmetry", None):
+        sets.append(("check.symmetry", True))
+    path = resolve_config_path(args.config) if args.config is not None else None
+    return registry.load(path, model=args.model, overrides=sets)
+
+
+def explicit(trace: Trace, file: str, command: str) -> Trace:
+    """A symbolic trace's states are the symbolic model's variables, not the model's states:
+    replay, render and minimize refuse it (exit 2); it is plain ITF JSON to read."""
+    if trace.meta.get("explorer") == "symbolic":
+        raise UsageError(f"{shown(file)}: a symbolic trace (states of the symbolic model's "
+                         f"variables); {command} takes traces of the explicit model")
+    return trace
+
+
+def sibling(trace: str, suffix: str) -> str:
+    name = Path(trace).name
+    stem = name.removesuffix(".json").removesuffix(".itf")
+    return str(Path(trace).with_name(stem + suffix))
+
+
+def not_the_input(out: str, trace: str) -> None:
+    if same_file(out, trace):
+        raise UsageError(f"--out {shown(out)} is the input trace: give another file")
+
+
+def write_file(file: str, text: str) -> None:
+    try:
+        write_atomically(file, text)
+    except OSError as e:
+        raise UsageError(f"cannot write {shown(file)}: {e.strerror or e}") from None

@@ -1,0 +1,37 @@
+"""``kafka-mc list``: the models, protocol presets, invariants, mutants or shipped configurations."""
+from __future__ import annotations
+
+from model import registry
+from model.config import shipped_configs
+from explorers.core.result import EXIT_OK
+
+
+def add_parser(sub) -> None:
+    ls = sub.add_parser("list", help="list models, protocols, invariants or configs")
+    ls.add_argument("what", choices=["models", "protocols", "invariants", "mutants", "configs"])
+    ls.add_argument("--model", help="the model whose invariants to list (default: the default)")
+
+
+def main(args) -> int:
+    models = registry.models()
+    if args.what == "models":
+        for name, e in sorted(models.items()):
+            print(f"{name:<18} {e.summary}")
+    elif args.what == "protocols":
+        presets = [(name, p) for name, e in sorted(models.items()) for p in e.presets]
+        for name, p in presets:
+            print(f"{p:<14} ({name})")
+        if not presets:
+            print("no registered model has protocol presets yet")
+    elif args.what == "mutants":
+        for name, e in sorted(models.items()):
+            for mutant, invariant, doc in e.mutants:
+                print(f"{mutant:<38} {invariant:<26} {doc} ({name})")
+    elif args.what == "invariants":
+        cfg = registry.load(None, model=args.model)
+        for p in registry.bind(cfg).properties():
+            print(f"{p.name:<24} {p.expectation.value:<10} {p.claim}")
+    else:
+        for path in shipped_configs():
+            print(path.stem)
+    return EXIT_OK

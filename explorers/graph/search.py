@@ -1,0 +1,348 @@
+"""The state-graph explorer (``--explorer graph``): the BFS's search, keeping every transition
+as an edge, then the ``eventually`` properties checked on the graph under the model's fairness.
+
+The search is the reference BFS's, step for step: same order, same states, counts, coverage and
+safety verdicts with the same shortest counterexamples (tests compare them), because each state
+is numbered when first discovered and the edge that discovered it is the BFS tree. What it adds
+is the graph (``explorers.graph.state_graph``: arrays, not Python objects) and, per state, the values of
+the liveness properties' ``holds`` and ``when``. The loop is written out again rather than given
+to the BFS as a per-transition hook: the BFS's hot loop stays as lean as it is, and this one
+numbers states (a dict, fingerprint -> number) where the BFS only needs a set.
+
+Liveness (``explorers.graph.liveness``) runs once the graph is complete: a search cut short by a
+violation, an interrupt or the depth bound leaves the ``eventually`` properties unchecked (and
+says so), since a lasso found on part of a graph could be an artefact of the cut. States the
+state constraint leaves unexpanded are in the graph but no lasso passes through them. A
+violation is a lasso (``result.Path`` with ``loop``): exit 13.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
+
+from model.core import Expectation, Model, ModelBase
+from explorers.bfs.search import BfsOptions
+from explorers.core.progress import PROGRESS_EVERY, Progress
+from explorers.core.checking import Checks, Relevance, violation
+from explorers.graph.liveness import Lasso, fairness_bits, find_lasso
+from explorers.core.adapter import (check_fingerprint_contract, gc_paused, key_function, rebuild,
+                             successors_of)
+from explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
+                              machines_of, peak_rss_mb, search_stats)
+from explorers.graph.state_graph import StateGraph
+
+
+@dataclass(frozen=True)
+class GraphOptions(BfsOptions):
+    max_states: int = 0      # 0: unbounded; else stop (incomplete) past this many states
+
+
+class _Stop(Exception):
+    def __init__(self, violation: Violation):
+        self.violation = violation
+
+
+class _TooBig(Exception):
+    pass
+
+
+def explore(model: Model, options: GraphOptions = GraphOptions()) -> Outcome:
+    """Search, check safety as the BFS does, then liveness on the complete graph."""
+    outcome, graph, live = _search(model, options)
+    if graph is None:
+        return outcome
+    return _liveness(model, outcome, graph, live, options)
+
+
+def state_graph(model: Model, max_states: int = 0, max_depth: int = 0):
+    """The reachable graph (checking nothing) and its states: ``(graph, states, outcome)``;
+    ``outcome.extra["too_big"]`` when it has more than ``max_states`` states."""
+    options = GraphOptions(properties=[], max_depth=max_depth, check_deadlock=False,
+                           max_states=max_states)
+    kept: list = []
+    outcome, graph, _ = _search(model, options, always_graph=True, keep=kept)
+    if outcome.interrupted:   # part of a graph is no graph: the interrupt is the caller's
+        raise KeyboardInterrupt
+    return graph, kept, outcome
+
+
+def _search(model: Model, options: GraphOptions, always_graph: bool = False,
+            keep: list | None = None):
+    checks = Checks(model, options.properties, options.check_deadlock)
+    always, transition = checks.always, checks.transition
+    live = [(p, p.holds, p.when, bytearray(), bytearray()) for p in checks.eventually]
+    max_depth, max_states = options.max_depth, options.max_states
+    successors, key = successors_of(model), key_function(model)
+    packed = getattr(model, "packed", False)
+    within = model.within_bounds
+    bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
+
+    index: dict[int, int] = {}           # fingerprint -> state number
+    fps: list[int] = []
+    found_by = array("l")                # per state: discovering edge (-1: initial)
+    depth_of = array("i")
+    expanded = bytearray()
+    src, dst, act = array("i"), array("i"), array("i")
+    action_ids: dict = {}
+    actions: list = []
+    machines = machines_of(model)
+    edges_taken = [set() for _ in machines]
+    edge_notes = tuple((m.taken, got.update) for m, got in zip(machines, edges_taken))
+    violations: list[Violation] = []
+    interrupted = complete = too_big = False
+    rss0 = peak_rss_mb()
+    t0 = last_report = time.perf_counter()
+    depth = generated = 0
+    cut_at = None
+    witnesses = checks.witnesses()
+    witness, pending = witnesses.see, witnesses.open
+    relevance = Relevance.of_model(model)   # the properties a step can change the verdict of
+    relevant = relevance.of if relevance else None
+
+    def path_to(i: int) -> Path:
+        chain = []
+        while True:
+            chain.append(fps[i])
+            e = found_by[i]
+            if e < 0:
+                break
+            i = src[e]
+        return rebuild(model, chain[::-1])
+
+    def found(what, path) -> None:
+        v = violation(what, path)
+        if not options.keep_going:
+            raise _Stop(v)
+        violations.append(v)
+        checks.retire(what)
+
+    def note_live(s) -> None:
+        for _, holds, when, h, w in live:
+            h.append(bool(holds(s)))
+            w.append(bool(when(s)) if when is not None else 0)
+
+    expanding = None
+    with gc_paused():
+        try:
+            check_fingerprint_contract(model)
+            frontier = []
+            for s in model.init_states():
+                fp = key(s)
+                if fp in index:
+                    continue
+                index[fp] = len(fps)
+                fps.append(fp)
+                if keep is not None:
+                    keep.append(s)
+                found_by.append(-1)
+                depth_of.append(0)
+                expanded.append(0)
+                frontier.append(s)
+                note_live(s)
+                for p, holds in always:
+                    if not holds(s):
+                        found(p, path_to(len(fps) - 1))
+                        always = checks.always
+                witness(s)
+            base = 0
+            while frontier:
+                if max_depth and depth >= max_depth:
+                    break
+                nxt = []
+                index_get, aid_get = index.get, action_ids.get
+                for k, s in enumerate(frontier):
+                    gi = base + k
+                    expanding = gi
+                    if not k % PROGRESS_EVERY and options.progress is not None:
+                        now = time.perf_counter()
+                        if now - last_report >= options.progress_interval:
+                            last_report = now
+                            options.progress(Progress(generated, len(fps), depth,
+                                                      len(frontier) - k + len(nxt), now - t0))
+                    if bounded and not within(s):
+                        continue
+                    out = successors(s)
+                    expanded[gi] = 1
+                    if not out:
+                        for stuck in checks.stuck_failures(s):
+                            found(stuck, path_to(gi))
+                        continue
+                    generated += len(out)
+                    for a, t in out:
+                        aid = aid_get(a)
+                        if aid is None:
+                            aid = action_ids[a] = len(actions)
+                            actions.append(a)
+                        for taken, note in edge_notes:
+                            note(taken(s, a, t))
+                        fp = t if packed else key(t)
+                        if transition:
+                            for p, holds in relevant(a, transition) if relevant else transition:
+                                if not holds(s, a, t):
+                                    base_path = path_to(gi)
+                                    cut_at = aid   # counted by coverage if the search stops here
+                                    found(p, Path(base_path.states + (t,),
+                                                  base_path.actions + (a,)))
+                                    cut_at = None
+                                    transition = checks.transition
+                        j = index_get(fp)
+                        if j is None:
+                            j = index[fp] = len(fps)
+                            fps.append(fp)
+                            if keep is not None:
+                                keep.append(t)
+                            found_by.append(len(src))
+                            depth_of.append(depth + 1)
+                            expanded.append(0)
+                            nxt.append(t)
+                            if live:
+                                note_live(t)
+                            src.append(gi)
+                            dst.append(j)
+                            act.append(aid)
+                            for p, holds in relevant(a, always) if relevant else always:
+                                if not holds(t):
+                                    found(p, path_to(j))
+                                    always = checks.always
+                            if pending:
+                                witness(t)
+                        else:
+                            src.append(gi)
+                            dst.append(j)
+                            act.append(aid)
+                    if max_states and len(fps) > max_states:
+                        raise _TooBig()
+                expanding = None
+                base += len(frontier)
+                frontier = nxt
+                if nxt:
+                    depth += 1
+            complete = not frontier
+            violations += checks.unwitnessed(witnesses.pending) if complete else []
+        except _Stop as stop:
+            violations.append(stop.violation)
+        except _TooBig:
+            too_big = True
+        except KeyboardInterrupt:
+            interrupted = True
+            # The interrupt may have landed between the appends that record one state or edge:
+            # keep what was recorded whole (a state whose discovering edge is missing goes too).
+            edges = min(len(src), len(dst), len(act))
+            del src[edges:], dst[edges:], act[edges:]
+            n = min(len(fps), len(found_by), len(depth_of), len(expanded))
+            while n and found_by[n - 1] >= edges:
+                n -= 1
+            for column in (fps, found_by, depth_of, expanded, *(c for x in live for c in x[3:])):
+                del column[n:]
+            if keep is not None:
+                del keep[n:]
+            for fp in [fp for fp, j in index.items() if j >= n]:
+                del index[fp]
+        except Exception as exc:
+            path = path_to(expanding) if expanding is not None else None
+            violations.append(Violation("model_error", "model_error",
+                                        "the model raised an exception", path,
+                                        "".join(traceback.format_exception(exc)).rstrip()))
+    seconds = time.perf_counter() - t0
+    graph = StateGraph(
+        fingerprints=fps, discovered_by=np.frombuffer(found_by, dtype=np.int64)
+        if found_by.itemsize == 8 else np.array(found_by, dtype=np.int64),
+        depth=np.frombuffer(depth_of, dtype=np.int32),
+        expanded=np.frombuffer(bytes(expanded), dtype=np.bool_),
+        src=np.frombuffer(src, dtype=np.int32), dst=np.frombuffer(dst, dtype=np.int32),
+        act=np.frombuffer(act, dtype=np.int32), actions=tuple(actions))
+    kinds = list(getattr(model, "action_kinds", lambda: ())())
+    fired = np.bincount(graph.act, minlength=len(actions))
+    if cut_at is not None:   # the transition a transition property stopped the search at
+        fired[cut_at] += 1
+    fired_by = _by_name(actions, fired)
+    found_first = graph.discovered_by[graph.discovered_by >= 0]
+    found_by_name = _by_name(actions, np.bincount(graph.act[found_first], minlength=len(actions)))
+    stats = search_stats(generated, graph.states, int(graph.depth.max(initial=0)), seconds,
+                         rss0, packed)
+    done = complete and not interrupted and not any(v.kind == "model_error" for v in violations)
+    stopped = bool(violations) and not options.keep_going
+    liveness_checked = done and not stopped and bool(live)
+    outcome = Outcome(
+        model=model.name, explorer="graph", stats=stats,
+        coverage=action_coverage(fired_by, found_by_name, kinds),
+        never_enabled=tuple(k for k in kinds if k not in fired_by),
+        checked=checks.checked, unchecked=checks.unchecked,
+        not_applicable=checks.not_applicable, violations=tuple(violations),
+        edges=edge_coverage(machines, edges_taken), interrupted=interrupted,
+        complete=complete, extra={"too_big": too_big} if too_big else {})
+    if not (liveness_checked or always_graph):
+        return outcome, None, None
+    return outcome, graph, [(p, np.frombuffer(bytes(h), dtype=np.bool_),
+                             np.frombuffer(bytes(w), dtype=np.bool_)) for p, _, _, h, w in live]
+
+
+def _by_name(actions, counts) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for a, n in zip(actions, counts.tolist()):
+        if n:
+            out[a[0]] = out.get(a[0], 0) + n
+    return out
+
+
+def _liveness(model, outcome: Outcome, g: StateGraph, live, options) -> Outcome:
+    t0 = time.perf_counter()
+    declared = dict(getattr(model, "fairness", lambda: {})())
+    families = [(name, f.kind.value) for name, f in declared.items()]
+    family_of = getattr(model, "fair_family", lambda a: None)
+    fair = fairness_bits(g, families, family_of)
+    violations = list(outcome.violations)
+    for p, holds, when in live:
+        trigger = when if p.when is not None else (g.discovered_by < 0)
+        lasso = find_lasso(g, holds, trigger, fair)
+        if lasso is None:
+            continue
+        violations.append(Violation(p.name, Expectation.EVENTUALLY.value, p.claim,
+                                    _lasso_path(model, g, lasso),
+                                    _fairness_report(g, fair, declared, lasso)))
+        if not options.keep_going:
+            break
+    stats = g.statistics()
+    stats["liveness_seconds"] = round(time.perf_counter() - t0, 3)
+    return Outcome(**{**outcome.__dict__, "violations": tuple(violations),
+                      "checked": outcome.checked + tuple(p.name for p, _, _ in live),
+                      "unchecked": (), "extra": {**outcome.extra, "graph": stats}})
+
+
+def _lasso_path(model, g: StateGraph, lasso: Lasso) -> Path:
+    """The lasso's states and actions, rebuilt by replaying the edges' actions."""
+    edges = lasso.stem + lasso.loop
+    path = rebuild(model, [g.fingerprints[lasso.start]] + [g.fingerprints[g.dst[e]] for e in edges],
+                   actions=[g.actions[g.act[e]] for e in edges])
+    states, actions = path.states, path.actions
+    loop_at = len(lasso.stem)
+    if lasso.loop:   # the last edge closes the loop: it is recorded as the loop's action
+        return Path(tuple(states[:-1]), tuple(actions[:-1]), loop=loop_at,
+                    loop_action=actions[-1], trigger=lasso.trigger)
+    return Path(tuple(states), tuple(actions), loop=loop_at, trigger=lasso.trigger)
+
+
+def _fairness_report(g: StateGraph, fair, declared, lasso: Lasso) -> str:
+    """Why the loop is fair: per fairness condition whose family is enabled on the loop, where it
+    is enabled and whether the loop takes it (the others are enabled nowhere on it)."""
+    if not lasso.loop:
+        return "fairness: no fair action is enabled in the last state, so it may stay there forever"
+    states = [int(g.src[e]) for e in lasso.loop]
+    taken = 0
+    for e in lasso.loop:
+        taken |= int(fair.edge_bits[e])
+    lines, idle = [], 0
+    for k, name in enumerate(fair.names):
+        bit = 1 << k
+        on = [bool(int(fair.enabled[s]) & bit) for s in states]
+        if not any(on) and not taken & bit:
+            idle += 1
+            continue
+        where = "at every state" if all(on) else f"at {sum(on)} of {len(on)} states"
+        lines.append(f"fairness {declared[name].kind.value} {name}: enabled {where} of the loop, "
+                     + ("taken on it" if taken & bit else "not taken (disabled elsewhere on it)"))
+    return "\n".join(lines + [f"fairness: {idle} other families are enabled nowhere on the loop"])

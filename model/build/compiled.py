@@ -1,0 +1,130 @@
+"""Compiled builds of the search's hot modules (Cython), used only while their sources are unchanged.
+
+A search spends its time in the interpreter, spread thin over the model's handlers, the symmetry
+and reduction views, the properties and the BFS loop (about 20 us a transition, no function above
+a tenth of it: bench/RESULTS.md). Cython compiles those same ``.py`` files, unannotated, to C
+extension modules that run them 1.3-1.4x faster; the Python source stays the only source, and
+every behaviour (counts, order, traces) is the interpreted one's.
+
+* ``python -m model.build.cython_build`` (``make`` runs it) compiles the modules that pyproject.toml
+  lists under ``[tool.kafka-mc] compiled`` into ``build/compiled/`` and writes
+  ``build/compiled/MANIFEST.json``: each module's build and its source's SHA-256. It rebuilds only
+  what changed. Without Cython or a C compiler it says so on stderr, and everything runs as source.
+  ``python -m model.build.cython_build status``: which builds are in use, and which are stale.
+* At import, ``install()`` (called by ``model``, ``invariants`` and ``explorers``, before they load
+  a module) puts a finder first on ``sys.meta_path``. It loads a listed module's build only if
+  the source's digest still matches the manifest and the build is for this interpreter; otherwise
+  the source, as always. An edited module runs as written, never a stale build.
+* ``KAFKA_MC_COMPILED=0`` turns the builds off (to debug with pdb, or to compare;
+  tests/test_compiled.py holds the two to the same counts and traces).
+
+One difference is not a result but memory: compiled, the inner functions of a function share one
+closure object, so an inner function calling another is a cycle through it, kept until the
+search ends since the BFS pauses the cyclic collector (``explorers.core.adapter.gc_paused``). Listed
+modules keep inner functions from calling each other (tests/test_compiled.py measures the
+garbage a search leaves, compiled and not).
+
+A build's ``__file__`` is its source's (``tables.py`` finds its data beside it); its loader is
+a ``CompiledLoader``. This module imports nothing of kafka-mc's and is never itself compiled.
+A build's file name carries its source's digest and is written by rename, so rebuilding never
+rewrites a file that a running search has loaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "compiled"
+MANIFEST = "MANIFEST.json"
+SWITCH = "KAFKA_MC_COMPILED"
+SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]   # this interpreter's (e.g. .cpython-311-...)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def source_of(root: Path, module: str) -> Path:
+    return root.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def fresh(root: Path, build: Path, module: str, entry: dict) -> bool:
+    """Whether ``module``'s build (its manifest ``entry``) is there and of its source as it is."""
+    try:
+        return (build / entry["binary"]).is_file() \
+            and digest(source_of(root, module)) == entry["sha256"]
+    except OSError:
+        return False
+
+
+def read_manifest(build: Path) -> dict:
+    """module -> {"sha256": source digest, "binary": path under ``build``}; {} when there is no
+    usable manifest (missing, unreadable, or built for another interpreter)."""
+    try:
+        data = json.loads((build / MANIFEST).read_text())
+        if data.get("suffix") != SUFFIX or not isinstance(data.get("modules"), dict):
+            return {}
+        return {m: e for m, e in data["modules"].items()
+                if isinstance(e, dict) and isinstance(e.get("sha256"), str)
+                and isinstance(e.get("binary"), str)}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+class CompiledLoader(importlib.machinery.ExtensionFileLoader):
+    """Loads a module's build; its ``__file__`` is its source's."""
+
+    def __init__(self, name: str, binary: str, source: str):
+        super().__init__(name, binary)
+        self.source = source
+
+    def exec_module(self, module) -> None:
+        module.__file__ = self.source   # (set from the build's path when the module was created)
+        super().exec_module(module)
+
+
+class CompiledFinder(importlib.abc.MetaPathFinder):
+    """Finds the fresh builds of one source tree; defers everything else to the usual finders."""
+
+    def __init__(self, root: Path, build: Path):
+        self.root, self.build = root, build
+        self.entries = read_manifest(build)
+        self.loaded: list[str] = []
+        self.stale: list[str] = []
+
+    def find_spec(self, fullname, path=None, target=None):
+        entry = self.entries.get(fullname)
+        if entry is None:
+            return None
+        if not fresh(self.root, self.build, fullname, entry):
+            self.stale.append(fullname)
+            return None
+        self.loaded.append(fullname)
+        source, binary = source_of(self.root, fullname), self.build / entry["binary"]
+        loader = CompiledLoader(fullname, str(binary), str(source))
+        return importlib.machinery.ModuleSpec(fullname, loader, origin=str(binary))
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def install(root: Path = ROOT, build: Path = BUILD) -> CompiledFinder | None:
+    """Put the finder of ``root``'s builds first on ``sys.meta_path`` (once); None when the builds
+    are switched off or there are none."""
+    for f in sys.meta_path:
+        if isinstance(f, CompiledFinder) and f.root == root:
+            return f
+    if not enabled():
+        return None
+    finder = CompiledFinder(root, build)
+    if not finder.entries:
+        return None
+    sys.meta_path.insert(0, finder)
+    return finder

@@ -1,0 +1,514 @@
+"""Bad input and failing outputs, as a hostile or careless user meets them: every input error is
+one line on stderr and exit 2, before any search; no finished result is lost to an output error;
+no file is half-written, written through a planted link, or written over its own input; a run
+directory is never taken from another search. Each crasher found by the issue's fuzzing is a named
+case below; the hypothesis suite at the end keeps the whole class closed.
+
+The fuzz suite runs ``FUZZ_EXAMPLES`` examples per strategy (default 40, derandomized, so CI is
+deterministic); set ``KAFKA_MC_FUZZ_EXAMPLES=2000`` for a longer local run."""
+import contextlib
+import errno
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from explorers import cli
+
+from explorers.core.run_dir import locked
+from explorers.spark import store as spark_store
+from traces import files
+from tests.explorers.test_cli import EXE
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+FUZZ_EXAMPLES = int(os.environ.get("KAFKA_MC_FUZZ_EXAMPLES", "40"))
+FUZZ = settings(max_examples=FUZZ_EXAMPLES, derandomize=True, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def kmc(*argv):
+    """``kafka-mc ARGV`` in-process: (exit code, stdout, stderr). An exception escaping ``main``
+    (a traceback for a user) fails the test."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def one_line_error(code, out, err, *, expect=""):
+    assert code == 2, (code, out, err)
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kafka-mc: error: "), err
+    assert "Traceback" not in err and "\x1b" not in err
+    assert expect in err, err
+    return err
+
+
+def files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*")) if path.exists() else []
+
+
+# --- outputs ----------------------------------------------------------------------------------
+
+def test_an_out_that_is_a_file_is_refused_before_the_search(tmp_path):
+    (tmp_path / "f").write_text("mine")
+    code, out, err = kmc("check", "twophase-broken", "--out", tmp_path / "f")
+    one_line_error(code, out, err, expect="exists and is not a directory")
+    assert out == "" and (tmp_path / "f").read_text() == "mine"
+
+
+def test_an_impossible_out_is_refused_before_the_search():
+    code, out, err = kmc("check", "twophase-broken", "--out", "/proc/no/such/dir")
+    one_line_error(code, out, err, expect="--out /proc/no/such/dir")
+    assert out == ""
+
+
+def test_a_check_that_finds_nothing_leaves_no_out_directory(tmp_path):
+    code, out, _ = kmc("check", "twophase", "--out", tmp_path / "a" / "b")
+    assert code == 0 and not (tmp_path / "a").exists()
+
+
+def test_a_write_failure_after_the_search_still_prints_the_verdict(tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr("traces.trace.write_atomically", full)
+    code, out, err = kmc("check", "twophase-broken", "--out", tmp_path)
+    assert code == 12    # the verdict's code
+    assert "Error: invariant TCConsistent is violated." in out and "5 steps" in out
+    assert err.splitlines() == [f"kafka-mc: error: cannot write the trace "
+                                f"{tmp_path}/TCConsistent.itf.json: No space left on device"]
+    assert files_under(tmp_path) == []
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_partial_one(tmp_path, monkeypatch):
+    target = tmp_path / "t.itf.json"
+    target.write_text("old")
+
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError):
+        files.write_atomically(target, "new" * 1000)
+    assert target.read_text() == "old" and files_under(tmp_path) == ["t.itf.json"]
+
+
+def test_a_planted_link_is_replaced_not_followed(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "TCConsistent.itf.json").symlink_to(victim)
+    code, _, _ = kmc("check", "twophase-broken", "--out", out)
+    assert code == 12 and victim.read_text() == "precious"
+    trace = out / "TCConsistent.itf.json"
+    assert not trace.is_symlink() and json.loads(trace.read_text())["#meta"]["property"] == \
+        "TCConsistent"
+
+
+@pytest.mark.parametrize("command", ["render", "minimize"])
+def test_no_command_writes_over_its_own_input(tmp_path, command):
+    trace = tmp_path / "t.itf.json"
+    trace.write_bytes((GOLDEN / "twophase-broken-3.TCConsistent.itf.json").read_bytes())
+    before = trace.read_bytes()
+    extra = ["--format", "html"] if command == "render" else []
+    code, out, err = kmc(command, trace, *extra, "--out", tmp_path / "." / "t.itf.json")
+    one_line_error(code, out, err, expect="is the input trace")
+    assert trace.read_bytes() == before
+
+
+def test_a_full_standard_output_is_one_line(tmp_path):
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([EXE, "list", "models"], stdout=full, stderr=subprocess.PIPE,
+                           text=True, timeout=60)
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == ["kafka-mc: error: cannot write to standard output: "
+                                     "No space left on device"]
+
+
+# --- the Spark run directory (refused before any Spark session starts) --------------------------
+
+def spark_check(out, *extra):
+    return kmc("check", "twophase", "--explorer", "spark", "--out", out, *extra)
+
+
+def test_a_new_run_never_deletes_a_checkpoint(tmp_path):
+    run = tmp_path / "spark"
+    run.mkdir()
+    (run / "checkpoint.json").write_text('{"format": 2}')
+    (run / "checkpoint-00003").mkdir()
+    code, out, err = spark_check(tmp_path)
+    one_line_error(code, out, err, expect=f"--recover {run}")
+    assert (run / "checkpoint.json").exists() and (run / "checkpoint-00003").is_dir()
+
+
+def test_a_run_directory_in_use_is_refused(tmp_path):
+    with locked(str(tmp_path / "spark")):
+        code, out, err = spark_check(tmp_path)
+    one_line_error(code, out, err, expect="in use by another kafka-mc search")
+
+
+REPORT = {"kind": "always", "property": "TCConsistent", "path": [0, 1]}
+
+
+@pytest.mark.parametrize("meta, expect", [
+    ({}, "part-00000.visited: missing or truncated"),   # the rest is valid, but for its files
+    ({"format": 3}, "not a kafka-mc Spark checkpoint (format 4)"),
+    ({"level": "3"}, "level has the wrong type"), ({"partitions": 0}, "partitions has the wrong"),
+    ({"visited": [1, "2"]}, "visited has the wrong"), ({"fired": {"a": -1}}, "fired has the wrong"),
+    ({"pending": [1]}, "pending has the wrong"), ({"frontier": [1]}, "one count per partition"),
+    ({"violations": None}, "violations is missing"),
+    ({"violations": {}}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "kind": "sometimes"}]}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "path": []}]}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "path": [0, -1]}]}, "violations has the wrong type"),
+    ({"violations": [{**REPORT, "claim": ""}]}, "violations has the wrong type"),
+    ({"edges": None}, "edges is missing"),
+    ({"edges": [[["Empty", "Ongoing", "Dead"]]]}, "edges has the wrong type"),
+    ({"edges": [[["Empty", 1]]]}, "edges has the wrong type"),
+])
+def test_a_hand_edited_checkpoint_is_refused(tmp_path, meta, expect):
+    run = tmp_path / "spark"
+    run.mkdir()
+    good = {"format": spark_store.FORMAT, "level": 3, "partitions": 2, "key_bytes": 8,
+            "visited": [1, 1], "frontier": [1, 1], "config": {}, "generated": 1, "distinct": 2,
+            "depth": 3, "fired": {}, "found": {}, "pending": [], "checked": [],
+            "violations": [REPORT], "edges": [[["Empty", "Ongoing"]], []]}
+    edited = {k: v for k, v in (good | meta).items() if v is not None}
+    (run / "checkpoint.json").write_text(json.dumps(edited))
+    code, out, err = spark_check(tmp_path, "--recover", run)
+    one_line_error(code, out, err, expect=expect)
+
+
+# --- no vacuous success --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, expect", [
+    (["check", "twophase", "--set", "check.invariants=[]"], "check.invariants is empty"),
+    (["check", ""], "the config name is empty"),
+    (["check", "--model", ""], "the model name is empty"),
+])
+def test_nothing_to_check_is_an_error(tmp_path, argv, expect):
+    one_line_error(*kmc(*argv, "--out", tmp_path), expect=expect)
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("", "is empty (no setting)"),
+    ("[model]\nname = \"\"\n", "model.name is empty"),
+    ("[check]\ninvariants = []\n", "check.invariants is empty"),
+])
+def test_a_config_that_checks_nothing_is_an_error(tmp_path, text, expect):
+    (tmp_path / "c.toml").write_text(text)
+    one_line_error(*kmc("check", tmp_path / "c.toml", "--out", tmp_path), expect=expect)
+
+
+# --- input the loaders choked on ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expect", [
+    ("a = " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("[model]\nresource_managers = " + "9" * 5000 + "\n", "invalid TOML"),
+    ("\xff\xfe", "invalid TOML"),
+])
+def test_configs_the_toml_reader_choked_on(tmp_path, text, expect):
+    (tmp_path / "c.toml").write_text(text)
+    one_line_error(*kmc("check", tmp_path / "c.toml", "--out", tmp_path), expect=expect)
+
+
+@pytest.mark.parametrize("value", ["[" * 5000 + "]" * 5000, "9" * 5000])
+def test_set_values_the_toml_reader_choked_on(tmp_path, value):
+    one_line_error(*kmc("check", "twophase", "--set", f"model.resource_managers={value}",
+                        "--out", tmp_path), expect="--set model.resource_managers")
+
+
+def test_a_config_name_too_long_for_the_filesystem(tmp_path):
+    one_line_error(*kmc("check", "x" * 5000, "--out", tmp_path), expect="File name too long")
+
+
+@pytest.mark.parametrize("path, expect", [("/dev/zero", "not a regular file"),
+                                          ("/", "is a directory")])
+def test_a_config_that_is_no_file(tmp_path, path, expect):
+    one_line_error(*kmc("check", path, "--out", tmp_path), expect=expect)
+
+
+def test_an_oversized_config(tmp_path):
+    (tmp_path / "c.toml").write_text("# " + "x" * (2 << 20) + "\n")
+    one_line_error(*kmc("check", tmp_path / "c.toml", "--out", tmp_path), expect="bytes")
+
+
+def test_control_characters_are_escaped(tmp_path):
+    err = one_line_error(*kmc("check", "tiny\x1b[31m\n.toml", "--out", tmp_path))
+    assert "\\x1b[31m\\n" in err
+
+
+# --- signals ------------------------------------------------------------------------------------
+
+def test_sigterm_is_handled_as_ctrl_c(tmp_path):
+    p = subprocess.Popen([EXE, "check", "--model", "twophase", "--set",
+                          "model.resource_managers=12"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "Interrupted" in out and "Traceback" not in err
+
+
+# --- the fuzz suite -----------------------------------------------------------------------------
+
+SECTIONS = ["model", "protocol", "cluster", "workload", "faults", "check", "nope", ""]
+KEYS = ["name", "version", "partitions", "transactional_ids", "producer_crashes", "invariants",
+        "max_depth", "deadlock", "resource_managers", "mutant", "total", "x\x00y", "é"]
+VALUES = st.recursive(
+    st.one_of(st.integers(min_value=-10**6, max_value=10**6), st.integers(), st.booleans(),
+              st.text(max_size=20), st.floats(allow_nan=False), st.sampled_from(
+                  ["kafka", "twophase", "latest", "kafka-0.11", "all", "", "nope"])),
+    lambda inner: st.lists(inner, max_size=4), max_leaves=8)
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    return "[" + ", ".join(map(toml_value, v)) + "]"
+
+
+@st.composite
+def configs(draw) -> str:
+    """TOML text: sections and keys known and unknown, values of every type (or raw junk)."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(st.text(max_size=200))
+    lines = []
+    for section in draw(st.lists(st.sampled_from(SECTIONS), max_size=4, unique=True)):
+        lines.append(f"[{json.dumps(section) if not section.isidentifier() else section}]")
+        for key in draw(st.lists(st.sampled_from(KEYS), max_size=4, unique=True)):
+            lines.append(f"{json.dumps(key)} = {toml_value(draw(VALUES))}")
+    text = "\n".join(lines) + "\n"
+    if draw(st.booleans()):   # a truncation or a spliced byte
+        cut = draw(st.integers(0, len(text)))
+        text = text[:cut] + draw(st.sampled_from(["", "=", "[", "\"", "\x00", "]]"])) + text[cut:]
+    return text
+
+
+def check_safely(argv, out_dir: Path):
+    """Any outcome but a traceback: exit 2 with one line and nothing written, or a real (depth-
+    bounded) result."""
+    code, out, err = kmc(*argv, "--depth", "2", "--out", out_dir)
+    assert "Traceback" not in err
+    if code == 2:
+        one_line_error(code, out, err)
+        assert files_under(out_dir) == []
+    else:
+        assert code in (0, 11, 12), (code, out, err)
+
+
+@FUZZ
+@given(text=configs())
+def test_fuzz_configs(tmp_path_factory, text):
+    tmp = tmp_path_factory.mktemp("cfg")
+    (tmp / "c.toml").write_text(text, encoding="utf-8", errors="surrogatepass")
+    check_safely(["check", tmp / "c.toml"], tmp / "out")
+
+
+@FUZZ
+@given(sets=st.lists(st.tuples(st.sampled_from([f"{s}.{k}" for s in SECTIONS[:6] for k in KEYS]
+                                               + ["", "x", "a.b.c", "check"]),
+                               st.one_of(VALUES.map(toml_value), st.text(max_size=30))),
+                     min_size=1, max_size=3),
+       model=st.sampled_from(["twophase", "kafka"]))
+def test_fuzz_set_values(tmp_path_factory, sets, model):
+    tmp = tmp_path_factory.mktemp("set")
+    argv = ["check", "--model", model]
+    for key, value in sets:
+        argv += ["--set", f"{key}={value}"]
+    check_safely(argv, tmp / "out")
+
+
+JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=10),
+                              st.fixed_dictionaries({"#bigint": st.text(max_size=8)}),
+                              st.fixed_dictionaries({"#unknown": st.integers()})),
+                    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+                    max_leaves=6)
+TRACES = [GOLDEN / "twophase-broken-3.TCConsistent.itf.json",
+          GOLDEN / "kafka-0.11-tiny.no_hanging_transactions.itf.json"]
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, path + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, path + (i,))
+
+
+@st.composite
+def mutated_traces(draw) -> bytes:
+    """A golden trace truncated, or with one node replaced by any JSON (wrong types, unknown
+    tags, values of another model or configuration), or one key dropped."""
+    source = draw(st.sampled_from(TRACES))
+    raw = source.read_bytes()
+    how = draw(st.sampled_from(["truncate", "replace", "drop", "swap-config"]))
+    if how == "truncate":
+        return raw[:draw(st.integers(0, len(raw) - 1))]
+    doc = json.loads(raw)
+    if how == "swap-config":   # the trace of one model under another's configuration
+        other = json.loads(TRACES[source == TRACES[0]].read_bytes())
+        doc["#meta"]["config"] = other["#meta"]["config"]
+        return json.dumps(doc).encode()
+    paths = [p for p in _paths(doc) if p]
+    path = draw(st.sampled_from(paths))
+    parent = doc
+    for k in path[:-1]:
+        parent = parent[k]
+    if how == "drop" and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = draw(JSON)
+    return json.dumps(doc).encode()
+
+
+@FUZZ
+@given(data=mutated_traces(), command=st.sampled_from(["replay", "render", "minimize"]))
+def test_fuzz_traces(tmp_path_factory, data, command):
+    tmp = tmp_path_factory.mktemp("trace")
+    (tmp / "t.itf.json").write_bytes(data)
+    argv = [command, tmp / "t.itf.json"] + (["--out", tmp / "o.txt"] if command != "replay" else [])
+    code, out, err = kmc(*argv)
+    assert "Traceback" not in err
+    if code == 2:
+        one_line_error(code, out, err)
+        assert files_under(tmp) == ["t.itf.json"]
+    else:
+        assert code in (0, 11, 12, 75), (code, out, err)
+
+
+# --- determinism --------------------------------------------------------------------------------
+
+VOLATILE = {"seconds", "states_per_second", "peak_memory_mb", "bytes_per_state", "steps_per_second",
+            "seconds_to_violation", "trace"}
+
+
+def _stable(doc):
+    if isinstance(doc, dict):
+        return {k: _stable(v) for k, v in doc.items() if k not in VOLATILE}
+    if isinstance(doc, list):
+        return [_stable(v) for v in doc]
+    return doc
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "twophase-broken"],
+    ["check", "tiny", "--protocol", "kafka-0.11"],
+    ["check", "twophase-broken", "--set", "model.resource_managers=6", "--explorer", "simulate",
+     "--seed", "7", "--runs", "300"],
+    ["check", "twophase-broken", "--set", "model.resource_managers=6", "--explorer", "stateful",
+     "--seed", "7", "--max-examples", "60"],
+], ids=["bfs-twophase", "bfs-kafka", "simulate", "stateful"])
+def test_the_same_run_twice_gives_the_same_result_and_bytes(tmp_path, argv):
+    """Same configuration and seed: the same counts, counterexample and trace bytes (Spark's
+    twin is in test_spark.py, on the shared session)."""
+    runs = []
+    for i in range(2):
+        code, out, err = kmc(*argv, "--json", "--out", tmp_path / str(i))
+        assert code == 12, err
+        doc = json.loads(out)
+        traces = {p.name: p.read_bytes() for p in (tmp_path / str(i)).iterdir()}
+        runs.append((_stable(doc), traces))
+    assert runs[0] == runs[1] and runs[0][1]
+
+
+def test_a_spark_run_leaves_no_traceback_and_no_temporary_directory(tmp_path):
+    """The embedded Spark session's shutdown: nothing but progress on stderr, and neither
+    kafka-mc's temporary directories nor Spark's local directory left behind (the JVM's shutdown
+    hook removes Spark's a moment after the driver exits)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    r = subprocess.run([EXE, "check", "twophase-broken", "--explorer", "spark", "--spark-conf",
+                        f"spark.local.dir={scratch}", "--out", tmp_path / "out"],
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "TMPDIR": str(scratch)})
+    assert r.returncode == 12, r.stderr
+    noise = [line for line in r.stderr.splitlines()
+             if not line.startswith(("progress:", "WARNING: Using incubator modules"))]
+    assert noise == []
+    deadline = time.monotonic() + 30
+    while any(scratch.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert list(scratch.iterdir()) == []
+
+
+# --- from the review: files that are not files, modes, paths with .., plugins, old traces -------
+
+def test_a_device_or_fifo_output_is_written_to_not_replaced(tmp_path):
+    golden = GOLDEN / "twophase-broken-3.TCConsistent.itf.json"
+    code, out, err = kmc("render", golden, "--out", "/dev/null")
+    assert code == 0 and Path("/dev/null").is_char_device()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    code, _, _ = kmc("render", golden, "--out", fifo)
+    got = reader.communicate(timeout=30)[0]
+    assert code == 0 and b"TCConsistent" in got and fifo.is_fifo()
+
+
+def test_written_files_keep_their_mode_or_follow_the_umask(tmp_path):
+    kept = tmp_path / "kept"
+    kept.write_text("old")
+    kept.chmod(0o600)
+    files.write_atomically(kept, "new")
+    assert kept.read_text() == "new" and (kept.stat().st_mode & 0o777) == 0o600
+    old = os.umask(0o077)
+    try:
+        files.write_atomically(tmp_path / "fresh", "x")
+    finally:
+        os.umask(old)
+    assert ((tmp_path / "fresh").stat().st_mode & 0o777) == 0o600
+
+
+def test_an_out_with_dot_dot(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = kmc("check", "twophase-broken", "--out", "new/../x")
+    assert code == 12, err
+    assert (tmp_path / "x" / "TCConsistent.itf.json").exists() and not (tmp_path / "new").exists()
+
+
+def test_an_old_quiescent_completion_trace_still_replays(tmp_path):
+    """Written when quiescent_completion was an invariant (kind "always"): replayed as the
+    terminal property it is now."""
+    from traces.replay import replay
+    from traces.trace import read
+    cfg = ["check", "small", "--protocol", "kafka-4.2", "--invariant", "quiescent_completion"]
+    code, _, err = kmc(*cfg, "--out", tmp_path)
+    assert code == 12, err
+    path = tmp_path / "quiescent_completion.itf.json"
+    doc = json.loads(path.read_text())
+    assert doc["#meta"]["kind"] == "terminal"
+    doc["#meta"]["kind"] = "always"
+    path.write_text(json.dumps(doc))
+    assert replay(read(path)).reproduced
+
+
+def test_a_setting_the_trace_predates_means_its_default(tmp_path):
+    """A trace that records settings but not a flag added since meant that flag's default (the
+    behaviour before the change): replaying it where the flag is on now is refused."""
+    from traces.replay import replay
+    from traces.trace import TraceError, read
+    code, _, err = kmc("check", "tiny", "--protocol", "kafka-0.11", "--out", tmp_path)
+    path = tmp_path / "no_hanging_transactions.itf.json"
+    doc = json.loads(path.read_text())
+    assert doc["#meta"]["settings"]["protocol.bump_epoch_on_timeout"] is False
+    assert replay(read(path)).reproduced
+    del doc["#meta"]["settings"]["protocol.idempotent_marker_retry"]   # predates the flag
+    doc["#meta"]["config"]["protocol"]["idempotent_marker_retry"] = True   # on now
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceError, match="idempotent_marker_retry = False; this kafka-mc's model "
+                                         "has True"):
+        replay(read(path))
