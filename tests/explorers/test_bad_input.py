@@ -256,6 +256,89 @@ def test_sigterm_is_handled_as_ctrl_c(tmp_path):
     assert p.returncode == 143 and "Interrupted" in out and "Traceback" not in err
 
 
+def _caught(pid: int, sig) -> bool:
+    """Whether the process catches ``sig`` yet (/proc: its SigCgt mask)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            caught = next(int(line.split()[1], 16) for line in f if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return False
+    return bool(caught & (1 << (sig - 1)))
+
+
+def signalled(argv, sig, delay: float, cwd, timeout: float = 60):
+    """Start ``kafka-mc ARGV`` and send ``sig`` ``delay`` seconds after its handlers are in
+    place: once the interpreter catches SIGINT (it has started; before that no code runs that
+    could), kafka-mc's own SIGTERM handler follows within milliseconds (its package's first
+    lines), waited for at most 0.3 s (without it, the command would still be importing: a
+    signal then is what the first moments of a run meet). (exit code, stdout, stderr)."""
+    p = subprocess.Popen([EXE, *map(str, argv)], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _caught(p.pid, signal.SIGINT) and p.poll() is None:
+            assert time.monotonic() < deadline, "the interpreter never started"
+            time.sleep(0.001)
+        started = time.monotonic()
+        while not _caught(p.pid, signal.SIGTERM) and time.monotonic() < started + 0.3:
+            time.sleep(0.001)
+        time.sleep(delay)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return p.returncode, out, err
+
+
+EXIT_OF = {signal.SIGINT: 130, signal.SIGTERM: 143}
+LONG_CHECK = ["check", "--model", "twophase", "--set", "model.resource_managers=12"]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("delay", [0, 0.03, 0.1, 0.6])
+def test_a_signal_in_the_first_moments_is_its_exit_code(tmp_path, sig, delay):
+    """Issue 48: Ctrl-C in the first ~150 ms (while the command imports) printed a bare
+    KeyboardInterrupt traceback and the process died of SIGINT instead of exiting 130."""
+    code, out, err = signalled([*LONG_CHECK, "--out", tmp_path / "o"], sig, delay, tmp_path)
+    assert code == EXIT_OF[sig], (code, err)
+    assert "Traceback" not in err and files_under(tmp_path / "o") == []
+
+
+# --- the output channels: the verdict is the exit code whatever happens to them ------------------
+
+@pytest.mark.parametrize("command, redirect, code, stderr", [
+    ("check twophase-broken --out o", ">&-", 12, ""),
+    ("check twophase-broken --out o", "2>&-", 12, None),
+    ("check twophase-broken --out o", ">&- 2>&-", 12, None),
+    ("check twophase-broken --out o", ">/dev/full", 12,
+     "kafka-mc: error: cannot write to standard output: No space left on device\n"),
+    ("check twophase-broken --out o", "2>/dev/full", 12, None),
+    ("replay {golden}", ">&-", 12, ""),
+    ("replay {golden}", ">/dev/full", 12,
+     "kafka-mc: error: cannot write to standard output: No space left on device\n"),
+    ("check nope --out o", "2>/dev/full", 2, None),
+    ("check twophase-broken --out o", "| head -c 10", 12, ""),
+])
+def test_the_verdict_survives_its_output_channels(tmp_path, command, redirect, code, stderr):
+    """Issue 48: a closed standard output was an AttributeError traceback (exit 1), a full one
+    exit 2 instead of the verdict's 12, a closed standard error exit 1 with no trace written,
+    and an error line to a full standard error exit 1 instead of 2."""
+    golden = GOLDEN / "twophase-broken-3.TCConsistent.itf.json"
+    line = f"{EXE} {command.format(golden=golden)} {redirect}; echo \"exit=$?\" >&3"
+    if redirect.startswith("|"):
+        line = f"{EXE} {command} {redirect} >/dev/null; echo \"exit=${{PIPESTATUS[0]}}\" >&3"
+    r = subprocess.run(["bash", "-c", f"exec 3>{tmp_path / 'exit'}; {line}"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert (tmp_path / "exit").read_text() == f"exit={code}\n", r.stderr
+    if stderr is not None:
+        assert r.stderr == stderr
+    assert "Traceback" not in r.stderr
+    if command.endswith("--out o") and code == 12:
+        assert files_under(tmp_path / "o") == ["TCConsistent.itf.json"]
+
+
 # --- the fuzz suite -----------------------------------------------------------------------------
 
 SECTIONS = ["model", "protocol", "cluster", "workload", "faults", "check", "nope", ""]
