@@ -38,6 +38,7 @@ import numpy as np
 from model.config import shown
 from explorers.bfs import checkpoint_meta as meta_types
 from explorers.core.checking import DEADLOCK, shows
+from explorers.core.run_dir import is_directory
 from explorers.bfs.visited import Levels, PackedLevel, VisitedSet, level_files
 from explorers.core.adapter import follow, successors_of
 from explorers.core.result import Path as Behaviour
@@ -176,7 +177,7 @@ def read_meta(run_dir: str, identity: dict) -> dict:
     """The committed checkpoint of ``run_dir``, if it is whole and belongs to this search."""
     root = Path(run_dir)
     where = f"--recover {shown(run_dir)}"
-    if not root.is_dir():
+    if not is_directory(run_dir, where):
         raise CheckpointError(f"{where}: no such directory")
     if not (root / META).exists() and not (root / META).is_symlink():
         raise CheckpointError(f"{where}: no checkpoint in it ({META} missing; was the search "
