@@ -367,3 +367,27 @@ def test_explore_refuses_a_port_in_use():
         s.listen(1)
         r = explore("--port", str(s.getsockname()[1]))
     assert r.returncode == 2 and "cannot listen on 127.0.0.1 port" in r.stderr
+
+
+def test_a_client_that_drops_mid_upload_is_no_server_error():
+    """Issue 48: a client dropping mid-upload, or a malformed chunked body (the server then
+    reports a disconnect to the application), raised ClientDisconnect out of the application:
+    uvicorn printed an ASGI traceback. Now it is answered (to nobody) and the server carries on."""
+    import asyncio
+
+    app = create_app(Explorer(registry.load(None)))
+    messages = [{"type": "http.request", "body": b'{"#meta": ', "more_body": True},
+                {"type": "http.disconnect"}]
+    sent = []
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+    scope = {"type": "http", "method": "POST", "path": "/api/trace", "raw_path": b"/api/trace",
+             "headers": [(b"transfer-encoding", b"chunked")], "query_string": b"",
+             "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 8023),
+             "client": ("127.0.0.1", 50000), "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 400
