@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy
 from typing import Callable, Iterable, Iterator, Sequence
 
+from model.config import brief
 from model.core import Expectation, Model, Property
 from explorers.core.result import Violation
 
@@ -71,7 +72,8 @@ def select_properties(model: Model, names: Sequence[str] | None) -> list[Propert
     known = {p.name: p for p in props}
     missing = [n for n in names if n not in known]
     if missing:
-        raise KeyError(f"unknown property {missing[0]!r} (known: {', '.join(known) or 'none'})")
+        raise KeyError(f"unknown property {brief(missing[0])} (known: "
+                       f"{', '.join(known) or 'none'})")
     return [known[n] for n in dict.fromkeys(names)]
 
 

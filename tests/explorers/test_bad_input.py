@@ -306,6 +306,61 @@ def test_a_signal_in_the_first_moments_is_its_exit_code(tmp_path, sig, delay):
     assert "Traceback" not in err and files_under(tmp_path / "o") == []
 
 
+def test_ctrl_c_during_kafka_mc_graph_writes_nothing_and_exits_130(tmp_path):
+    """Issue 48: it printed "interrupted", ran on, wrote a partial graph, said it was cut at a
+    depth bound none was given, and exited 0."""
+    code, out, err = signalled(["graph", "small", "--max-states", "100000000", "--format", "dot",
+                                "--out", tmp_path / "g.dot"], signal.SIGINT, 1.5, tmp_path)
+    assert code == 130 and "Traceback" not in err and out == ""
+    assert files_under(tmp_path) == []
+
+
+# --- bad input found in round 2 (issue 48): one line, exit 2, before any work ------------------
+
+@pytest.mark.parametrize("argv, expect", [
+    (["check", "twophase-broken", "--recover", "x" * 300], "File name too long"),
+    (["check", "twophase", "--invariant", "all", "--invariant", "NoSuchProperty"],
+     "unknown property 'NoSuchProperty'"),
+    (["check", "--protocol", ""], "protocol.version = '' is not one of"),
+    (["check", "twophase", "--out", ""], "--out is empty"),
+    (["render", GOLDEN / "twophase-broken-3.TCConsistent.itf.json", "--out", ""],
+     "--out is empty"),
+    (["minimize", GOLDEN / "twophase-broken-3.TCConsistent.itf.json", "--out", ""],
+     "--out is empty"),
+    (["check", "twophase", "--workers", "9" * 23], "is more than 1,024"),
+    (["check", "twophase", "--workers", str(os.cpu_count() + 14)], "cores this process may use"),
+    (["graph", "tiny", "--out", "nodir/g.dot"], "--out nodir/g.dot: no such directory nodir"),
+    (["render", GOLDEN / "twophase-broken-3.TCConsistent.itf.json", "--out", "nodir/t.html"],
+     "no such directory nodir"),
+])
+def test_round_two_bad_input(tmp_path, monkeypatch, argv, expect):
+    monkeypatch.chdir(tmp_path)
+    err = one_line_error(*kmc(*argv), expect=expect)
+    assert files_under(tmp_path) == []
+
+
+def test_graph_refuses_an_impossible_out_before_the_search(tmp_path, monkeypatch):
+    """``graph --out nodir/g.dot`` failed only after the whole search."""
+    from explorers.graph import search
+
+    monkeypatch.setattr(search, "state_graph", lambda *a, **k: pytest.fail("searched"))
+    one_line_error(*kmc("graph", "tiny", "--out", tmp_path / "nodir" / "g.dot"),
+                   expect="no such directory")
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "--explorer", "y" * 3000],
+    ["check", "--depth", "9" * 5000],
+    ["check", "twophase", "--invariant", "z" * 200_000],
+    ["check", "--workers", "w" * 5000],
+    ["explore", "--port", "p" * 5000],
+])
+def test_user_data_in_an_error_line_is_cut(tmp_path, argv):
+    """Issue 48: a 200,000-character property name gave a 200 KB error line."""
+    err = one_line_error(*kmc(*argv, *(["--out", tmp_path] if argv[0] == "check" else [])))
+    assert len(err) < 400, len(err)
+
+
 # --- the output channels: the verdict is the exit code whatever happens to them ------------------
 
 @pytest.mark.parametrize("command, redirect, code, stderr", [
@@ -595,3 +650,13 @@ def test_a_setting_the_trace_predates_means_its_default(tmp_path):
     with pytest.raises(TraceError, match="idempotent_marker_retry = False; this kafka-mc's model "
                                          "has True"):
         replay(read(path))
+
+
+def test_explore_says_the_check_settings_it_ignores(tmp_path):
+    """Issue 48: ``kafka-mc explore`` ignored a config's [check] section without a word."""
+    (tmp_path / "c.toml").write_text('[model]\nname = "twophase"\n[check]\nmax_depth = 3\n')
+    code, out, err = kmc("explore", tmp_path / "c.toml", "--host", "256.0.0.1")   # stops there
+    assert code == 2 and err.splitlines()[0].startswith("kafka-mc: warning: ")
+    assert "check.max_depth do not apply to explore" in err.splitlines()[0]
+    code, out, err = kmc("explore", "twophase", "--host", "256.0.0.1")
+    assert "warning" not in err
