@@ -513,6 +513,59 @@ def mutated_traces(draw) -> bytes:
     return json.dumps(doc).encode()
 
 
+META_KEYS = ["kind", "property", "trigger", "model", "explorer", "loop_action_value", "settings",
+             "config", "minimized_from"]
+META_VALUES = st.one_of(JSON, st.sampled_from(
+    ["always", "eventually", "transition", "terminal", "deadlock", "model_error", "cti", "safety",
+     "symbolic", "twophase", "kafka", "TCConsistent", "no_hanging_transactions", 0, 3, 19, -1,
+     1.5, "3", True]))
+
+
+@st.composite
+def trace_metadata_and_states(draw) -> bytes:
+    """A golden trace with its metadata or a state mutated where round 2 (issue 48) found
+    crashes: a #meta field (kind, property, trigger, model ...) set to any value, a loop added,
+    vars repeated, a state's record emptied or replaced."""
+    source = draw(st.sampled_from(TRACES))
+    doc = json.loads(source.read_bytes())
+    for _ in range(draw(st.integers(1, 3))):
+        how = draw(st.sampled_from(["meta", "loop", "vars", "record"]))
+        if how == "meta":
+            doc["#meta"][draw(st.sampled_from(META_KEYS))] = draw(META_VALUES)
+        elif how == "loop":
+            doc["loop"] = draw(st.one_of(st.integers(-2, len(doc["states"]) + 1), JSON))
+        elif how == "vars":
+            doc["vars"] = doc["vars"] + [draw(st.sampled_from(doc["vars"]))]
+        else:
+            state = doc["states"][draw(st.integers(0, len(doc["states"]) - 1))]
+            name = draw(st.sampled_from(sorted(k for k in state if k != "#meta")))
+            state[name] = draw(st.one_of(st.just({}), st.just([]), JSON))
+    return json.dumps(doc).encode()
+
+
+TRACE_COMMANDS = ["replay", "render", "minimize", "explore"]
+
+
+def trace_argv(command, file, tmp):
+    if command == "explore":   # stops at its listening address, after the trace is opened
+        return [command, "--trace", file, "--host", "256.0.0.1"]
+    return [command, file] + (["--out", tmp / "o.txt"] if command != "replay" else [])
+
+
+@FUZZ
+@given(data=trace_metadata_and_states(), command=st.sampled_from(TRACE_COMMANDS))
+def test_fuzz_trace_metadata_and_states(tmp_path_factory, data, command):
+    tmp = tmp_path_factory.mktemp("trace")
+    (tmp / "t.itf.json").write_bytes(data)
+    code, out, err = kmc(*trace_argv(command, tmp / "t.itf.json", tmp))
+    assert "Traceback" not in err
+    if code == 2:
+        assert err.splitlines()[-1].startswith("kafka-mc: error: "), err
+        assert files_under(tmp) == ["t.itf.json"]
+    else:
+        assert code in (0, 11, 12, 13, 75) and command != "explore", (code, out, err)
+
+
 @FUZZ
 @given(data=mutated_traces(), command=st.sampled_from(["replay", "render", "minimize"]))
 def test_fuzz_traces(tmp_path_factory, data, command):
@@ -660,3 +713,167 @@ def test_explore_says_the_check_settings_it_ignores(tmp_path):
     assert "check.max_depth do not apply to explore" in err.splitlines()[0]
     code, out, err = kmc("explore", "twophase", "--host", "256.0.0.1")
     assert "warning" not in err
+
+
+# --- special files: every reader takes regular files only, and never blocks on one --------------
+
+SPECIAL = ["fifo", "directory", "/dev/null", "/dev/zero", "socket"]
+
+
+def special_file(tmp_path, kind) -> str:
+    path = tmp_path / "special.itf.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "socket":
+        import socket
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))   # (left bound: closed with the process)
+        special_file.sockets.append(sock)
+    else:
+        return kind
+    return str(path)
+
+
+special_file.sockets = []
+
+
+@pytest.mark.parametrize("kind", SPECIAL)
+@pytest.mark.parametrize("argv", [
+    ["replay", "{f}"], ["render", "{f}"], ["minimize", "{f}", "--out", "m.itf.json"],
+    ["explore", "--trace", "{f}", "--port", "0"], ["check", "{f}", "--depth", "1"],
+])
+def test_special_files_are_refused_without_blocking(tmp_path, kind, argv):
+    """Issue 48: a FIFO as a trace hung replay, render, minimize and explore --trace. In a
+    subprocess with a timeout: a regression is a failure, not a hung suite."""
+    f = special_file(tmp_path, kind)
+    r = subprocess.run([EXE, *(a.format(f=f) for a in argv)], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("kafka-mc: error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert "not a regular file" in r.stderr or "is a directory" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "/dev/null"])
+def test_a_special_checkpoint_json_is_refused(tmp_path, kind):
+    run_dir = tmp_path / "bfs"
+    run_dir.mkdir()
+    meta = run_dir / "checkpoint.json"
+    if kind == "fifo":
+        os.mkfifo(meta)
+    elif kind == "directory":
+        meta.mkdir()
+    else:
+        meta.symlink_to(kind)
+    r = subprocess.run([EXE, "check", "twophase", "--recover", run_dir, "--out", tmp_path],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert "checkpoint.json: " in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+# --- signals at random moments, for each explorer and command ------------------------------------
+
+SIGNAL_RUNS = {   # what runs long enough to be interrupted at any moment (seconds to minutes)
+    "bfs": ["check", "twophase", "--set", "model.resource_managers=11", "--out", "{o}"],
+    "bfs-checkpoint": ["check", "twophase", "--set", "model.resource_managers=11",
+                       "--checkpoint", "0", "--out", "{o}"],
+    "bfs-workers": ["check", "twophase", "--set", "model.resource_managers=11", "--workers", "2",
+                    "--out", "{o}"],
+    "graph": ["check", "small", "--explorer", "graph", "--out", "{o}"],
+    "simulate": ["check", "twophase", "--explorer", "simulate", "--runs", "10000000",
+                 "--out", "{o}"],
+    "swarm": ["check", "small", "--explorer", "simulate", "--swarm", "--runs", "10000000",
+              "--out", "{o}"],
+    "stateful": ["check", "twophase", "--explorer", "stateful", "--max-examples", "10000000",
+                 "--out", "{o}"],
+    "symbolic": ["check", "small", "--explorer", "symbolic", "--induction", "50", "--out", "{o}"],
+    "graph-command": ["graph", "small", "--max-states", "100000000", "--out", "{o}/g.dot"],
+    "explore": ["explore", "--port", "0"],
+    "replay": ["replay", str(GOLDEN / "kafka-0.11-tiny.no_hanging_transactions.itf.json")],
+    "minimize": ["minimize", str(GOLDEN / "kafka-1.0-ctp.exactly_once_offsets.itf.json"),
+                 "--out", "{o}/m.itf.json"],
+}
+FAST_SIGNAL_SEEDS = range(3)
+SIGNAL_SEEDS = int(os.environ.get("KAFKA_MC_SIGNAL_SEEDS", "60"))
+
+
+def signal_case(seed):
+    import random
+    rng = random.Random(seed)
+    name = rng.choice(sorted(SIGNAL_RUNS))
+    return name, rng.choice([signal.SIGINT, signal.SIGTERM]), round(rng.uniform(0, 2.5), 3)
+
+
+def check_signalled(tmp_path, seed):
+    """The command ends with the signal's exit code (or its own, if it finished first), with no
+    traceback, and leaves no half-written file: every trace there is whole."""
+    name, sig, delay = signal_case(seed)
+    out = tmp_path / "o"
+    out.mkdir()
+    argv = [a.format(o=out) for a in SIGNAL_RUNS[name]]
+    code, stdout, err = signalled(argv, sig, delay, tmp_path)
+    where = (name, sig.name, delay, code, err[-500:])
+    assert "Traceback" not in err, where
+    assert code in (EXIT_OF[sig], 0, 12, 13, 14), where
+    for f in out.rglob("*"):
+        assert not f.name.endswith(".tmp"), where   # a write interrupted halfway is removed
+        if f.name.endswith(".itf.json"):
+            json.loads(f.read_text())               # whole
+    return code
+
+
+@pytest.mark.parametrize("seed", FAST_SIGNAL_SEEDS)
+def test_fuzz_signals(tmp_path, seed):
+    check_signalled(tmp_path, seed)
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seed", range(100, 100 + SIGNAL_SEEDS))
+def test_fuzz_signals_long(tmp_path, seed):
+    check_signalled(tmp_path, seed)
+
+
+# --- output channels: closed, full, a broken pipe, for each command -------------------------------
+
+CHANNEL_COMMANDS = {
+    "check-violation": ("check twophase-broken --out o", 12),
+    "check-clean": ("check twophase --set model.resource_managers=3 --out o", 0),
+    "check-json": ("check twophase-broken --json --out o", 12),
+    "replay": ("replay " + str(GOLDEN / "twophase-broken-3.TCConsistent.itf.json"), 12),
+    "replay-diff": ("replay --diff " + str(GOLDEN / "twophase-broken-3.TCConsistent.itf.json"), 12),
+    "render": ("render " + str(GOLDEN / "twophase-broken-3.TCConsistent.itf.json"), 0),
+    "list": ("list invariants", 0),
+    "bad-input": ("check nope --out o", 2),
+}
+CHANNELS = {"closed stdout": (">&-", None), "closed stderr": ("2>&-", None),
+            "both closed": (">&- 2>&-", None), "full stdout": (">/dev/full", "full"),
+            "full stderr": ("2>/dev/full", None), "broken pipe": ("| true", None)}
+
+
+def check_channel(tmp_path, command, channel):
+    line, verdict = CHANNEL_COMMANDS[command]
+    redirect, effect = CHANNELS[channel]
+    status = "${PIPESTATUS[0]}" if redirect.startswith("|") else "$?"
+    script = f"exec 3>{tmp_path / 'exit'}; {EXE} {line} {redirect}; echo {status} >&3"
+    r = subprocess.run(["bash", "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120)
+    code = int((tmp_path / "exit").read_text())
+    # the verdict whatever happens to the channels; only a command whose product is its
+    # output (render, list) fails (2) when a full standard output loses it
+    want = 2 if effect == "full" and command in ("render", "list") else verdict
+    assert code == want and "Traceback" not in r.stderr, (command, channel, code, r.stderr)
+
+
+@pytest.mark.parametrize("command, channel", [("check-violation", "broken pipe"),
+                                              ("render", "full stdout"),
+                                              ("list", "closed stdout")])
+def test_fuzz_output_channels(tmp_path, command, channel):
+    check_channel(tmp_path, command, channel)
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("channel", sorted(CHANNELS))
+@pytest.mark.parametrize("command", sorted(CHANNEL_COMMANDS))
+def test_fuzz_output_channels_long(tmp_path, command, channel):
+    check_channel(tmp_path, command, channel)
