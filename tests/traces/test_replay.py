@@ -254,3 +254,18 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(TraceError, match="not a regular file"):
         read(fifo)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["#meta"].update(kind=["always"]), "cannot replay a trace of kind ['always']"),
+    (lambda d: d["states"][0].update(budgets={}), "state 0 is not an initial state"),
+    (lambda d: d["#meta"].update(explorer="symbolic"), "a symbolic trace"),
+])
+def test_explore_refuses_what_replay_refuses(tmp_path, edit, message, capsys):
+    """Issue 48: ``explore --trace`` with ``#meta.kind = ["always"]`` crashed in
+    traces/explain.py (unhashable type); it opened symbolic traces replay refuses."""
+    f = _golden(tmp_path, edit)
+    code = cli.main(["explore", "--trace", str(f), "--host", "256.0.0.1"])  # (never serves)
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "Traceback" not in err and err.count("\n") == 1
+    assert message in err, err
