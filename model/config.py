@@ -8,6 +8,7 @@ the key and where it came from.
 """
 from __future__ import annotations
 
+import os
 import stat
 import tomllib
 from dataclasses import dataclass, field
@@ -163,28 +164,57 @@ def parse_assignment(text: str) -> tuple[str, Any]:
     return key, value
 
 
+class UserFileError(ValueError):
+    """A user's file that cannot be read as one; the message is one line naming the file."""
+
+
+def read_user_file(path: str | Path, cap: int, where: str, what: str = "file") -> bytes:
+    """The bytes of a user's file (a configuration, a trace, a checkpoint's meta): the one reader
+    they all go through. Only a regular file is read: anything else (a directory, a FIFO, a
+    device, a socket) is refused without reading from it, so a FIFO never blocks: the path is
+    looked at first, then opened without blocking (``O_NONBLOCK``) and looked at again on the
+    open descriptor (what was opened is what was checked). At most ``cap`` bytes: a larger file
+    is refused. ``UserFileError`` (one line, starting with ``where``) for whatever goes wrong."""
+    try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise UserFileError(f"{where}: is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise UserFileError(f"{where}: not a regular file")
+        if st.st_size > cap:
+            raise UserFileError(f"{where}: {st.st_size:,} bytes, more than a {what} can be "
+                                f"({cap:,})")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):   # swapped since the stat
+                raise UserFileError(f"{where}: not a regular file")
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(cap + 1)
+        finally:
+            os.close(fd)
+    except UserFileError:
+        raise
+    except (FileNotFoundError, NotADirectoryError):
+        raise UserFileError(f"{where}: no such file") from None
+    except OSError as e:
+        raise UserFileError(f"{where}: {e.strerror or e}") from None
+    except ValueError as e:   # a NUL byte in the path
+        raise UserFileError(f"{where}: not a usable path ({shown(e, 80)})") from None
+    if len(data) > cap:
+        raise UserFileError(f"{where}: more than a {what} can be ({cap:,} bytes)")
+    return data
+
+
 def read_toml(path: str | Path) -> dict[str, Any]:
     """The TOML of a configuration file: a regular file of at most ``MAX_CONFIG_BYTES`` of
-    UTF-8, not empty (an empty file is refused: it would mean the model's parameter defaults,
-    which are not the built-in configuration that no CONFIG means)."""
-    p, where = Path(path), f"config {shown(path)}"
+    UTF-8 (``read_user_file``), not empty (an empty file is refused: it would mean the model's
+    parameter defaults, which are not the built-in configuration that no CONFIG means)."""
+    where = f"config {shown(path)}"
     try:
-        st = p.stat()
-        if stat.S_ISDIR(st.st_mode):
-            raise ConfigError(f"{where}: is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise ConfigError(f"{where}: not a regular file")
-        if st.st_size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{where}: {st.st_size:,} bytes, more than a configuration can be "
-                              f"({MAX_CONFIG_BYTES:,})")
-        with p.open("rb") as f:
-            data = f.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: no such file") from None
-    except OSError as e:
-        raise ConfigError(f"{where}: {e.strerror or e}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{where}: more than a configuration can be ({MAX_CONFIG_BYTES:,} bytes)")
+        data = read_user_file(path, MAX_CONFIG_BYTES, where, "configuration")
+    except UserFileError as e:
+        raise ConfigError(str(e)) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -152,6 +152,15 @@ def load(path: str | None = None, *, model: str | None = None,
         if declared == "":
             raise ConfigError(f"{source}: model.name is empty")
         name = model or declared or DEFAULT_MODEL
+        settings = [(section, key) for section, body in raw.items()
+                    for key in (body if isinstance(body, dict) else (None,))
+                    if (section, key) != ("model", "name")]
+        if not settings and entry(name).defaults:
+            # Like an empty file: the parameter defaults, which are not the built-in
+            # configuration that running without CONFIG means.
+            raise ConfigError(f"{source}: holds no setting but the model's name: it would mean "
+                              f"{name}'s parameter defaults, not its built-in configuration "
+                              f"(omit CONFIG, with --model {name}, for that one)")
     return build_config(raw, entry(name).params, name, source, overrides)
 
 

@@ -1,7 +1,20 @@
-"""Puts the repository root on sys.path, so tests import ``tests.grid`` and run in subprocesses."""
+"""Puts the repository root on sys.path, so tests import ``tests.grid`` and run in subprocesses;
+skips the long fuzz suite (``@pytest.mark.fuzz``) unless asked for: ``-m fuzz`` or KAFKA_MC_FUZZ=1."""
+import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+
+def pytest_collection_modifyitems(config, items):
+    import pytest
+
+    if os.environ.get("KAFKA_MC_FUZZ") or "fuzz" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="the long fuzz suite: -m fuzz or KAFKA_MC_FUZZ=1")
+    for item in items:
+        if "fuzz" in item.keywords:
+            item.add_marker(skip)

@@ -69,7 +69,18 @@ def decode(data: Any, where: str = "value") -> Any:
             if tag.startswith("#"):
                 raise ItfError(f"{where}: unsupported ITF tag {tag}")
         return Record((k, decode(v, f"{where}.{k}")) for k, v in data.items())  # a record
-    raise ItfError(f"{where}: {type(data).__name__} is not an ITF value")
+    raise ItfError(f"{where}: {_json_kind(data)} is not an ITF value")
+
+
+def _json_kind(data: Any) -> str:
+    """What a JSON value that is no ITF value is, in JSON's words (not Python's)."""
+    if data is None:
+        return "null"
+    if isinstance(data, float):
+        return "a number with a fraction or an exponent"
+    if isinstance(data, list):
+        return "a bare array (ITF writes #tup or #set)"
+    return "this value"
 
 
 def _hashable(v: Any, where: str) -> Any:

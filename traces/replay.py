@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from model import registry
-from model.config import ConfigError
+from model.config import ConfigError, brief, shown
 from traces.diff import Change, show, state_changes
 from traces.trace import Trace, TraceError
 
@@ -62,6 +62,8 @@ class Divergence(TraceError):
 
 
 def _first(changes) -> str:
+    if not changes:   # no field to name (``_decode`` names one whenever it can)
+        return "it differs from every initial state"
     c = changes[0]
     if c.is_set:
         parts = ([f"the recorded value has {show(c.before)}"] if c.before else []) + \
@@ -70,11 +72,37 @@ def _first(changes) -> str:
     return f"{c.path} differs: recorded {show(c.before)}, model gives {show(c.after)}"
 
 
+def claim_of(trace: Trace) -> tuple[str, str]:
+    """The trace's ``property`` and ``kind``, checked to be a claim of the explicit model that a
+    trace can show: what every reader of a trace (replay, render, minimize, the web explorer)
+    relies on. A lasso (a ``loop``) is a liveness (``eventually``) trace, and only one is."""
+    meta = trace.meta
+    if meta.get("explorer") == "symbolic":
+        raise TraceError("a symbolic trace (states of the symbolic model's variables): only "
+                         "traces of the explicit model replay")
+    prop, kind = meta.get("property"), meta.get("kind")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise TraceError(f"cannot replay a trace of kind {brief(kind)} (replayable: "
+                         f"{', '.join(KINDS)})")
+    if not isinstance(prop, str):
+        raise TraceError(f"trace metadata: property must be a name, got {brief(prop)}")
+    if trace.loop is not None and kind != "eventually":
+        raise TraceError(f"trace metadata: a trace of kind {kind} has no loop (only a liveness "
+                         "trace, of kind eventually, is a lasso)")
+    return prop, kind
+
+
 def model_of(trace: Trace):
     meta = trace.meta
     config = meta.get("config")
     if not isinstance(meta.get("model"), str) or not isinstance(config, dict):
         raise TraceError("trace metadata lacks the model and its configuration")
+    claim_of(trace)
+    declared = config.get("model", {}).get("name") if isinstance(config.get("model"), dict) \
+        else None
+    if isinstance(declared, str) and declared != meta["model"]:
+        raise TraceError(f"trace metadata: model is {brief(meta['model'])} but its configuration "
+                         f"is of {brief(declared)}")
     try:
         cfg = registry.from_dict(config, source="trace metadata")
     except ConfigError as e:
@@ -137,12 +165,17 @@ def _decode(model, trace):
         if len(trace.vars) < len(names):
             raise TraceError(f"{mismatch}: it has no default for "
                              f"{next(n for n in names if n not in trace.vars)}") from None
-        raise TraceError(f"state 0: cannot rebuild the model state ({type(e).__name__}: {e})") \
+        raise TraceError(f"state 0: cannot rebuild the model state ({shown(e, 80)})") \
             from None
     inits = list(model.init_states())
     encoded = dict(model.itf_encode(state)) if state in inits else None
     if encoded is None or state_changes(trace.states[0], encoded, trace.vars, older=True):
+        # The differences to the nearest initial state. A record field the file lacks counts as
+        # one added since it was written (``older``), filled with its default; when that alone
+        # tells the state from every initial one (a record emptied, ``budgets = {}``), the
+        # differences are the fields it lacks.
         nearest = min((state_changes(trace.states[0], dict(model.itf_encode(s)), trace.vars, True)
+                       or state_changes(trace.states[0], dict(model.itf_encode(s)), trace.vars)
                        for s in inits), key=len)
         raise Divergence(0, "", tuple(nearest))
     return state
@@ -258,8 +291,8 @@ def lasso_verdict(model, p, states, actions, loop: int | None, loop_action) -> t
 
 
 def replay(trace: Trace) -> Replay:
-    prop, kind = trace.meta.get("property"), trace.meta.get("kind")
-    model, states, actions = execute(trace)
+    model, states, actions = execute(trace)   # checks the metadata first (``model_of``)
+    prop, kind = claim_of(trace)
     if kind == "eventually":
         p = lasso_property(model, prop)
         loop_action = None
@@ -271,7 +304,6 @@ def replay(trace: Trace) -> Replay:
         trigger, why = lasso_verdict(model, p, states, actions, trace.loop, loop_action)
         message = VERDICTS[kind][trigger is None].format(p=prop, t=trigger, l=trace.loop, why=why)
         return Replay(trigger is not None, len(actions), message, model, states, actions)
-    test = violation_check(model, prop, kind)
     test = violation_check(model, prop, kind)
     last = len(actions)
     bad = test(states[-2] if last else None, actions[-1] if last else None, states[-1])

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Mapping
 
-from model.config import shown
+from model.config import UserFileError, read_user_file, shown
 from traces.files import write_atomically
 from traces.itf import ItfError, decode, encode
 
@@ -90,19 +90,20 @@ class Trace:
         write_atomically(file, self.to_json(model))
 
 
-def read(file: str | FsPath) -> Trace:
-    """Parse an ITF trace file; ``TraceError`` (one line) when it is not a valid kafka-mc trace."""
+def read_bytes(file: str | FsPath) -> bytes:
+    """The bytes of a trace file (``model.config.read_user_file``: a regular file only, never
+    blocking on a FIFO, at most ``MAX_TRACE_BYTES``); ``TraceError`` (one line) if unreadable."""
     try:
-        with open(file, "rb") as f:
-            data = f.read(MAX_TRACE_BYTES + 1)
-    except FileNotFoundError:
-        raise TraceError(f"{shown(file)}: no such file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{shown(file)}: is a directory") from None
-    except OSError as e:
-        raise TraceError(f"{shown(file)}: {e.strerror}") from None
-    if len(data) > MAX_TRACE_BYTES:
-        raise TraceError(f"{shown(file)}: larger than {MAX_TRACE_BYTES >> 20} MiB")
+        return read_user_file(file, MAX_TRACE_BYTES, shown(file), "trace")
+    except UserFileError as e:
+        raise TraceError(str(e)) from None
+
+
+def read(file: str | FsPath, data: bytes | None = None) -> Trace:
+    """Parse an ITF trace file (or ``data``, its bytes already read); ``TraceError`` (one line)
+    when it is not a valid kafka-mc trace."""
+    if data is None:
+        data = read_bytes(file)
     try:
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -112,7 +113,7 @@ def read(file: str | FsPath) -> Trace:
     except RecursionError:
         raise TraceError(f"{shown(file)}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer literal too long to convert
-        raise TraceError(f"{shown(file)}: not valid JSON ({e})") from None
+        raise TraceError(f"{shown(file)}: not valid JSON ({shown(e, 80)})") from None
     try:
         return _parse(doc)
     except ItfError as e:
@@ -140,6 +141,9 @@ def _parse(doc: Any) -> Trace:
         raise ItfError("#meta is missing")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise ItfError("vars must be a list of names")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:
+        raise ItfError(f"vars: {shown(twice, 80)} is listed twice")
     if not isinstance(states, list) or not states:
         raise ItfError("states must be a non-empty list")
     values, actions, labels = [], [], []
@@ -174,6 +178,14 @@ def _parse(doc: Any) -> Trace:
                 raise ItfError("loop action must be a tuple starting with its name")
         elif loop != len(states) - 1:
             raise ItfError("a loop without a loop_action (stuttering) must be at the last state")
+    if "trigger" in meta:   # a lasso's: the state where the leads-to claim's trigger held
+        trigger = meta["trigger"]
+        if loop is None:
+            raise ItfError("#meta trigger: only a lasso (a trace with a loop) has one")
+        if isinstance(trigger, bool) or not isinstance(trigger, int) \
+                or not 0 <= trigger < len(states):
+            raise ItfError(f"#meta trigger must be the index of a state (0..{len(states) - 1}), "
+                           f"got {shown(json.dumps(trigger), 80)}")
     skip = ("format", "format-description", "loop_action", "loop_action_value")
     return Trace({k: v for k, v in meta.items() if k not in skip},
                  tuple(names), tuple(values), tuple(actions), tuple(labels), loop, loop_action)

@@ -37,7 +37,8 @@ import numpy as np
 
 from model.config import shown
 from explorers.bfs import checkpoint_meta as meta_types
-from explorers.core.checking import DEADLOCK
+from explorers.core.checking import DEADLOCK, shows
+from explorers.core.run_dir import is_directory
 from explorers.bfs.visited import Levels, PackedLevel, VisitedSet, level_files
 from explorers.core.adapter import follow, successors_of
 from explorers.core.result import Path as Behaviour
@@ -176,15 +177,12 @@ def read_meta(run_dir: str, identity: dict) -> dict:
     """The committed checkpoint of ``run_dir``, if it is whole and belongs to this search."""
     root = Path(run_dir)
     where = f"--recover {shown(run_dir)}"
-    if not root.is_dir():
+    if not is_directory(run_dir, where):
         raise CheckpointError(f"{where}: no such directory")
-    try:
-        meta = json.loads((root / META).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not (root / META).exists() and not (root / META).is_symlink():
         raise CheckpointError(f"{where}: no checkpoint in it ({META} missing; was the search "
-                              "started with --checkpoint?)") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise CheckpointError(f"{where}: {META} is unreadable ({e})") from None
+                              "started with --checkpoint?)")
+    meta = meta_types.read_json(root / META, f"{where}: {META}", CheckpointError)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{where}: not a kafka-mc BFS checkpoint (format {FORMAT})")
     for key, ok in _TYPES.items():
@@ -280,13 +278,18 @@ def reported(meta: dict, model, checks, keep_going: bool, where: str) -> list:
         what = (r["kind"], r["property"])
         if what not in named or what in seen:
             raise CheckpointError(f"{where}: the checkpoint reports a violation of "
-                                  f"{what[1]} ({what[0]}) this search cannot have reported")
+                                  f"{shown(what[1], 80)} ({what[0]}) this search cannot have "
+                                  "reported")
         seen.add(what)
         try:
-            out.append((named[what], follow(model, r["path"])))
+            path = follow(model, r["path"])
         except (IndexError, StopIteration):
-            raise CheckpointError(f"{where}: the counterexample of {what[1]} in the checkpoint "
-                                  "does not replay") from None
+            raise CheckpointError(f"{where}: the counterexample of {shown(what[1], 80)} in the "
+                                  "checkpoint does not replay") from None
+        if not shows(model, what[0], what[1], path.states, path.actions):
+            raise CheckpointError(f"{where}: the counterexample of {shown(what[1], 80)} in the "
+                                  "checkpoint does not violate it")
+        out.append((named[what], path))
     return out
 
 

@@ -3,6 +3,11 @@ the BFS's checkpoints (``explorers.bfs.checkpoint``) and Spark's (``explorers.sp
 share. Each takes a value decoded from JSON and says whether it has the shape asked for."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from model.config import UserFileError, read_user_file
+
 # the kinds of violation a search reports before it ends (a witness is reported only at the end)
 REPORTED_KINDS = ("always", "transition", "terminal", "deadlock")
 
@@ -39,3 +44,23 @@ def reports(v) -> bool:
         isinstance(r, dict) and set(r) == {"kind", "property", "path"}
         and r["kind"] in REPORTED_KINDS and isinstance(r["property"], str)
         and counts(r["path"]) and len(r["path"]) >= 1 for r in v)
+
+
+MAX_META_BYTES = 256 * 2**20
+
+
+def read_json(file: Path, where: str, error: type[Exception]):
+    """A checkpoint's meta file as JSON, read as every user file is (``read_user_file``: a
+    regular file only, never blocking on a FIFO, at most ``MAX_META_BYTES``); ``error`` (one
+    line starting with ``where``) if it is not."""
+    try:
+        data = read_user_file(file, MAX_META_BYTES, where, "checkpoint")
+        return json.loads(data.decode("utf-8"))
+    except UserFileError as e:
+        raise error(str(e)) from None
+    except UnicodeDecodeError:
+        raise error(f"{where}: is unreadable (not UTF-8 text)") from None
+    except json.JSONDecodeError as e:
+        raise error(f"{where}: is unreadable (not JSON: {e.msg} at line {e.lineno})") from None
+    except (ValueError, RecursionError):
+        raise error(f"{where}: is unreadable (nested too deeply, or a number too long)") from None

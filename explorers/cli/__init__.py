@@ -16,14 +16,17 @@ with ``add_parser(subparsers)`` and ``main(args) -> int``; ``GROUPS`` lists them
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import signal
 import sys
 import threading
 
 from model.config import ConfigError
+from explorers import _interrupted_early
 from explorers.cli import check, explore, graph, listing, traces
 from explorers.cli.common import UsageError, Parser, error, version
+from explorers.core import interrupts
 from explorers.core.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
 from realkafka import cli as real
 from traces.trace import TraceError
@@ -50,89 +53,170 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a batch scheduler's stop): handled as Ctrl-C is, then exit 143."""
 
 
+def _interrupt(signum, frame):
+    """Ctrl-C: remembered (``explorers.core.interrupts``: code that swallows the exception does
+    not resume the search), then ``KeyboardInterrupt`` as Python's own handler raises it."""
+    interrupts.ask()
+    raise KeyboardInterrupt
+
+
 def _terminate(signum, frame):
     """SIGTERM: what Ctrl-C does (pyspark's SIGINT handler cancels the running Spark jobs first),
     remembered for the exit code. The explorer catches the interrupt and returns its partial
     result."""
     _terminated.set()
+    interrupts.ask()
     on_interrupt = signal.getsignal(signal.SIGINT)
-    if callable(on_interrupt) and on_interrupt is not signal.default_int_handler:
+    if callable(on_interrupt) and on_interrupt not in (signal.default_int_handler, _interrupt,
+                                                       _interrupted_early):
         on_interrupt(signal.SIGINT, frame)
     raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
-    previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+    """The command; its exit code. From here on Ctrl-C is exit 130 and SIGTERM 143 wherever it
+    lands (before, while the command starts, ``explorers._interrupted_early`` says the same),
+    with no traceback; and the exit code is the command's whatever happens to standard output
+    and error (closed, full, a broken pipe: ``_Channel``)."""
+    previous = None
+    if _main_thread():
+        on_interrupt = signal.getsignal(signal.SIGINT)
+        previous = (on_interrupt, signal.signal(signal.SIGTERM, _terminate))
+        if on_interrupt in (signal.default_int_handler, _interrupted_early):  # not ignored
+            signal.signal(signal.SIGINT, _interrupt)
     try:
-        code = _run(argv)
+        try:
+            code = _run(argv)
+        except KeyboardInterrupt:   # one landing outside the command (its output's last flush)
+            _interrupted()
+            code = EXIT_INTERRUPTED
         return EXIT_TERMINATED if code == EXIT_INTERRUPTED and _terminated.is_set() else code
     finally:
         if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
         _terminated.clear()
+        interrupts.clear()
 
 
-class StdoutError(OSError):
-    """Standard output failed (a full or failing device), as opposed to any other write."""
+def _interrupted() -> None:
+    try:
+        print("kafka-mc: interrupted", file=sys.stderr)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
-class _Guarded:
-    """Standard output whose own write errors are told apart (``StdoutError``)."""
+class _Channel:
+    """Standard output or error, whose write errors never reach the command: the first one is
+    remembered (``failed``) and what follows is dropped, so a search runs to its verdict and
+    writes its traces whatever happens to the terminal. The descriptor is then pointed at
+    /dev/null, so that Python's own last flush at exit has nowhere to fail."""
 
     def __init__(self, stream):
         self._stream = stream
+        self.failed: Exception | None = None
 
     def write(self, text):
-        return self._guarded(self._stream.write, text)
+        if self.failed is None:
+            try:
+                return self._stream.write(text)
+            except (OSError, ValueError) as e:   # ValueError: the stream was closed
+                self._fail(e)
+        return len(text)
 
     def flush(self):
-        return self._guarded(self._stream.flush)
+        if self.failed is None:
+            try:
+                self._stream.flush()
+            except (OSError, ValueError) as e:
+                self._fail(e)
 
-    @staticmethod
-    def _guarded(call, *args):
+    def isatty(self) -> bool:
         try:
-            return call(*args)
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise StdoutError(e.errno, e.strerror) from None
+            return self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def _fail(self, e: Exception) -> None:
+        self.failed = e
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, self._stream.fileno())
+            os.close(null)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass   # not a descriptor (a test's StringIO)
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
 
 
+# Commands whose exit code is a verdict (a search's, a replay's): a failing standard output does
+# not change it. The others' product is what they print: losing it is exit 2.
+VERDICTS = ("check", "replay")
+
+
+def _standard_streams() -> None:
+    """A descriptor 0, 1 or 2 the command was started without (``>&-``) is opened on /dev/null
+    (else the first file opened would take its number, and output meant for the terminal would
+    go into it), and Python's missing stream (None) is made one."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+
+
 def _run(argv) -> int:
-    stdout, sys.stdout = sys.stdout, _Guarded(sys.stdout)
+    _standard_streams()
+    saved = sys.stdout, sys.stderr
+    out, err = sys.stdout, sys.stderr = _Channel(sys.stdout), _Channel(sys.stderr)
+    command = None
     try:
-        code = _command(argv)
-        sys.stdout.flush()
-        return code
-    except StdoutError as e:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
-        error(f"cannot write to standard output: {e.strerror}")
-        return EXIT_USAGE
-    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
-        return EXIT_OK
+        code, command = _command(argv)
+        out.flush()
     finally:
-        sys.stdout = stdout
+        sys.stdout, sys.stderr = saved
+    if out.failed is not None and not isinstance(out.failed, BrokenPipeError):
+        # (a broken pipe is the reader having read enough, e.g. `| head`: quietly)
+        sys.stderr = err
+        try:
+            error("cannot write to standard output: "
+                  f"{getattr(out.failed, 'strerror', None) or out.failed}")
+            err.flush()
+        finally:
+            sys.stderr = saved[1]
+        if command not in VERDICTS:
+            code = EXIT_USAGE
+    else:
+        err.flush()
+    return code
 
 
-def _command(argv) -> int:
+def _command(argv) -> tuple[int, str | None]:
+    """(exit code, the command run)."""
+    command = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        command = args.command
         if args.command is None:
             *names, last = parser.groups
             raise UsageError(f"a command is required: {', '.join(names)} or {last} "
                              "(see kafka-mc --help)")
-        return parser.groups[args.command].main(args)
+        return parser.groups[args.command].main(args), command
     except (UsageError, ConfigError, TraceError) as e:
         error(str(e))
-        return EXIT_USAGE
+        return EXIT_USAGE, command
     except KeyboardInterrupt:
-        print("kafka-mc: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        _interrupted()
+        return EXIT_INTERRUPTED, command
 
 
 _terminated = threading.Event()   # set when SIGTERM ended the command

@@ -12,7 +12,7 @@ from pathlib import Path
 from model import registry
 from model.config import shown
 from explorers.bfs.search import BfsOptions, explore
-from explorers.cli.common import (UsageError, config_arguments, error, minutes, nonneg,
+from explorers.cli.common import (UsageError, config_arguments, cores, error, minutes, nonneg,
                                   positive, version, workers, load_config)
 from explorers.core import report
 from explorers.core.checking import select_properties
@@ -92,17 +92,20 @@ def main(args) -> int:
         if getattr(args, flag[2:].replace("-", "_")) is not None and args.explorer not in takers:
             raise UsageError(f"{flag} does not apply to --explorer {args.explorer} "
                              f"(only to {', '.join(takers)})")
+    if args.out == "":   # (Path("") is the current folder: it was written into)
+        raise UsageError("--out is empty")
     cfg = load_config(args)
     model = registry.bind(cfg)
     if cfg.get("check.symmetry"):
         check_symmetry(cfg, model, args.explorer)
     if args.explorer == "symbolic":
         return run_symbolic(cfg, model, args)
-    try:
-        select_properties(model, property_names(cfg))
+    try:   # every name given, also beside "all" (which checks them all anyway)
+        select_properties(model, [n for n in cfg["check.invariants"] if n != "all"])
     except KeyError as e:
         raise UsageError(e.args[0]) from None
-    out = Path(os.path.normpath(args.out)) if args.out else Path(args.out)
+    check_workers(args)
+    out = Path(os.path.normpath(args.out))
     created = check_out_dir(out)
     progress = report.ProgressPrinter()
     try:
@@ -120,6 +123,17 @@ def main(args) -> int:
         sys.stdout.flush()
         error(failure)
     return outcome.exit_code
+
+
+def check_workers(args) -> None:
+    """``--workers`` forks processes (bfs) or starts threads (an embedded Spark session): no more
+    than the cores this process may use (16 forked 15 children on a 2-core machine). A Spark
+    cluster's (``--master``) is its own to bound."""
+    if args.workers is None or args.explorer == "spark" and args.master:
+        return
+    if args.workers > cores():
+        raise UsageError(f"--workers {args.workers}: more than the {cores()} cores this process "
+                         "may use (--workers auto uses them all)")
 
 
 def check_symmetry(cfg, model, explorer: str) -> None:
@@ -285,7 +299,7 @@ def run_symbolic(cfg, model, args) -> int:
     k-induction (``--induction``). Its properties are the symbolic model's own claims."""
     from explorers.symbolic import checker as symbolic
 
-    out = Path(os.path.normpath(args.out)) if args.out else Path(args.out)
+    out = Path(os.path.normpath(args.out))
     meta = trace_metadata(cfg, property="", kind="", claim="", explorer="symbolic",
                           source=f"kafka-mc {version()}", model=model)
     try:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import stat
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from model import registry
-from model.config import parse_assignment, resolve_config_path, shown
+from model.config import brief, parse_assignment, resolve_config_path, shown
 from traces.files import same_file, write_atomically
 from traces.trace import Trace
 
@@ -21,7 +23,13 @@ class UsageError(Exception):
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (argparse prints usage + message)
-        raise UsageError(message)
+        raise UsageError(_quoted_cut(message))
+
+
+def _quoted_cut(message: str) -> str:
+    """argparse's message with the user's values it quotes cut to 80 characters (``invalid
+    choice: 'yyy...'`` echoed a 3,000-character --explorer whole)."""
+    return re.sub(r"'([^']{80})[^']+'", lambda m: f"'{m.group(1)}...'", message)
 
 
 def version() -> str:
@@ -46,7 +54,7 @@ def port_number(text: str) -> int:
     try:
         n = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a port number: {brief(text)}") from None
     if not 0 <= n <= 65535:
         raise argparse.ArgumentTypeError(f"{n} is not a port number (0 to 65535)")
     return n
@@ -55,10 +63,10 @@ def port_number(text: str) -> int:
 def nonneg(text: str) -> int:
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    except ValueError:   # also one of more than 4,300 digits
+        raise argparse.ArgumentTypeError(f"{brief(text)} is not a whole number") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+        raise argparse.ArgumentTypeError(f"{brief(text)} must be >= 0")
     return value
 
 
@@ -66,34 +74,51 @@ def minutes(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of minutes") from None
+        raise argparse.ArgumentTypeError(f"{brief(text)} is not a number of minutes") from None
     if not value >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+        raise argparse.ArgumentTypeError(f"{brief(text)} must be >= 0")
     return value
 
 
 def positive(text: str) -> int:
     value = nonneg(text)
     if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+        raise argparse.ArgumentTypeError(f"{brief(text)} must be >= 1")
     return value
+
+
+MAX_WORKERS = 1024   # a bound for any machine or cluster (a 23-digit value was accepted)
+
+
+def cores() -> int:
+    """The cores this process may use."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
 
 
 def workers(text: str) -> int:
     if text == "auto":
-        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else os.cpu_count() or 1
-    return positive(text)
+        return cores()
+    value = positive(text)
+    if value > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{brief(text)} is more than {MAX_WORKERS:,}")
+    return value
+
+
+MAX_ERROR = 2000   # characters of an error line, whatever user data it carries
 
 
 def error(message: str) -> None:
-    """One line on stderr."""
-    print(f"kafka-mc: error: {' '.join(message.splitlines())}", file=sys.stderr)
+    """One line on stderr (its user data is cut where it is put in; this bounds the rest)."""
+    line = ' '.join(message.splitlines())
+    if len(line) > MAX_ERROR:
+        line = line[:MAX_ERROR] + "..."
+    print(f"kafka-mc: error: {line}", file=sys.stderr)
 
 
 def load_config(args):
     sets = [parse_assignment(s) for s in args.sets]
-    if args.protocol:
+    if args.protocol is not None:   # --protocol '' is an empty preset, refused as such
         sets.append(("protocol.version", args.protocol))
     if args.depth is not None:
         sets.append(("check.max_depth", args.depth))
@@ -127,6 +152,27 @@ def sibling(trace: str, suffix: str) -> str:
 def not_the_input(out: str, trace: str) -> None:
     if same_file(out, trace):
         raise UsageError(f"--out {shown(out)} is the input trace: give another file")
+
+
+def check_out_file(file: str, flag: str = "--out") -> None:
+    """Make sure, before the work, that ``file`` can be written: not empty, not a directory,
+    in a directory that exists (``graph --out nodir/g.dot`` failed only after the search)."""
+    if file == "":
+        raise UsageError(f"{flag} is empty")
+    parent = Path(file).parent
+    try:
+        if Path(file).is_dir():
+            raise UsageError(f"{flag} {shown(file)}: is a directory")
+        st = os.stat(parent)
+    except FileNotFoundError:
+        raise UsageError(f"{flag} {shown(file)}: no such directory {shown(parent)}") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{flag} {shown(file)}: {getattr(e, 'strerror', None) or shown(e, 80)}") \
+            from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{flag} {shown(file)}: {shown(parent)} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {shown(file)}: cannot write in {shown(parent)}")
 
 
 def write_file(file: str, text: str) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import sys
 
 from model import registry
-from model.config import shown
+from model.config import CHECK_PARAMS, shown
 from explorers.cli.common import UsageError, config_arguments, port_number, load_config
 from explorers.core.result import EXIT_OK
-from traces.trace import read
+from traces.trace import read, read_bytes
 
 
 def add_parser(sub) -> None:
@@ -29,10 +29,9 @@ def main(args) -> int:
     from traces.replay import model_of
 
     data = None
-    if args.trace is not None:
-        trace = read(args.trace)   # a TraceError here is one line, exit 2
-        with open(args.trace, "rb") as f:
-            data = f.read()
+    if args.trace is not None:   # read once (the one reader: a regular file only), then parsed
+        data = read_bytes(args.trace)
+        trace = read(args.trace, data)   # a TraceError here is one line, exit 2
     if args.trace is not None and args.config is None and not (args.sets or args.protocol
                                                                 or args.model):
         model = model_of(trace)
@@ -41,6 +40,12 @@ def main(args) -> int:
         args.depth = args.deadlock = args.invariants = None
         cfg = load_config(args)
         model = registry.bind(cfg)
+        ignored = [p.key for p in CHECK_PARAMS if p.key != "check.symmetry"
+                   and cfg.get(p.key) != (tuple(p.default) if p.type is list else p.default)]
+        if ignored:   # (the view's symmetry applies: the model is bound with it)
+            print(f"kafka-mc: warning: {shown(cfg.source)}: {', '.join(ignored)} do not apply "
+                  "to explore, which walks the whole state space and shows every property: "
+                  "ignored", file=sys.stderr)
         if args.trace is not None:
             theirs = registry.from_dict(trace.meta["config"], source=args.trace)
             if model_values(theirs) != model_values(cfg):

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from model import registry
-from explorers.cli.common import UsageError, config_arguments, nonneg, positive, write_file, load_config
+from explorers.cli.common import (UsageError, check_out_file, config_arguments, nonneg, positive,
+                                  write_file, load_config)
 from explorers.core.result import EXIT_OK
 
 
@@ -22,6 +23,7 @@ def main(args) -> int:
     from explorers.graph import export as graph_export
 
     args.deadlock = args.invariants = None
+    check_out_file(args.out)
     cfg = load_config(args)
     model = registry.bind(cfg)
     g, states, outcome = graph.state_graph(model, max_states=args.max_states,

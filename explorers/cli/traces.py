@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from explorers.cli.common import explicit, not_the_input, sibling, write_file
+from explorers.cli.common import check_out_file, explicit, not_the_input, sibling, write_file
 from explorers.core.result import EXIT_OK, Violation
 from traces.trace import read
 
@@ -54,7 +54,8 @@ def cmd_minimize(args) -> int:
     from traces.explain import lasso_steps, steps
     from traces.minimize import minimize
 
-    out = args.out or sibling(args.trace, ".min.itf.json")
+    out = args.out if args.out is not None else sibling(args.trace, ".min.itf.json")
+    check_out_file(out)
     not_the_input(out, args.trace)
     explicit(read(args.trace), args.trace, "minimize")
     model, states, small = minimize(read(args.trace))
@@ -76,11 +77,12 @@ def cmd_minimize(args) -> int:
 def cmd_render(args) -> int:
     from traces.render import render
 
-    if args.out:
+    if args.out is not None:
+        check_out_file(args.out)
         not_the_input(args.out, args.trace)
     text = render(explicit(read(args.trace), args.trace, "render"), args.format, diff=args.diff,
                   file=args.trace)
-    if args.out:
+    if args.out is not None:
         write_file(args.out, text)
         print(f"{args.format} written to {args.out}")
     else:

@@ -38,10 +38,30 @@ from __future__ import annotations
 import copy
 from typing import Callable, Iterable, Iterator, Sequence
 
+from model.config import brief
 from model.core import Expectation, Model, Property
 from explorers.core.result import Violation
 
 DEADLOCK = Violation("deadlock", "deadlock", "some action is enabled in every reachable state")
+
+
+def shows(model: Model, kind: str, prop: str, states: Sequence, actions: Sequence) -> bool:
+    """Whether the behaviour (``states``, ``actions[i]`` from ``states[i]``) ends in a violation
+    of ``prop`` of this ``kind`` as this policy checks it: what a report read back from a file
+    (a checkpoint's) must show before it is believed."""
+    t = states[-1]
+    if kind in ("deadlock", "terminal"):
+        if not model.within_bounds(t) or list(model.actions(t)):
+            return False
+        if kind == "deadlock":
+            return True
+    p = next((p for p in model.properties() if p.name == prop and p.expectation.value == kind),
+             None)
+    if p is None:
+        return False
+    if kind == "transition":
+        return bool(actions) and not p.holds(states[-2], actions[-1], t)
+    return not p.holds(t)
 
 
 def select_properties(model: Model, names: Sequence[str] | None) -> list[Property]:
@@ -52,7 +72,8 @@ def select_properties(model: Model, names: Sequence[str] | None) -> list[Propert
     known = {p.name: p for p in props}
     missing = [n for n in names if n not in known]
     if missing:
-        raise KeyError(f"unknown property {missing[0]!r} (known: {', '.join(known) or 'none'})")
+        raise KeyError(f"unknown property {brief(missing[0])} (known: "
+                       f"{', '.join(known) or 'none'})")
     return [known[n] for n in dict.fromkeys(names)]
 
 

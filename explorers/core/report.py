@@ -18,9 +18,9 @@ def _n(x: int) -> str:
 class ProgressPrinter:
     """Callable given to an explorer; ``close`` ends a live line."""
 
-    def __init__(self, stream: IO[str] = sys.stderr):
-        self.stream = stream
-        self.live = stream.isatty()
+    def __init__(self, stream: IO[str] | None = None):
+        self.stream = stream if stream is not None else sys.stderr   # the one in use now
+        self.live = self.stream.isatty()
         self.width = 0
 
     def __call__(self, p) -> None:

@@ -16,6 +16,16 @@ class RunDirError(ValueError):
     """An unusable run directory or checkpoint; the message is one line."""
 
 
+def is_directory(run_dir: str, where: str) -> bool:
+    """Whether ``run_dir`` is a directory (False: nothing there); ``RunDirError`` (one line
+    starting with ``where``) when the path cannot even be looked at: a name too long for the
+    file system, a NUL byte (``Path.is_dir`` raised those)."""
+    try:
+        return Path(run_dir).is_dir()
+    except (OSError, ValueError) as e:
+        raise RunDirError(f"{where}: {getattr(e, 'strerror', None) or shown(e, 80)}") from None
+
+
 @contextmanager
 def locked(run_dir: str | None, create: bool = True) -> Iterator[None]:
     """Hold the run directory's lock (``.lock``, an exclusive ``flock``) for a search: a second
@@ -26,7 +36,7 @@ def locked(run_dir: str | None, create: bool = True) -> Iterator[None]:
         yield
         return
     root = Path(run_dir)
-    if not create and not root.is_dir():
+    if not create and not is_directory(run_dir, f"--recover {shown(run_dir)}"):
         raise RunDirError(f"--recover {shown(run_dir)}: no such directory")
     try:
         root.mkdir(parents=True, exist_ok=True)

@@ -64,11 +64,14 @@ def state_graph(model: Model, max_states: int = 0, max_depth: int = 0):
     options = GraphOptions(properties=[], max_depth=max_depth, check_deadlock=False,
                            max_states=max_states)
     kept: list = []
-    outcome, graph, _ = _search(model, options, always_graph=True, keep=kept.append)
+    outcome, graph, _ = _search(model, options, always_graph=True, keep=kept)
+    if outcome.interrupted:   # part of a graph is no graph: the interrupt is the caller's
+        raise KeyboardInterrupt
     return graph, kept, outcome
 
 
-def _search(model: Model, options: GraphOptions, always_graph: bool = False, keep=None):
+def _search(model: Model, options: GraphOptions, always_graph: bool = False,
+            keep: list | None = None):
     checks = Checks(model, options.properties, options.check_deadlock)
     always, transition = checks.always, checks.transition
     live = [(p, p.holds, p.when, bytearray(), bytearray()) for p in checks.eventually]
@@ -134,7 +137,7 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False, kee
                 index[fp] = len(fps)
                 fps.append(fp)
                 if keep is not None:
-                    keep(s)
+                    keep.append(s)
                 found_by.append(-1)
                 depth_of.append(0)
                 expanded.append(0)
@@ -191,7 +194,7 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False, kee
                             j = index[fp] = len(fps)
                             fps.append(fp)
                             if keep is not None:
-                                keep(t)
+                                keep.append(t)
                             found_by.append(len(src))
                             depth_of.append(depth + 1)
                             expanded.append(0)
@@ -226,6 +229,19 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False, kee
             too_big = True
         except KeyboardInterrupt:
             interrupted = True
+            # The interrupt may have landed between the appends that record one state or edge:
+            # keep what was recorded whole (a state whose discovering edge is missing goes too).
+            edges = min(len(src), len(dst), len(act))
+            del src[edges:], dst[edges:], act[edges:]
+            n = min(len(fps), len(found_by), len(depth_of), len(expanded))
+            while n and found_by[n - 1] >= edges:
+                n -= 1
+            for column in (fps, found_by, depth_of, expanded, *(c for x in live for c in x[3:])):
+                del column[n:]
+            if keep is not None:
+                del keep[n:]
+            for fp in [fp for fp, j in index.items() if j >= n]:
+                del index[fp]
         except Exception as exc:
             path = path_to(expanding) if expanding is not None else None
             violations.append(Violation("model_error", "model_error",

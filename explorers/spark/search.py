@@ -62,7 +62,7 @@ from explorers.spark import store as spark_store
 from explorers.bfs.search import BfsOptions
 from explorers.core.progress import Progress
 from explorers.bfs.checkpoint import flat
-from explorers.core.checking import DEADLOCK, Checks, violation
+from explorers.core.checking import DEADLOCK, Checks, shows, violation
 from explorers.core.adapter import check_fingerprint_contract, follow, rebuild
 from explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
                               machines_of, peak_rss_mb, search_stats)
@@ -242,10 +242,14 @@ def _reported_before(meta: dict, model, checks: Checks, keep_going: bool, run_di
             raise CheckpointError(f"--recover {run_dir}: the checkpoint reports {what[1]} twice")
         seen.add(what)
         try:
-            follow(model, r["path"])
-        except IndexError:
-            raise CheckpointError(f"--recover {run_dir}: the counterexample of {what[1]} in the "
-                                  "checkpoint does not replay") from None
+            path = follow(model, r["path"])
+        except (IndexError, StopIteration):
+            raise CheckpointError(f"--recover {shown(run_dir)}: the counterexample of "
+                                  f"{shown(what[1], 80)} in the checkpoint does not replay") \
+                from None
+        if not shows(model, what[0], what[1], path.states, path.actions):
+            raise CheckpointError(f"--recover {shown(run_dir)}: the counterexample of "
+                                  f"{shown(what[1], 80)} in the checkpoint does not violate it")
 
 
 class _Search:

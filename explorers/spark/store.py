@@ -30,6 +30,7 @@ from typing import Any, Iterable
 from model.config import shown
 from explorers.bfs import checkpoint_meta as meta_types
 from explorers.core.run_dir import RunDirError as CheckpointError  # (one class)
+from explorers.core.run_dir import is_directory
 
 from traces.files import write_atomically
 from traces.itf import ItfError, canonical, decode, encode
@@ -173,15 +174,12 @@ _META_TYPES = {
 def read_meta(run_dir: str) -> dict[str, Any]:
     """The committed checkpoint of a run directory, with its part files checked for size."""
     path = Path(run_dir) / "checkpoint.json"
-    if not Path(run_dir).is_dir():
-        raise CheckpointError(f"--recover {run_dir}: no such directory")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CheckpointError(f"--recover {run_dir}: no checkpoint in it (checkpoint.json "
-                              "missing; was the run started with --checkpoint?)") from None
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path}: unreadable ({e})") from None
+    if not is_directory(run_dir, f"--recover {shown(run_dir)}"):
+        raise CheckpointError(f"--recover {shown(run_dir)}: no such directory")
+    if not path.exists() and not path.is_symlink():
+        raise CheckpointError(f"--recover {shown(run_dir)}: no checkpoint in it (checkpoint.json "
+                              "missing; was the run started with --checkpoint?)")
+    meta = meta_types.read_json(path, shown(path), CheckpointError)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(f"{shown(path)}: not a kafka-mc Spark checkpoint (format {FORMAT})")
     for key, ok in _META_TYPES.items():

@@ -38,6 +38,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_sta
 from model import registry
 from model.config import Config
 from model.core import Model
+from explorers.core import interrupts
 from explorers.core.progress import Progress
 from explorers.core.result import Outcome, Path, Violation
 from explorers.walks.simulate import Walks, model_error
@@ -105,6 +106,7 @@ def _machine(walks: Walks, inits: list) -> type[RuleBasedStateMachine]:
     class ModelMachine(RuleBasedStateMachine):
         @initialize(index=st.integers(0, len(inits) - 1))
         def start(self, index):
+            interrupts.check()   # one hypothesis swallowed (its gc callback) is raised again
             self.states, self.actions, self.ended = [inits[index]], [], False
             with self._model_code():
                 found = walks.begin(inits[index])
@@ -112,6 +114,7 @@ def _machine(walks: Walks, inits: list) -> type[RuleBasedStateMachine]:
 
         @rule(data=st.data())
         def act(self, data):
+            interrupts.check()
             if self.ended:
                 return
             s = self.states[-1]
@@ -182,6 +185,7 @@ def explore(model: Model, options: StatefulOptions = StatefulOptions()) -> Outco
         interrupted = True
     except Exception as exc:  # hypothesis itself failing, e.g. on a non-deterministic model
         found = model_error(exc, None)
+    interrupted = interrupted or interrupts.asked()   # asked, and swallowed after the last step
     return walks.outcome("stateful", found, interrupted, seed=options.seed,
                          max_examples=options.max_examples, steps=options.steps)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -59,10 +59,15 @@ def create_app(explorer: Explorer, max_upload: int = MAX_UPLOAD) -> Starlette:
         if declared.isdigit() and int(declared) > max_upload:
             raise ExploreError(413, too_large)
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > max_upload:
-                raise ExploreError(413, too_large)
+        try:
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > max_upload:
+                    raise ExploreError(413, too_large)
+        except ClientDisconnect:   # the client left mid-upload, or sent a body the server could
+            # not parse (a malformed chunked encoding): nobody to answer; not a server error
+            # (raised on, uvicorn printed it as an ASGI traceback)
+            return Response(status_code=400)
         q = request.query_params
         return JSONResponse(explorer.open_trace(bytes(body), q.get("s"),
                                                 adopt=q.get("adopt") in ("1", "true"),

@@ -256,3 +256,37 @@ def test_symmetry_with_the_budget_and_a_checkpoint_keeps_the_reduced_count(tmp_p
     assert again.returncode == 0 and json.loads(again.stdout)["stats"]["distinct"] == 920
     other = run("check", "twophase", "--recover", tmp_path / "b" / "bfs", cwd=tmp_path)
     assert other.returncode == 2 and "check.symmetry" in other.stderr
+
+
+def test_a_forged_violation_with_its_digest_recomputed_is_refused(tmp_path, capsys):
+    """Issue 48: a violation added to checkpoint.json, its digest recomputed, was reported on
+    ``--recover --continue``: recovery replayed the recorded path but never re-checked the
+    property at its end. Now the path must end in the violation it claims."""
+    from explorers import cli
+    from explorers.bfs import checkpoint as bfs_checkpoint
+
+    out = tmp_path / "o"
+    argv = ["check", "twophase", "--set", "model.resource_managers=3", "--continue"]
+    assert cli.main([*argv, "--checkpoint", "0", "--out", str(out)]) == 0
+    meta_file = out / "bfs" / "checkpoint.json"
+    meta = json.loads(meta_file.read_text())
+    assert meta["violations"] == []
+    forged = {**meta, "violations": [{"kind": "always", "property": "TCConsistent",
+                                      "path": [0, 1]}]}
+    forged["digest"] = bfs_checkpoint._meta_digest(forged)
+    meta_file.write_text(json.dumps(forged))
+    capsys.readouterr()
+    code = cli.main([*argv, "--recover", str(out / "bfs"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "the counterexample of TCConsistent in the checkpoint does not violate it" in err
+
+
+def test_a_fifo_as_checkpoint_json_is_refused_without_blocking(tmp_path):
+    import os
+
+    run_dir = tmp_path / "bfs"
+    run_dir.mkdir()
+    os.mkfifo(run_dir / "checkpoint.json")
+    r = run("check", "twophase", "--recover", run_dir, "--out", tmp_path, cwd=tmp_path, timeout=60)
+    assert r.returncode == 2 and "checkpoint.json: not a regular file" in r.stderr, r.stderr

@@ -271,12 +271,33 @@ def test_a_bad_trace_is_a_4xx_with_one_line(body, params, status, message):
 
 
 def test_a_lasso_trace_carries_its_loop():
-    """A stuttering loop (ITF "loop" at the last state, no closing action)."""
-    text = KAFKA_6119.read_text().replace('"#meta": {\n  "config"', '"loop": 19, "#meta": {\n  '
-                                          '"config"', 1)
+    """A stuttering loop (ITF "loop" at the last state, no closing action). Only a liveness
+    trace is a lasso (issue 48: a loop on a safety trace was drawn as one): the golden safety
+    trace made a liveness one, whose stuttering end is unfair (EndTransaction stays enabled)."""
+    doc = json.loads(KAFKA_6119.read_text())
+    doc["loop"] = 19
     client = TestClient(create_app(Explorer(registry.load(None))))
-    t = client.post("/api/trace", params={"adopt": "1"}, content=text.encode()).json()
-    assert t["loop"] == 19 and t["violation_step"] == 19
+    r = client.post("/api/trace", params={"adopt": "1"}, content=json.dumps(doc).encode())
+    assert r.status_code == 422 and "a trace of kind always has no loop" in r.json()["error"]
+    doc["#meta"] |= {"kind": "eventually", "property": "eventual_completion"}
+    t = client.post("/api/trace", params={"adopt": "1"}, content=json.dumps(doc).encode()).json()
+    assert t["loop"] == 19 and t["violation_step"] is None
+    assert "the loop is unfair to EndTransaction" in t["message"]
+
+
+@pytest.mark.parametrize("meta, message", [
+    ({"kind": ["always"]}, "cannot replay a trace of kind ['always']"),
+    ({"explorer": "symbolic"}, "a symbolic trace"),
+    ({"kind": "cti"}, "cannot replay a trace of kind 'cti'"),
+])
+def test_a_trace_replay_refuses_is_refused_here_too(meta, message):
+    """What replay refuses, opening a trace here refuses (issue 48: an unhashable kind crashed
+    the rendering, symbolic traces and kinds replay refuses were opened)."""
+    doc = json.loads(KAFKA_6119.read_text())
+    doc["#meta"] |= meta
+    client = TestClient(create_app(Explorer(registry.load(None))))
+    r = client.post("/api/trace", params={"adopt": "1"}, content=json.dumps(doc).encode())
+    assert r.status_code == 422 and message in r.json()["error"], r.text
 
 
 def test_an_oversized_upload_is_refused_before_it_is_read():
@@ -346,3 +367,27 @@ def test_explore_refuses_a_port_in_use():
         s.listen(1)
         r = explore("--port", str(s.getsockname()[1]))
     assert r.returncode == 2 and "cannot listen on 127.0.0.1 port" in r.stderr
+
+
+def test_a_client_that_drops_mid_upload_is_no_server_error():
+    """Issue 48: a client dropping mid-upload, or a malformed chunked body (the server then
+    reports a disconnect to the application), raised ClientDisconnect out of the application:
+    uvicorn printed an ASGI traceback. Now it is answered (to nobody) and the server carries on."""
+    import asyncio
+
+    app = create_app(Explorer(registry.load(None)))
+    messages = [{"type": "http.request", "body": b'{"#meta": ', "more_body": True},
+                {"type": "http.disconnect"}]
+    sent = []
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+    scope = {"type": "http", "method": "POST", "path": "/api/trace", "raw_path": b"/api/trace",
+             "headers": [(b"transfer-encoding", b"chunked")], "query_string": b"",
+             "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 8023),
+             "client": ("127.0.0.1", 50000), "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 400

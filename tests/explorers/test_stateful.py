@@ -197,3 +197,27 @@ def test_cli_stateful_clean_run(tmp_path):
     doc = json.loads(r.stdout)
     assert r.returncode == 0 and doc["explorer"] == "stateful" and doc["violations"] == []
     assert doc["stats"]["depth"] == 20 and doc["never_enabled"] == []
+
+
+def test_an_interrupt_something_swallowed_still_stops_the_search(monkeypatch):
+    """Issue 48: hypothesis's gc callback caught the KeyboardInterrupt of a Ctrl-C (an exception
+    in a gc callback is reported and ignored) and the search ran on. The handler also remembers
+    the interrupt (``explorers.core.interrupts``); the next step raises it again."""
+    from explorers.core import interrupts
+    from explorers.walks import simulate
+
+    _, model = twophase()
+    steps = []
+    advance = simulate.Walks.advance
+
+    def swallowed_at_step_50(self, s, a, t):
+        steps.append(a)
+        if len(steps) == 50:
+            interrupts.ask()   # the handler ran; its exception went to a gc callback
+        return advance(self, s, a, t)
+    monkeypatch.setattr(simulate.Walks, "advance", swallowed_at_step_50)
+    try:
+        out = explore(model, StatefulOptions(max_examples=300, steps=30, seed=2))
+    finally:
+        interrupts.clear()
+    assert out.interrupted and len(steps) == 50 and out.extra["walks"] < 300

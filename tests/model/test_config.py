@@ -75,3 +75,18 @@ def test_set_overrides_are_validated():
 def test_shipped_config_names_resolve():
     assert resolve_config_path("twophase").name == "twophase.toml"
     assert str(resolve_config_path("some/file.toml")) == "some/file.toml"
+
+
+@pytest.mark.parametrize("text", ["[model]\nname = \"kafka\"\n",
+                                  "[model]\nname = \"kafka\"\n[check]\n[faults]\n"])
+def test_a_config_naming_only_its_model_is_refused(tmp_path, text):
+    """Issue 48: it ran kafka's parameter defaults, not the built-in configuration (as an empty
+    file would; that one is refused too). A model whose built-in configuration is its parameter
+    defaults (twophase) takes it."""
+    f = tmp_path / "c.toml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match="holds no setting but the model's name: it would mean "
+                                          "kafka's parameter defaults"):
+        registry.load(f)
+    f.write_text("[model]\nname = \"twophase\"\n")
+    assert registry.load(f) == registry.load(model="twophase")

@@ -70,6 +70,7 @@ def test_disabled_action_is_reported(broken_trace):
     _, file, _ = broken_trace
     doc = json.loads(file.read_text())
     doc["#meta"]["config"]["model"]["name"] = "twophase"  # the fixed model cannot commit early
+    doc["#meta"]["model"] = "twophase"   # (the two must agree: issue 48)
     file.write_text(json.dumps(doc))
     with pytest.raises(TraceError, match="step 3: TMCommit is not enabled"):
         replay(read(file))

@@ -59,7 +59,8 @@ def test_divergence_in_a_set_shows_what_is_missing_and_lists_every_difference(br
 
 def test_a_disabled_action_lists_what_is_enabled(broken):
     _, file = broken
-    trace = _edit(file, lambda d: d["#meta"]["config"]["model"].update(name="twophase"))
+    trace = _edit(file, lambda d: (d["#meta"]["config"]["model"].update(name="twophase"),
+                                   d["#meta"].update(model="twophase")))   # the two agree
     with pytest.raises(Divergence) as err:
         replay(trace)
     assert err.value.report() == [
@@ -163,3 +164,108 @@ def test_a_trace_whose_configuration_means_something_else_is_refused(tmp_path):
     with pytest.raises(TraceError, match="protocol.producer_fenced_error = True; this kafka-mc's "
                                          "model has False"):
         replay(_edited(tmp_path, claim_pf))
+
+
+# --- issue 48: malformed metadata and states are one line, never a crash -----------------------
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+KAFKA_GOLDEN = GOLDEN / "kafka-0.11-tiny.no_hanging_transactions.itf.json"
+
+
+def _golden(tmp_path, edit):
+    doc = json.loads(KAFKA_GOLDEN.read_text())
+    edit(doc)
+    f = tmp_path / "t.itf.json"
+    f.write_text(json.dumps(doc))
+    return f
+
+
+def test_an_emptied_record_in_state_0_is_a_divergence_naming_its_fields(tmp_path):
+    """``states[0].budgets = {}``: decoding fills the record's fields with defaults (as for a
+    field added since the trace was written), which tells the state from every initial one; the
+    divergence names the fields the file lacks (it crashed on an empty list of differences)."""
+    f = _golden(tmp_path, lambda d: d["states"][0].update(budgets={}))
+    with pytest.raises(Divergence) as err:
+        replay(read(f))
+    assert str(err.value).startswith("state 0 is not an initial state of the model: budgets.")
+    assert "recorded (absent)" in str(err.value)
+    assert err.value.report()[0].startswith("divergence at state 0")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["#meta"].update(kind=["always"]), "cannot replay a trace of kind ['always']"),
+    (lambda d: d["#meta"].update(kind={"a": 1}), "cannot replay a trace of kind {'a': 1}"),
+    (lambda d: d["#meta"].update(property=["x"]), "property must be a name, got ['x']"),
+    (lambda d: d["#meta"].update(model="twophase"),
+     "model is 'twophase' but its configuration is of 'kafka'"),
+    (lambda d: d.update(loop=19), "a trace of kind always has no loop"),
+    (lambda d: d["#meta"].update(explorer="symbolic"), "a symbolic trace"),
+])
+def test_metadata_replay_cannot_use_is_one_line(tmp_path, edit, message):
+    with pytest.raises(TraceError) as err:
+        replay(read(_golden(tmp_path, edit)))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("trigger", [None, -1, 20, 99, "3", 1.5, True])
+def test_a_lasso_trigger_must_be_a_state_index(tmp_path, trigger):
+    f = _golden(tmp_path, lambda d: d["#meta"].update(trigger=trigger) or d.update(loop=19))
+    with pytest.raises(TraceError, match=r"#meta trigger must be the index of a state \(0..19\)"):
+        read(f)
+
+
+def test_a_trigger_without_a_loop_is_refused(tmp_path):
+    with pytest.raises(TraceError, match="only a lasso"):
+        read(_golden(tmp_path, lambda d: d["#meta"].update(trigger=3)))
+
+
+def test_duplicate_vars_are_refused(tmp_path):
+    with pytest.raises(TraceError, match="vars: producers is listed twice"):
+        read(_golden(tmp_path, lambda d: d["vars"].append("producers")))
+
+
+@pytest.mark.parametrize("value, says", [(None, "null is not an ITF value"),
+                                         (1.5, "a number with a fraction"),
+                                         ([1], "a bare array")])
+def test_itf_errors_speak_json_not_python(tmp_path, value, says):
+    f = _golden(tmp_path, lambda d: d["states"][0].update(budgets=value))
+    with pytest.raises(TraceError) as err:
+        read(f)
+    assert says in str(err.value) and "NoneType" not in str(err.value) \
+        and "float" not in str(err.value) and "list" not in str(err.value)
+
+
+@pytest.mark.parametrize("command", [["replay"], ["replay", "--diff"], ["minimize"],
+                                     *(["render", "--format", f] for f in
+                                       ("text", "mermaid", "html", "dot"))])
+def test_every_trace_command_refuses_the_malformed_state_in_one_line(tmp_path, command, capsys):
+    f = _golden(tmp_path, lambda d: d["states"][0].update(budgets={}))
+    code = cli.main([command[0], str(f), *command[1:]])
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "Traceback" not in err
+    assert err.startswith("kafka-mc: error: state 0 is not an initial state") \
+        and err.count("\n") == 1
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    """A FIFO named as a trace: refused at once (it hung, blocked opening it for reading)."""
+    import os
+    fifo = tmp_path / "f.itf.json"
+    os.mkfifo(fifo)
+    with pytest.raises(TraceError, match="not a regular file"):
+        read(fifo)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["#meta"].update(kind=["always"]), "cannot replay a trace of kind ['always']"),
+    (lambda d: d["states"][0].update(budgets={}), "state 0 is not an initial state"),
+    (lambda d: d["#meta"].update(explorer="symbolic"), "a symbolic trace"),
+])
+def test_explore_refuses_what_replay_refuses(tmp_path, edit, message, capsys):
+    """Issue 48: ``explore --trace`` with ``#meta.kind = ["always"]`` crashed in
+    traces/explain.py (unhashable type); it opened symbolic traces replay refuses."""
+    f = _golden(tmp_path, edit)
+    code = cli.main(["explore", "--trace", str(f), "--host", "256.0.0.1"])  # (never serves)
+    err = capsys.readouterr().err
+    assert code == EXIT_USAGE and "Traceback" not in err and err.count("\n") == 1
+    assert message in err, err
