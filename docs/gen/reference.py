@@ -8,7 +8,9 @@
 - ``reference/kafka-model.md``: the Kafka model's components (their modules' docstrings), its
   rules (``model.kafka.spec.SPEC``), its faults (``model.kafka.faults.FAULTS``), its protocol
   flags and presets (``model.kafka.versions``), its properties and their claims (``invariants``)
-  and its mutants.
+  and its mutants;
+- ``reference/traces.md``: the Kafka model's golden traces (``tests/golden/``) drawn as sequence
+  diagrams by ``traces.render``.
 
 MkDocs runs this file as a hook (``hooks:`` in mkdocs.yml): ``on_files`` adds the pages to the
 build, generated afresh every time; they are not committed. To read them without building the
@@ -24,7 +26,8 @@ import sys
 import tomllib
 from pathlib import Path
 
-PAGES = ("reference/cli.md", "reference/configuration.md", "reference/kafka-model.md")
+PAGES = ("reference/cli.md", "reference/configuration.md", "reference/kafka-model.md",
+         "reference/traces.md")
 
 
 # --- shared -----------------------------------------------------------------------------------
@@ -330,8 +333,38 @@ def kafka_model_page() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# --- the golden traces -----------------------------------------------------------------------
+
+GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
+
+
+def traces_page() -> str:
+    """Each golden trace of the Kafka model as ``kafka-mc render`` draws it (Mermaid)."""
+    from traces.render import render
+    from traces.trace import read
+    out = _header("Golden traces", "`tests/golden/*.itf.json` through `traces.render`")
+    out += ["The Kafka counterexamples kept in `tests/golden/` (replayed by every test run, so a "
+            "change of the model's behaviour shows), each drawn as `kafka-mc render TRACE "
+            "--format mermaid` draws it: one lifeline per component, requests and responses as "
+            "arrows, internal events as notes, faults highlighted. What each one means: "
+            "[Findings](../findings.md).", ""]
+    for path in sorted(GOLDEN.glob("kafka-*.itf.json")):
+        trace = read(path)
+        diagram = render(trace, "mermaid", file=path.name).splitlines()
+        title = diagram[1].strip().removeprefix("%%").strip() if len(diagram) > 1 else ""
+        anchor = path.name.removesuffix(".itf.json").replace(".", "-")
+        out += [f"## `{path.name}` {{#{anchor}}}", "",
+                _cell(re.sub(r" \(cluster\..*\)", "", title).removesuffix(", drawn by kafka-mc render")
+                      + f" on `{trace.meta.get('protocol', {}).get('version', '')}`: "
+                      + str(trace.meta.get("description", ""))), "",
+                f"```", f"kafka-mc replay tests/golden/{path.name} --diff", "```", "",
+                "```mermaid", *[line for line in diagram if not line.strip().startswith("%%")],
+                "```", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
 GENERATORS = {"reference/cli.md": cli_page, "reference/configuration.md": configuration_page,
-              "reference/kafka-model.md": kafka_model_page}
+              "reference/kafka-model.md": kafka_model_page, "reference/traces.md": traces_page}
 
 
 def generate() -> dict[str, str]:

@@ -1,0 +1,102 @@
+"""The manual (docs/, mkdocs.yml) builds in strict mode: a broken link, a missing page or a page
+left out of the navigation fails. Its reference pages are generated from the code at build time
+(docs/gen/reference.py, a MkDocs hook), so they cannot drift; the tests here check that they
+cover what the code declares."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytest.importorskip("mkdocs", reason="the manual needs the docs extra: pip install -e '.[docs]' "
+                                     "(make installs it)")
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("docs_reference", ROOT / "docs/gen/reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_manual_builds_in_strict_mode(tmp_path):
+    # (not --quiet: it hides the warnings that strict mode counts, and the build passes)
+    done = _build(ROOT / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "WARNING" not in done.stderr, done.stderr[-4000:]
+    for page in ("index.html", "tutorial/index.html", "design/index.html",
+                 "reference/cli/index.html", "reference/configuration/index.html",
+                 "reference/kafka-model/index.html", "reference/traces/index.html"):
+        assert (tmp_path / "site" / page).is_file(), page
+
+
+def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
+                           "--site-dir", str(site)], cwd=ROOT, text=True, capture_output=True,
+                          timeout=300, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    """The build is strict indeed: the same site with one broken link does not build."""
+    shutil.copytree(ROOT / "docs", tmp_path / "docs")
+    with open(tmp_path / "docs" / "tutorial.md", "a") as f:
+        f.write("\nSee [a page that is not there](no-such-page.md).\n")
+    config = (ROOT / "mkdocs.yml").read_text().replace(
+        "docs_dir: docs", f"docs_dir: {tmp_path / 'docs'}").replace(
+        "  - docs/gen/reference.py", f"  - {ROOT / 'docs/gen/reference.py'}")
+    (tmp_path / "mkdocs.yml").write_text(config)
+    done = _build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert done.returncode != 0 and "no-such-page.md" in done.stderr, done.stderr[-2000:]
+
+
+def test_cli_reference_lists_every_command_and_flag():
+    from explorers.cli import build_parser
+    import argparse
+    page = _generator().cli_page()
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    assert f"## `{prefix} {name}`" in page or f"# `{prefix} {name}`" in page
+                    walk(sub, f"{prefix} {name}")
+            elif action.help != argparse.SUPPRESS:
+                for option in action.option_strings:
+                    if option not in ("-h", "--help"):
+                        assert f"`{option}" in page, f"{prefix} {option}"
+    walk(build_parser(), "kafka-mc")
+
+
+def test_configuration_reference_lists_every_key():
+    from model import registry
+    from model.config import CHECK_PARAMS
+    page = _generator().configuration_page()
+    keys = [p.key for p in CHECK_PARAMS] + [p.key for e in registry.models().values()
+                                            for p in e.params]
+    for key in keys:
+        assert f"`{key}`" in page, key
+
+
+def test_model_reference_lists_faults_presets_and_properties():
+    import invariants
+    from model.kafka import faults, versions
+    page = _generator().kafka_model_page()
+    for f in faults.FAULTS:
+        assert f"`faults.{f.budget}`" in page
+    for preset in versions.PRESETS:
+        assert f"### `{preset}`" in page
+    for p in invariants.PROPERTIES:
+        assert f"| `{p.name}` |" in page
+
+
+def test_manual_names_no_design_md_outside_it():
+    """DESIGN.md lives in the manual now (docs/design.md)."""
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        assert "DESIGN.md" not in path.read_text(), path
