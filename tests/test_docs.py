@@ -5,11 +5,14 @@ cover what the code declares."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -94,6 +97,51 @@ def test_model_reference_lists_faults_presets_and_properties():
         assert f"### `{preset}`" in page
     for p in invariants.PROPERTIES:
         assert f"| `{p.name}` |" in page
+
+
+def test_extending_worked_example_runs_as_printed(tmp_path):
+    """docs/extending.md's package (its titled code blocks) installed as a distribution would be
+    (a .dist-info with its entry points beside it on the path), then its console commands run
+    as printed: exit codes from '# exit N', verdict lines compared."""
+    text = (ROOT / "docs" / "extending.md").read_text()
+    files = dict(re.findall(r'^```\w+ title="([^"]+)"\n(.*?)^```', text, re.S | re.M))
+    assert {"pyproject.toml", "my_models/counter.py"} <= set(files)
+    package = tmp_path / "pkg"
+    for name, body in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(body)
+    (package / "my_models" / "__init__.py").write_text("")
+    project = tomllib.loads(files["pyproject.toml"])["project"]
+    info = package / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\n"
+                                   f"Version: {project['version']}\n")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items())
+        for group, eps in project["entry-points"].items()))
+    env = dict(os.environ, PYTHONPATH=str(package), COLUMNS="200")
+    exe = Path(sys.executable).parent / "kafka-mc"
+    blocks = re.findall(r"^```console\n(.*?)^```", text, re.S | re.M)
+    ran = 0
+    for block in blocks:
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if not line.startswith("$ kafka-mc"):
+                continue
+            m = re.search(r"\s+#\s*exit (\d+)\s*$", line)
+            command = re.sub(r"\s+#.*$", "", line[2:])
+            shown = [x.strip() for x in itertools.takewhile(lambda x: not x.startswith("$"),
+                                                             lines[i + 1:])]
+            done = subprocess.run([str(exe), *shlex.split(command)[1:]], cwd=tmp_path, env=env,
+                                  text=True, capture_output=True, timeout=120)
+            assert done.returncode == (int(m.group(1)) if m else 0), (command, done.stderr)
+            printed = done.stdout.splitlines()
+            for x in shown:
+                if x.startswith(("Error:", "claim:", "shortest counterexample:", "replayed",
+                                 "Model checking completed", "counter")) or x[:1].isdigit():
+                    assert any(p.strip() == x for p in printed), (command, x)
+            ran += 1
+    assert ran >= 4
 
 
 def test_manual_names_no_design_md_outside_it():
