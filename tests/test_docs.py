@@ -144,6 +144,51 @@ def test_extending_worked_example_runs_as_printed(tmp_path):
     assert ran >= 4
 
 
+PACKAGES = ("model", "invariants", "explorers", "traces", "realkafka")
+PATH = re.compile(r"^(?:%s|tests|configs|docs|bench)/[\w./-]*$" % "|".join(PACKAGES))
+MODULE = re.compile(r"^(?:%s)(?:\.\w+)+$" % "|".join(PACKAGES))
+
+
+def _named(text: str):
+    """The file paths and dotted module names in a page's code spans and code blocks."""
+    for span in re.findall(r"`([^`\n]+)`", text) + re.findall(r"[\w./-]+\.py\b", text):
+        for token in re.findall(r"[\w./:*-]+", span):
+            token = token.rstrip(".:,")
+            if PATH.match(token) or MODULE.match(token):
+                yield token.split(":")[0]
+
+
+def test_paths_and_modules_the_manual_names_exist():
+    """Every path (model/kafka/faults.py, tests/golden/) and module (explorers.checking) that the
+    README and the manual name exists, so a move shows here: one list of what to fix."""
+    from model import registry
+    from model.config import CHECK_PARAMS
+    keys = {p.key for p in CHECK_PARAMS} | {p.key for e in registry.models().values()
+                                           for p in e.params} | {"model.name", "model.mutant",
+                                                               "model.clients"}  # extending.md's
+    stale = set()
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for name in _named(page.read_text()):
+            if "/" in name:
+                if not (ROOT / name.rstrip("/")).exists() and not list(ROOT.glob(name)) \
+                        and not name.startswith("docs/reference/"):   # (generated at build)
+                    stale.add(f"{page.relative_to(ROOT)}: {name}")
+                continue
+            if name in keys or any(name.startswith(k + ".") for k in keys):
+                continue
+            parts = name.split(".")   # a module, or an attribute of one (model.core.fingerprint)
+            if not any(_module_exists(parts[:n]) for n in range(len(parts), 1, -1)):
+                stale.add(f"{page.relative_to(ROOT)}: {name}")
+    assert not stale, "named but not there:\n" + "\n".join(sorted(stale))
+
+
+def _module_exists(parts) -> bool:
+    try:
+        return importlib.util.find_spec(".".join(parts)) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def test_manual_names_no_design_md_outside_it():
     """DESIGN.md lives in the manual now (docs/design.md)."""
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
