@@ -1,4 +1,4 @@
-"""The contract between models and explorers (docs/design.md section 2).
+"""The contract between models and explorers (DESIGN.md section 2).
 
 A model is a transition system over immutable values. Explorers see only this module:
 
@@ -126,7 +126,7 @@ EVENT_KINDS = ("request", "response", "note", "fault")
 
 
 class Footprint(NamedTuple):
-    """What one group of actions touches, for partial-order reduction (docs/design.md section 8).
+    """What one group of actions touches, for partial-order reduction (DESIGN.md section 8).
 
     A *location* is any hashable name of a part of the state (a component, a connection).
     ``reads``: every location whose value decides whether the group's actions are enabled, which
@@ -355,7 +355,7 @@ class ModelBase:
         return (Event("note", self.lifelines()[0], label=self.format_action(a)),)
 
 
-# --- symmetry (docs/design.md section 8) -----------------------------------------------------------------
+# --- symmetry (DESIGN.md section 8) -----------------------------------------------------------------
 #
 # A model declares sets of interchangeable identifiers (transactional.ids with identical workloads,
 # resource managers) and how to rename them in a state (``permute``). Each permutation ``g`` of the
@@ -510,7 +510,7 @@ def symmetry_note(model) -> dict | None:
             "order": group_order(symmetries)}
 
 
-# --- the symbolic hook (docs/design.md section 8) ----------------------------------------------------------
+# --- the symbolic hook (DESIGN.md section 8) ----------------------------------------------------------
 #
 # A model may describe (part of) itself as a symbolic transition system over z3 terms. The contract
 # names sorts as strings so that it needs no z3: "bool", or "bvN" (an N-bit bit-vector). Formulas
