@@ -1,5 +1,5 @@
 """The Kafka model's properties, one module per concern, each with a ``sometimes`` witness so that
-no check passes vacuously. Names are stable (CLI flags, trace metadata, tests): DESIGN.md section 4.
+no check passes vacuously. Names are stable (CLI flags, trace metadata, tests): docs/design.md section 4.
 
 ``PROPERTIES`` is registered for the model ``kafka`` (pyproject.toml, entry point group
 ``kafka_mc.properties``); the registry adds it to the model when it binds a configuration. These

@@ -1,4 +1,4 @@
-"""Configurations: TOML files (DESIGN.md section 5), ``--set`` overrides, validation.
+"""Configurations: TOML files (docs/design.md section 5), ``--set`` overrides, validation.
 
 A ``Config`` is a frozen, picklable value: the model's name and every parameter as a dotted key
 (``model.resource_managers``, ``faults.producer_crashes``, ``check.max_depth``) with defaults

@@ -1,4 +1,4 @@
-"""How a protocol is assembled from rules (DESIGN.md section 2).
+"""How a protocol is assembled from rules (docs/design.md section 2).
 
 A ``Rule`` is one kind of event (``HandleInitProducerId``, ``RMPrepare``): ``enabled(p, s)``
 yields the argument tuples for which it can fire in ``s``, ``apply(p, s, *args)`` returns the

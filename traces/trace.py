@@ -1,4 +1,4 @@
-"""Counterexample traces as ITF files (DESIGN.md section 7).
+"""Counterexample traces as ITF files (docs/design.md section 7).
 
 A file holds the trace metadata (``#meta``: model, configuration, protocol, property and kind,
 explorer, seed when there is one, tool version; see ``trace_metadata``), the state variables

@@ -141,6 +141,17 @@ class Unroller:
                                     for j, a in enumerate(self.system.actions)])))
         return out
 
+    def free_terms(self, model, length: int) -> list:
+        """The terms a path of ``length`` steps is read from that its constraints may leave
+        free: the first state's variables, then each step's action parameters (of the action
+        ``model`` selects there)."""
+        out = list(self.state(0).values())
+        for i in range(length):
+            j = model.eval(self.selectors[i], model_completion=True).as_long()
+            sorts = dict(self.system.actions[j].params)
+            out += [t for n, t in self.params[i][j].items() if n in sorts]
+        return out
+
     def path(self, model, length: int) -> Path:
         states = [{n: python_value(s, model.eval(self.state(i)[n], model_completion=True))
                    for n, s in self.sorts.items()} for i in range(length + 1)]
@@ -161,11 +172,40 @@ def solver():
     return z3.SolverFor("QF_BV")
 
 
-def _violated(solver, checks, incremental: bool = False) -> tuple | None:
+def _smallest(solver, terms, model):
+    """The model with each bit-vector term, in order, as near zero as the constraints allow:
+    the least of -1, 0, 1, 2, ... (Kafka's "none" is -1) that keeps ``solver`` satisfiable with
+    the terms before it fixed, found by bisection. A counterexample then reads as a person would
+    write it (producer id 0, epoch 0, or 32767 where exhaustion needs it), not with whatever
+    64-bit values z3 happened to pick."""
+    for term in terms:
+        if not z3.is_bv(term):
+            continue
+        shifted = term + 1                                   # -1 -> 0, 0 -> 1, ...
+        lo, hi = 0, model.eval(shifted, model_completion=True).as_long()
+        while lo < hi:
+            mid = (lo + hi) // 2
+            solver.push()
+            solver.add(z3.ULE(shifted, mid))
+            if solver.check() == z3.sat:
+                model = solver.model()
+                hi = model.eval(shifted, model_completion=True).as_long()
+            else:
+                lo = mid + 1
+            solver.pop()
+        solver.add(shifted == hi)
+        if solver.check() != z3.sat:    # (cannot happen: hi was satisfiable)
+            raise AssertionError("z3: a value found satisfiable no longer is")
+        model = solver.model()
+    return model
+
+
+def _violated(solver, checks, incremental: bool = False, small=None) -> tuple | None:
     """The first claim in ``checks`` (in their order) that can fail, with a model: (claim,
     model), or None. One query for all of them; only when one can fail, one query per claim in
     order, so which claim is reported does not depend on the model z3 happens to find (that can
-    change with the queries a process made before)."""
+    change with the queries a process made before). ``small(model)``: the terms to bring near
+    zero in the model returned (``_smallest``)."""
     if not checks:
         return None
     if incremental:
@@ -179,7 +219,8 @@ def _violated(solver, checks, incremental: bool = False) -> tuple | None:
             solver.add(z3.Not(holds))
             try:
                 if solver.check() == z3.sat:
-                    return claim, solver.model()
+                    model = solver.model()
+                    return claim, _smallest(solver, small(model), model) if small else model
             finally:
                 solver.pop()
         raise AssertionError("z3 found a violation of no single claim")
@@ -200,12 +241,14 @@ def bmc(system: SymbolicSystem, depth: int, start: str = "reachable", claims=Non
         s.add(system.reachable(v0), *[h for _, h in u.state_claims(0, claims)])
     timings = []
     t0 = time.perf_counter()
-    found = _violated(s, u.state_claims(0, claims), True) if start == "init" else None
+    found = _violated(s, u.state_claims(0, claims), True,
+                      lambda m: u.free_terms(m, 0)) if start == "init" else None
     if found:
         return Verdict("counterexample", 0, found[0].name, found[0].claim, u.path(found[1], 0))
     for k in range(depth):
         s.add(u.transition(k))
-        found = _violated(s, u.step_claims(k, claims) + u.state_claims(k + 1, claims), True)
+        found = _violated(s, u.step_claims(k, claims) + u.state_claims(k + 1, claims), True,
+                          lambda m, k=k: u.free_terms(m, k + 1))
         timings.append((k + 1, time.perf_counter() - t0))
         if progress:
             progress(k + 1, timings[-1][1])
@@ -243,7 +286,8 @@ def prove(system: SymbolicSystem, max_k: int = 3, progress=None) -> Verdict:
         for j in range(len(system.actions)):
             s = solver()
             s.add(*prefix, u.only(k - 1, j))
-            found = _violated(s, u.step_claims_of(k - 1, j, claims) + u.state_claims(k, claims))
+            found = _violated(s, u.step_claims_of(k - 1, j, claims) + u.state_claims(k, claims),
+                              small=lambda m, k=k: u.free_terms(m, k))
             if found:
                 break
         timings.append((k, time.perf_counter() - t0))

@@ -1,4 +1,4 @@
-"""A symbolic model of Kafka's fencing core over z3 terms (DESIGN.md section 8), for
+"""A symbolic model of Kafka's fencing core over z3 terms (docs/design.md section 8), for
 ``explorers/symbolic.py``: bounded model checking and k-induction over real 16-bit producer
 epochs and 64-bit producer ids, which no explicit search reaches (epoch 32,766 is
 ``TransactionMetadata.isEpochExhausted``).

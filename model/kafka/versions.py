@@ -1,4 +1,4 @@
-"""Kafka protocol versions, declared by what each version changed (DESIGN.md section 3).
+"""Kafka protocol versions, declared by what each version changed (docs/design.md section 3).
 
 A flag is one Kafka change (a KIP or a JIRA fix), off in KIP-98 as first shipped. A preset is the
 previous preset plus the flags its version turned on, and says which Kafka releases it stands

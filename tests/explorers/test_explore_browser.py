@@ -90,6 +90,31 @@ def shoot(driver, tmp_path, name):
     driver.set_window_size(1600, 1200)
 
 
+NARROW = 1280   # the page fits a laptop's 1,280 px without sideways scrolling
+
+
+def fits(driver, width=NARROW):
+    """The page's current state (its URL) loaded at ``width`` px: nothing wider than the window
+    (wide content, the sequence diagram or a long table, scrolls inside its own box). Loaded, not
+    resized: a table laid out wide keeps its width when the window narrows later."""
+    from selenium.webdriver.support.ui import WebDriverWait
+    steps = driver.find_element("tag name", "body").get_attribute("data-steps")
+
+    def ready(_):
+        body = driver.find_element("tag name", "body")
+        return body.get_attribute("data-steps") == steps and not body.get_attribute("data-busy")
+
+    driver.set_window_size(width, 1000)
+    driver.refresh()
+    WebDriverWait(driver, WAIT).until(ready)
+    try:
+        wide, window = driver.execute_script(
+            "const e = document.documentElement; return [e.scrollWidth, e.clientWidth];")
+        assert wide <= window, f"at {width} px the page is {wide} px wide: it scrolls sideways"
+    finally:
+        driver.set_window_size(1600, 1200)
+
+
 def test_walk_the_kafka_model_and_its_6119_counterexample(browser, server, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
@@ -127,6 +152,7 @@ def test_walk_the_kafka_model_and_its_6119_counterexample(browser, server, tmp_p
     assert not css("#properties tr.bad")
     first = d.find_element(By.ID, "fingerprint").text
     assert re.fullmatch(r"[0-9a-f]{16}", first)
+    fits(d)
 
     # Take InitTransactions, then the coordinator's HandleInitProducerId, by clicking.
     css('#actions button[data-name="InitTransactions"]')[0].click()
@@ -185,6 +211,7 @@ def test_walk_the_kafka_model_and_its_6119_counterexample(browser, server, tmp_p
     assert "no_hanging_transactions violated" in d.find_element(By.ID, "diagram").text
     assert d.find_element(By.ID, "forward").get_attribute("disabled")
     shoot(d, tmp_path, "explore-counterexample.png")
+    fits(d)   # (reloads the page at step 19 of the trace's configuration, without its panel)
 
     # A lasso trace (ITF "loop": 19, stuttering at its last state, of the same configuration):
     # where its loop starts is marked.

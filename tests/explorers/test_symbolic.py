@@ -40,6 +40,23 @@ def test_without_rotation_the_epoch_wraps():
     assert r.path.states[0]["txn.producerEpoch"] == 32767
 
 
+def test_a_counterexample_reads_with_small_ids_and_epochs():
+    """z3's first model has any 64-bit producer ids and 16-bit epochs the constraints allow
+    (producerId=3734684484376247549, producerEpoch=32719); the path reported has each value as
+    near zero as they allow, -1 (none) first: here the one producer id the coordinator gave out
+    is 0, the next is 1, and only the epoch the overflow needs is large."""
+    _, system = bound(symbolic__variant="no_rotation")
+    r = bmc(system, 2)
+    first = r.path.states[0]
+    ids = {name: v for name, v in first.items() if name.endswith("roducerId")}
+    epochs = {name: v for name, v in first.items() if name.endswith("Epoch")}
+    assert set(ids.values()) <= {-1, 0, 1}, ids
+    assert first["nextProducerId"] == 1
+    assert {name for name, v in epochs.items() if v not in (-1, 0)} <= {
+        "txn.producerEpoch", "log.producerEpoch"}, epochs
+    assert first["txn.producerEpoch"] == 32767
+
+
 def test_kafka_9666_fence_bumps_reach_exhaustion():
     """KAFKA-9666 (before 2.6): each failed fence append leaves its bump and the next timeout
     bumps again, up to the wrap; without failed fences (the 2.6 fix) nothing wraps."""

@@ -252,6 +252,10 @@ function compact(node) {  // a nested value on one line, inside a table cell
   return open + kids.join(", ") + close;
 }
 
+// A long name may wrap after each underscore (a narrow column), never inside a word.
+const breakable = (name) => name.split("_").flatMap((part, i, all) =>
+  i < all.length - 1 ? [part + "_", document.createElement("wbr")] : [part]);
+
 function renderProperties(props) {
   const body = $("properties").tBodies[0];
   body.replaceChildren();
@@ -260,7 +264,7 @@ function renderProperties(props) {
       : p.verdict === "holds" || p.verdict === "witnessed" ? "ok" : "neutral";
     body.append(el("tr", { "data-property": p.name, "data-verdict": p.verdict, class: cls,
       title: p.claim || "" },
-      el("td", { class: "pname", text: p.name }), el("td", { class: "kind", text: p.kind }),
+      el("td", { class: "pname" }, ...breakable(p.name)), el("td", { class: "kind", text: p.kind }),
       el("td", { class: "verdict", text: p.verdict })));
   }
 }
@@ -376,7 +380,9 @@ async function fromHash() {
   const h = parseHash();
   if (!h) return false;
   const path = h.path === "" ? [0] : h.path.split(".").map(Number);
-  if (h.session === S.session && path.join(".") === shownPath().join(".")) return true;
+  // (already shown: a hash this page wrote; on a fresh load nothing is shown yet, not even a
+  // link to the initial state)
+  if (S.data && h.session === S.session && path.join(".") === shownPath().join(".")) return true;
   S.session = h.session;
   if (!(path.length <= S.full.length && path.every((k, i) => k === S.full[i]))) {
     S.full = path; S.labels = [];
