@@ -7,25 +7,27 @@ thread: one client's operations run in order, as an application thread calls the
 clients' operations run concurrently. Every operation is recorded in ``Driver.history`` (and
 appended to ``history_path``, one JSON object a line), as Jepsen records a client:
 
-    {"index": 3, "time": <ns since the driver started>, "process": "p1", "type": "invoke",
-     "f": "commit_transaction", "value": null, "error": null}
-    {"index": 4, "time": ..., "process": "p1", "type": "fail", "f": "commit_transaction",
-     "value": null, "error": ["ProducerFencedException", "There is a newer producer ..."]}
+    {"index": 3, "time": <ns since origin_ns>, "process": "p1", "type": "invoke",
+     "f": "begin_transaction", "value": {}, "error": null}
+    {"index": 4, "time": ..., "process": "p1", "type": "fail", "f": "begin_transaction",
+     "value": null, "error": ["IllegalStateException", "TransactionalId tx: Invalid transition ..."]}
 
 ``type`` is ``invoke``, then ``ok`` (with the value), ``fail`` (the operation took no effect:
 the Java exception's simple class and message) or ``info`` (its outcome is unknown: an operation
 that writes failed after its request may have left, e.g. ``TimeoutException``,
-``ProducerFencedException`` or a forceful close during ``commitTransaction`` (see ``WRITES``);
-a caller that stopped waiting; the JVM lost while it was pending). ``error`` is set on ``fail``
-and ``info``, so a checker that knows more of Kafka's semantics can refine an ``info``. Times are the JVM's ``System.nanoTime()`` taken next to the client call
-(CLOCK_MONOTONIC, the clock of ``time.monotonic_ns()``), minus ``origin_ns``: pass the proxy's or
-the run's origin to put every record of a run on one time line.
+``ProducerFencedException`` or a forceful close during ``commitTransaction``, see ``WRITES``; a
+caller that stopped waiting; the JVM lost while it was pending). ``error`` is set on ``fail`` and
+``info``, so a checker that knows more of Kafka's semantics can refine an ``info``. Times are the
+JVM's ``System.nanoTime()`` taken next to the client call (CLOCK_MONOTONIC, the clock of
+``time.monotonic_ns()``), minus ``origin_ns`` (the driver's start unless given): the proxy's
+``origin_ns`` puts the history and the proxy's event log on one time line.
 
 Why a driver program rather than py4j (which pyspark brings; its py4j-0.10.9.9.jar is Java 6
-bytecode without dependencies and would load beside every release's jars): py4j needs a gateway server listening on a port (and its auth
-token) and a callback server for anything asynchronous, and the JVM's lifetime is then the
-gateway's; a driver reading stdin has no port at all and halts the moment its stdin closes, so a
-Python process that dies, however it dies, leaves no JVM behind. The invoke and completion times
+bytecode without dependencies and would load beside every release's jars): py4j needs a gateway
+server listening on a port (and its auth token) and a callback server for anything asynchronous,
+and the JVM's lifetime is then the gateway's; a driver reading stdin has no port at all and
+halts the moment its stdin closes (or its parent process ends), so a Python process that dies,
+however it dies, leaves no JVM behind. The invoke and completion times
 are taken in the JVM beside the client call, not on the far side of a socket round trip and
 Python's GIL, and one lock orders the output lines by those times. Concurrency is the driver's
 threads (one per client), not py4j's one-Python-thread-per-blocking-call. Each Java exception
@@ -75,7 +77,8 @@ JVM_OPTIONS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel
 # The clients' log records the driver keeps by default (its own SLF4J binding, StaticLoggerBinder):
 # warnings and errors, and the TransactionManager's account of its state machine ("Transition from
 # state X to Y" at DEBUG, "ProducerId set to P with epoch E" at INFO).
-CLIENT_LOG = {"root": "WARN", "org.apache.kafka.clients.producer.internals.TransactionManager": "DEBUG"}
+CLIENT_LOG = {"root": "WARN",
+              "org.apache.kafka.clients.producer.internals.TransactionManager": "DEBUG"}
 # The operations that may change what a broker holds. When one of these fails, its effect is
 # unknown ("info") unless the exception is one the client raises before sending anything
 # (NO_EFFECT): a commitTransaction whose EndTxn already left may have committed whatever the
