@@ -279,29 +279,43 @@ def _behaviour(model, parents, goal, items):
 
 
 def _divergence(model, frontier, streams, lengths, items, skipped, silent, best) -> Divergence:
-    """The report at the furthest nodes the search reached."""
-    s0, pos0 = frontier[0]
-    pending = tuple((items[streams[j][p]][0], items[streams[j][p]][1].label)
-                    for j, p in enumerate(pos0) if p < lengths[j])
-    first = min(streams[j][p] for j, p in enumerate(pos0) if p < lengths[j])
-    event, o = items[first]
+    """The report at the furthest nodes the search reached: of the events pending there, the
+    one with the nearest miss (an enabled step of its kind, or the state, differing in the fewest
+    named fields; the earliest in the run when none has one), with its near misses."""
     fmt = getattr(model, "format_action", lambda a: repr(a))
-    near: dict[str, str] = {}
+    near: dict[int, dict[str, str]] = {}     # item -> action (or the state) -> why not
     for s, pos in frontier:
-        if first not in (streams[j][p] for j, p in enumerate(pos) if p < lengths[j]):
-            continue
-        if o.holds is not None:
-            why = o.holds(s)
-            if why is not None:
-                near.setdefault(f"(the state, without a step)", why)
-        if o.match is None:
-            continue
-        for a, t in _successors(model, s):
-            if a[0] in o.actions and a[0] not in skipped:
-                why = o.match(s, a, t)
+        heads = [streams[j][p] for j, p in enumerate(pos) if p < lengths[j]]
+        succ = None
+        for item in heads:
+            o = items[item][1]
+            found = near.setdefault(item, {})
+            if o.holds is not None:
+                why = o.holds(s)
                 if why is not None:
-                    near.setdefault(fmt(a), why)
-    ranked = sorted(near.items(), key=lambda kv: (kv[1].count("; "), len(kv[1])))[:NEAR]
+                    found.setdefault("(the state, without a step)", why)
+            if o.match is None:
+                continue
+            succ = _successors(model, s) if succ is None else succ
+            for a, t in succ:
+                if a[0] in o.actions and a[0] not in skipped:
+                    why = o.match(s, a, t)
+                    if why is not None:
+                        found.setdefault(fmt(a), why)
+
+    def rank(why: str):
+        """Fewest differing fields first (``differs``' "field: recorded x, model y" parts); a
+        reason naming no field (a step of another kind of message) last."""
+        return (why.count(": recorded ") or 99, len(why))
+    s0, pos0 = frontier[0]
+    pending0 = [streams[j][p] for j, p in enumerate(pos0) if p < lengths[j]]
+    best_rank = {i: min(map(rank, near[i].values())) for i in near if near[i]}
+    missed = [i for i, r in best_rank.items() if r[0] < 99]
+    first = (min(missed, key=lambda i: (best_rank[i], items[i][0])) if missed
+             else min(pending0))
+    event, o = items[first]
+    ranked = sorted(near.get(first, {}).items(), key=lambda kv: rank(kv[1]))[:NEAR]
+    pending = tuple((items[i][0], items[i][1].label) for i in pending0)
     enabled = tuple(fmt(a) for a, _ in _successors(model, s0))
     return Divergence(best, event, o.label, pending, enabled,
                       tuple(Near(a, why) for a, why in ranked), tuple(sorted(o.actions)))

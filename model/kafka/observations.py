@@ -31,13 +31,14 @@ order, the client matches answers in order) and one per client process of the hi
 | EndTxn request, CLIENT | ``HandleEndTxn``: transactional.id, producer id, epoch, committed |
 | AddPartitionsToTxn v4+ request, INTERNAL | ``HandleVerifyAddPartition``, one per partition: transactional.id, producer id, epoch, verify_only |
 | WriteTxnMarkers request, INTERNAL | ``HandleWriteTxnMarkers``, one per partition: producer id, epoch, result, coordinator epoch |
-| a response, CLIENT | ``Receive<Rpc>Response``: error (InitProducerId, EndTxn v5: producer id and epoch) |
+| a response, CLIENT | ``Receive<Rpc>Response``: error (InitProducerId, EndTxn v5: producer id and epoch; a Produce answered NONE may be the model's DUPLICATE_SEQUENCE_NUMBER, as Kafka answers a duplicate batch) |
 | WriteTxnMarkers response, INTERNAL | ``HandleWriteTxnMarkersResponse``, per partition: error |
 | AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse``, per partition: error |
 | a request the proxy ``held`` (fault hold / duplicate) | ``DelayRequest`` / ``DuplicateRequest`` of that message, or nothing (nothing overtook it) |
 | a request ``dropped`` by a fault | ``LoseRequest`` of that message |
 | a response ``dropped`` by a fault | ``LoseResponse`` of that message |
 | a response dropped for want of its client (a duplicate's copy, a held request released after its client left) | nothing, or ``LoseResponse`` |
+| a coordinator request answered COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE, and that answer | not observed: the coordinator was not loaded yet (after a broker start); the model's is loaded from the start, the client retries |
 | ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, Describe*) | not observed |
 | history: invoke initTransactions / beginTransaction / send(partition) / commitTransaction / abortTransaction | ``InitTransactions`` / ``BeginTransaction`` / ``Send`` / ``CommitTransaction`` / ``AbortTransaction`` of the process's producer instance (a call that fails at once, in an error state, may be no step) |
 | history: ok of initTransactions / beginTransaction / commitTransaction / abortTransaction | the instance's state there: READY / IN_TRANSACTION / READY having committed / READY having aborted |
@@ -59,7 +60,8 @@ client.id / history process ``t<N>.i<M>`` (instance M of transactional.id N), el
 the request's transactional.id; producer ids numbered in increasing order (the coordinator
 allocates them increasingly, as the model does: 0, 1, ...); epochs as they are; coordinator
 epochs (markers) in increasing order; data partitions by (topic, index) in order, internal
-topics (``__consumer_offsets``) left out.
+topics (``__consumer_offsets``) left out; a topic named by its id (Produce v13+, Kafka 4.x) is the
+run's one data topic (the proxy does not decode Metadata, which pairs ids and names).
 
 What it cannot see: appends inside a broker (the transaction log's and a partition's: only their
 effect on later answers), timers, the client's internal queue and retries that never reach the
@@ -107,6 +109,31 @@ def _error(code_or_name) -> Errors | str:
     return Errors.NONE if not code_or_name else f"error code {code_or_name}"
 
 
+class OneOf:
+    """A recorded value the model may give as any of several (``differs`` compares with ==)."""
+
+    def __init__(self, *values):
+        self.values = values
+        self.name = " or ".join(getattr(v, "name", repr(v)) for v in values)
+
+    def __eq__(self, other):
+        return other in self.values
+
+    def __ne__(self, other):
+        return other not in self.values
+
+    __hash__ = None
+
+
+def _produce_error(error):
+    """A produce answered NONE may be the model's DUPLICATE_SEQUENCE_NUMBER: Kafka answers a
+    duplicate batch (a retry of one already appended, ProducerStateManager's batch metadata)
+    with NONE and the first append's offset (UnifiedLog.append: ``appendInfo`` of the
+    duplicate); the model names the case, and the client's Sender.completeBatch takes both as
+    success (accepted abstraction, issue 43 item 4)."""
+    return OneOf(Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER) if error == Errors.NONE else error
+
+
 def _api(e) -> str:
     return str(e.get("api") or "")
 
@@ -132,6 +159,16 @@ def _errors_by_name(e) -> dict[str, str]:
 # --- the run's identifiers ------------------------------------------------------------------------
 
 _TID = re.compile(r"t(\d+)$")
+# The APIs observed (the rest: ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, the
+# admin's Describe*, are not)
+APIS = ("InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn", "WriteTxnMarkers")
+# The transaction coordinator's client APIs, and the errors they answer while no coordinator is
+# loaded for the transactional.id's __transaction_state partition (TransactionCoordinator: the
+# partition is being loaded, or has no leader yet, right after a broker starts); the client
+# retries (TxnRequestHandler: retriable). The model's coordinator is loaded from the start, so
+# such a request and its answer are not observed (accepted abstraction, issue 43 item 4).
+COORDINATOR_APIS = ("InitProducerId", "AddPartitionsToTxn", "EndTxn")
+NOT_LOADED = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
 _INSTANCE = re.compile(r"t(\d+)\.i(\d+)$")
 _HISTORY_TYPES = ("invoke", "ok", "fail", "info")
 
@@ -142,23 +179,30 @@ class _Run:
     def __init__(self, K, events):
         self.K = K
         pids, coordinator_epochs, tids, partitions = set(), set(), {}, set()
+        names, ids = {}, {}           # topic names and topic ids, in order of appearance
         self.requests: dict = {}      # (endpoint, conn, correlation id) -> the request's fields
+        self.not_loaded: set = set()  # ... of requests answered "no coordinator loaded yet"
         self.history = False
         for e in events:
             if e.get("type") in _HISTORY_TYPES and "f" in e:
                 self.history = True
                 v = e.get("value")
-                if isinstance(v, Mapping) and v.get("topic") is not None:
+                if isinstance(v, Mapping) and v.get("topic") is not None and str(e.get(
+                        "f", "")).replace("_", "").lower() == "send":
                     partitions.add((str(v["topic"]), int(v.get("partition") or 0)))
+                    names.setdefault(str(v["topic"]), len(names))
                 continue
-            if e.get("direction") not in ("request", "response"):
+            if e.get("direction") not in ("request", "response") or _api(e) not in APIS:
                 continue
             f = norm(e.get("fields") or {})
+            key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
             if e.get("direction") == "request" and e.get("action") not in ("released",
                                                                               "duplicated-copy",
                                                                               "dropped"):
-                self.requests.setdefault((e.get("endpoint"), e.get("conn"),
-                                          e.get("correlation_id")), (e, f))
+                self.requests.setdefault(key, (e, f))
+            elif e.get("direction") == "response" and _api(e) in COORDINATOR_APIS and any(
+                    x.get("name") in NOT_LOADED for x in e.get("errors") or ()):
+                self.not_loaded.add(key)
             for tid in _values(f, "transactional_id"):
                 if isinstance(tid, str):
                     tids.setdefault(tid, len(tids))
@@ -167,22 +211,30 @@ class _Run:
                                       if isinstance(c, int))
             for t in _topics(f):
                 name = _topic(t)
-                for k in _partition_indexes(t):
-                    partitions.add((name, k))
+                (names if t.get("name") or t.get("topic") else ids).setdefault(name, len(ids))
+                partitions.update((name, k) for k in _partition_indexes(t)
+                                  if isinstance(k, int) and not isinstance(k, bool))
         self.pids = in_order(pids)
         self.coordinator_epochs = in_order(coordinator_epochs)
         self.tids = {}
         for tid, first in tids.items():
             m = _TID.search(tid)
             self.tids[tid] = int(m.group(1)) if m else first
-        data = sorted(p for p in partitions if p[0] and not p[0].startswith("__"))
+        # Produce v13+ (4.x) names topics by id; the proxy does not decode Metadata, so an id is
+        # the run's one data topic, or (several) the topic named in the same order of appearance
+        data_names = [n for n in names if not n.startswith("__")]
+        self.topic_ids = {i: (data_names[0] if len(data_names) == 1 else
+                              data_names[n] if n < len(data_names) else i)
+                          for i, n in ids.items()}
+        data = sorted({(self.topic_ids.get(n, n), k) for n, k in partitions
+                       if n and not self.topic_ids.get(n, n).startswith("__")})
         self.partitions = {p: i for i, p in enumerate(data)}
 
     def pid(self, real):
         return self.pids.get(real, real) if isinstance(real, int) else real
 
     def partition(self, topic, index):
-        return self.partitions.get((topic, index))
+        return self.partitions.get((self.topic_ids.get(topic, topic), index))
 
     def instance(self, name) -> int | None:
         """The model's producer instance of a client.id / history process ``t<N>.i<M>``."""
@@ -346,6 +398,8 @@ def _label(e) -> str:
 def _proxy(K, run: _Run, e):
     api, f = _api(e), norm(e.get("fields") or {})
     request = e.get("direction") == "request"
+    if (e.get("endpoint"), e.get("conn"), e.get("correlation_id")) in run.not_loaded:
+        return None     # no coordinator loaded yet: a retry before the model's first step
     if not request:
         found = run.requests.get((e.get("endpoint"), e.get("conn"), e.get("correlation_id")))
         if found is None:
@@ -439,9 +493,9 @@ def _produce(run, e, f, req, request, label, instance):
         for p in t.get("partition_responses") or ():
             k = run.partition(_topic(t), p.get("index"))
             b = batches.get(k, (None, None, {}))[2]
-            fields = {"partition": k, "error": _error(p.get("error_code", 0) and
-                                                      _partition_error(e, f"[{p.get('index')}]",
-                                                                       p.get("error_code"))),
+            fields = {"partition": k, "error": _produce_error(_error(
+                          p.get("error_code", 0) and _partition_error(e, f"[{p.get('index')}]",
+                                                                       p.get("error_code")))),
                       "producer_id": run.pid(b.get("producer_id")),
                       "producer_epoch": b.get("producer_epoch"),
                       "base_sequence": b.get("base_sequence")}

@@ -4,9 +4,14 @@ kafka-3.6 (TV1: the client's AddPartitionsToTxn, the leader's verify-only check)
 (TV2: the leader's implicit add, EndTxn's bumped epoch, markers at that epoch); the same log
 tampered (a marker at a stale epoch accepted, a marker of the right epoch refused, a response
 before its request) diverges at the tampered event with the field that differs; runs of several
-transactions and producers conform, and take seconds at most."""
+transactions and producers conform, and take seconds at most. Real runs recorded by `kafka-mc real
+run` (conformance_runs/) conform on 3.6.2 and 4.4.0, tampered they diverge, and one 4.4.0 run
+shows a behaviour the model lacks (a produce answered CONCURRENT_TRANSACTIONS)."""
+import json
 import random
 import time
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +19,7 @@ from model import registry
 from model.config import resolve_config_path
 from model.kafka.observations import norm, observations
 from model.kafka.world import Errors
+from realkafka.releases import BY_VERSION
 from explorers.conformance import validate, write_trace
 from traces.replay import replay
 from traces.trace import read
@@ -22,9 +28,10 @@ TOPIC = "kmc-7-a1b2c3"
 CLIENT, INTERNAL = "broker-1/CLIENT", "broker-1/INTERNAL"
 
 
-def tiny(preset, **overrides):
-    cfg = registry.load(resolve_config_path("tiny"),
-                        overrides={"protocol.version": preset, **overrides})
+def tiny(preset=None, **overrides):
+    if preset is not None:
+        overrides["protocol.version"] = preset
+    cfg = registry.load(resolve_config_path("tiny"), overrides=overrides)
     return registry.bind(cfg)
 
 
@@ -308,3 +315,94 @@ def test_errors_are_compared_by_name():
     o = observations(model, run).observe(e)
     assert o.actions == {"ReceiveEndTxnResponse"}
     assert Errors.PRODUCER_FENCED.name == "PRODUCER_FENCED"
+
+
+# --- real recorded runs ----------------------------------------------------------------------------
+#
+# Runs of `kafka-mc real run` (realkafka/run.py) kept as they were written: the proxy's event log,
+# the client history, the plan (the run's schedule of faults) and the report. Validated against the
+# preset the release stands for, with the plan's faults as the model's budgets.
+
+RUNS = Path(__file__).parent / "conformance_runs"
+BUDGETS = {"delay": "request_delays", "duplicate": "request_duplicates",
+           "drop-request": "request_losses", "drop-response": "response_losses"}
+
+
+def recorded(name):
+    folder = RUNS / name
+    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+    history = [json.loads(line) for line in (folder / "history.jsonl").read_text().splitlines()]
+    plan = json.loads((folder / "plan.json").read_text())
+    version = json.loads((folder / "report.json").read_text())["version"]
+    budgets = Counter(BUDGETS[f["kind"]] for f in plan["network"])
+    budgets["coordinator_failovers"] += len(plan["failovers"])
+    overrides = {"protocol.version": BY_VERSION[version].preset,
+                 "cluster.partitions": plan["partitions"],
+                 "workload.transactions_per_producer": max(len(i["txns"])
+                                                           for i in plan["instances"]),
+                 "workload.records_per_transaction": max(len(t["partitions"])
+                                                         for i in plan["instances"]
+                                                         for t in i["txns"]),
+                 **{f"faults.{k}": v for k, v in budgets.items()}}
+    return tiny(**overrides), events + history
+
+
+@pytest.mark.parametrize("name, observed", [("kafka-3.6.2-commit", 19),
+                                            ("kafka-4.4.0-faults", 43)])
+def test_real_runs_conform(name, observed):
+    """3.6.2: a committed transaction (TV1, verify-only), its first InitProducerId answered
+    COORDINATOR_LOAD_IN_PROGRESS (the coordinator not loaded yet: not observed). 4.4.0 (TV2):
+    two committed transactions with a WriteTxnMarkers request and an EndTxn response dropped by
+    the proxy (LoseRequest, LoseResponse), Produce naming its topic by id."""
+    model, run = recorded(name)
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert r.observed == observed and r.seconds < 5
+    names = [a[0] for a in r.actions]
+    if name == "kafka-4.4.0-faults":
+        assert {"LoseRequest", "LoseResponse"} <= set(names)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 43 item 4, a finding: Kafka 4.4's leader gives up "
+                   "retrying a verification answered CONCURRENT_TRANSACTIONS (KAFKA-18654) and "
+                   "answers the produce CONCURRENT_TRANSACTIONS, which the client retries; the "
+                   "model's leader (verification_retry_at_leader) retries without end and its "
+                   "client would fail the batch")
+def test_a_real_produce_answered_concurrent_transactions_conforms():
+    model, run = recorded("kafka-4.4.0-produce-concurrent")
+    r = validate(model, run)
+    d = r.divergence
+    assert d is None, "\n".join(d.report())
+
+
+def test_the_real_produce_answered_concurrent_transactions_diverges_there():
+    model, run = recorded("kafka-4.4.0-produce-concurrent")
+    d = validate(model, run).divergence
+    assert run[d.event]["api"] == "Produce" and run[d.event]["direction"] == "response"
+    assert [x["name"] for x in run[d.event]["errors"]] == ["CONCURRENT_TRANSACTIONS"]
+    assert d.near[0].action.startswith("ReceiveProduceResponse(")
+    assert d.near[0].reason == "error: recorded CONCURRENT_TRANSACTIONS, model NONE"
+
+
+def test_the_real_runs_tampered_diverge_at_the_tampered_event():
+    # a marker accepted at a stale epoch: the 4.4.0 run's last marker request (TV2: at the
+    # second EndTxn's bumped epoch) set back to the first transaction's epoch
+    model, run = recorded("kafka-4.4.0-faults")
+    markers = [i for i, e in enumerate(run) if e.get("api") == "WriteTxnMarkers"
+               and e["direction"] == "request" and e.get("action") == "forwarded"]
+    i = markers[-1]
+    marker = run[i]["fields"]["markers"][0]
+    stale = marker["producer_epoch"] - 1
+    run[i] = dict(run[i], fields={"markers": [dict(marker, producer_epoch=stale)]})
+    d = validate(model, run).divergence
+    assert d.event == i and d.label.startswith("WriteTxnMarkers request")
+    assert d.near[0].reason == (f"producer_epoch: recorded {stale}, model "
+                                f"{marker['producer_epoch']}")
+    # a response before its request: the 3.6.2 run's EndTxn answer moved before the EndTxn
+    model, run = recorded("kafka-3.6.2-commit")
+    i = index(run, "EndTxn", "request")
+    j = index(run, "EndTxn", "response")
+    run.insert(i, run.pop(j))
+    d = validate(model, run).divergence
+    assert d.event == i and d.label.startswith("EndTxn response")
+    assert d.kinds == ("ReceiveEndTxnResponse",) and d.near == ()
