@@ -55,6 +55,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--brokers", type=int, choices=[1, 3], default=1)
     r.add_argument("--out", metavar="DIR", help="run folder (default: out/real-<version>-<seed>)")
     r.add_argument("--json", action="store_true")
+    real.subcommands = rsub   # explorers.cli.real adds the commands that need an explorer
     return real
 
 
@@ -67,15 +68,17 @@ def _java() -> None:
         raise RealUsageError("no `java` on PATH: real Kafka needs a JDK 17+")
 
 
+def usage_errors() -> list[type]:
+    """The errors that are bad input to a real command: one line, exit 2."""
+    from realkafka.cluster import ClusterError
+    from realkafka.fetch import FetchError
+    return [releases.ReleaseError, RealUsageError, PlanError, ConfigError, FetchError,
+            ClusterError]
+
+
 def main(args) -> int:
     """Run ``kafka-mc real <command>``; the exit code."""
-    from realkafka.fetch import FetchError
-    known = [releases.ReleaseError, RealUsageError, PlanError, ConfigError, FetchError]
-    try:
-        from realkafka.cluster import ClusterError
-        known.append(ClusterError)
-    except ImportError:
-        pass
+    known = usage_errors()
     try:
         command = getattr(args, "real_command", None)
         if command is None:
