@@ -220,6 +220,17 @@ class Producer(_Client):
              value: str | None = None, timeout: float | None = None) -> tuple[int, int]:
         return self.driver._wait(self.start_send(topic, partition, key, value), timeout)
 
+    def send_async(self, topic: str, partition: int | None = None, key: str | None = None,
+                   value: str | None = None) -> Op:
+        """``KafkaProducer.send(record, callback)``: the producer goes on with its next operation
+        at once (records pipelined, several batches in flight), and the returned op completes
+        when the callback fires, with (partition, offset). Invoked in the history when ``send``
+        is called, completed when the broker's answer (or the error) reaches the callback; a
+        commitTransaction after it flushes it first (KafkaProducer's own rule)."""
+        return self._start("send", {"topic": topic, "partition": partition, "key": key,
+                                    "value": value, "async": True},
+                           value_fn=lambda v: (v["partition"], v["offset"]))
+
     def start_send_offsets_to_transaction(self, offsets: dict, group) -> Op:
         """``offsets``: {(topic, partition): offset}; ``group``: a group id, a ``Consumer`` (its
         ``groupMetadata()``, taken on its thread) or a dict from ``Consumer.group_metadata()``."""
@@ -761,6 +772,6 @@ class Driver:
     def _ok_value(op: Op, value):
         """The history's value of a completed op: a send's record with where it landed."""
         if op.f == "send" and isinstance(value, dict):
-            return {**op.args, **value}
+            return {**{k: v for k, v in op.args.items() if k != "async"}, **value}
         return value
 

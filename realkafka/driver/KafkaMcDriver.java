@@ -195,6 +195,14 @@ public final class KafkaMcDriver {
             th.start();
             return;
         }
+        if ("send".equals(op) && Boolean.TRUE.equals(a.get("async"))) {
+            // KafkaProducer.send(record, callback) on the producer's thread, which then goes on
+            // with its next operation; the op completes when the callback fires (the broker's
+            // answer, on the producer's network thread): records pipelined as an application
+            // sends them, each its own op in the history.
+            c.thread.submit(() -> c.sendAsync(id, a));
+            return;
+        }
         c.submit(id, () -> c.call(op, a));
     }
 
@@ -417,16 +425,8 @@ public final class KafkaMcDriver {
                 case "begin_transaction":
                     p.beginTransaction();
                     return null;
-                case "send": {
-                    Object part = a.get("partition");
-                    ProducerRecord<String, String> r = new ProducerRecord<>(str(a, "topic"),
-                            part == null ? null : ((Number) part).intValue(), str(a, "key"), str(a, "value"));
-                    RecordMetadata md = p.send(r).get();
-                    Map<String, Object> m = new LinkedHashMap<>();
-                    m.put("partition", md.partition());
-                    m.put("offset", md.hasOffset() ? md.offset() : null);
-                    return m;
-                }
+                case "send":
+                    return metadata(p.send(record(a)).get());
                 case "send_offsets_to_transaction":
                     p.sendOffsetsToTransaction(offsets(a, "offsets"), groupMetadata(a));
                     return null;
@@ -445,6 +445,39 @@ public final class KafkaMcDriver {
                     return null;
                 default:
                     throw new IllegalArgumentException("unknown producer op " + op);
+            }
+        }
+
+        static ProducerRecord<String, String> record(Map<String, Object> a) {
+            Object part = a.get("partition");
+            return new ProducerRecord<>(str(a, "topic"), part == null ? null : ((Number) part).intValue(),
+                    str(a, "key"), str(a, "value"));
+        }
+
+        static Map<String, Object> metadata(RecordMetadata md) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("partition", md.partition());
+            m.put("offset", md.hasOffset() ? md.offset() : null);
+            return m;
+        }
+
+        void sendAsync(long id, Map<String, Object> a) {
+            java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+            emitEvent(id, "invoke", null, null);
+            try {
+                producer.send(record(a), (md, ex) -> {
+                    if (done.compareAndSet(false, true)) {
+                        if (ex != null) {
+                            fail(id, ex);
+                        } else {
+                            emitEvent(id, "ok", "value", metadata(md));
+                        }
+                    }
+                });
+            } catch (Throwable t) {
+                if (done.compareAndSet(false, true)) {
+                    fail(id, t);
+                }
             }
         }
 

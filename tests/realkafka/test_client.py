@@ -133,6 +133,29 @@ def test_commit_is_read_and_abort_is_not(driver, admin):
     assert (r["topic"], r["partition"], r["offset"], r["key"]) == (topic, 0, offset, "k")
 
 
+def test_pipelined_sends(driver, admin):
+    """send_async: the producer's thread goes on after each send (the records in flight
+    together); each op completes from its callback; commitTransaction flushes them first."""
+    topic = _topic(admin, 2)
+    p = driver.producer(_name("p"), _name("tx"))
+    p.init_transactions()
+    p.begin_transaction()
+    ops = [p.send_async(topic, i % 2, str(i), f"r{i}") for i in range(10)]
+    p.commit_transaction()
+    assert all(op.done() for op in ops)      # flushed before the commit returned
+    placed = [op.result(1) for op in ops]
+    assert [part for part, _ in placed] == [i % 2 for i in range(10)]
+    assert [off for part, off in placed if part == 0] == list(range(5))
+    mine = [(h["type"], h["f"]) for h in driver.history if h["process"] == p.name]
+    sends = [t for t, f in mine if f == "send"]
+    assert sends.count("invoke") == sends.count("ok") == 10
+    assert mine.index(("invoke", "commit_transaction")) > max(
+        i for i, x in enumerate(mine) if x == ("invoke", "send"))
+    _settled(admin, topic, [0, 1])
+    values = [r["value"] for r in driver.consumer(_name("rc"), None).read_all(topic, [0, 1])]
+    assert sorted(values) == sorted(f"r{i}" for i in range(10))
+
+
 def test_history_is_jepsen_like(driver, admin):
     assert driver.ping() < 5 and driver.kafka_version == driver.release.version
     topic = _topic(admin, 1)
