@@ -1,7 +1,9 @@
-"""The README fits on a screen and every command in it runs as printed.
+"""The README fits on a screen and every command in it runs as printed; so do the tutorial's and
+the liveness guide's (the manual's pages with commands and their output; docs/extending.md's run
+in tests/test_docs.py, with its example package on the path).
 
-Commands are the lines starting with ``$ kafka-mc`` in the README's fenced ``console`` and ``sh``
-blocks. Each runs, in order, in one temporary folder laid out like the checkout's root (``configs``
+Commands are the lines starting with ``$ kafka-mc`` in a page's fenced ``console`` and ``sh``
+blocks. Each page's run, in order, in one temporary folder laid out like the checkout's root (``configs``
 and ``tests`` link to the repository's, so a README path such as ``tests/golden/...`` resolves,
 and ``out/`` written by one command is read by the next), with a timeout of its own. A trailing
 ``# exit N`` comment is the exit code the command must give (without one: 0). A command marked
@@ -26,6 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+PAGES = (README, ROOT / "docs" / "tutorial.md", ROOT / "docs" / "guide" / "liveness.md")
 MAX_BYTES = 12 * 1024
 TIMEOUT = 120          # seconds, per command
 SKIP = {"# needs real Kafka": "needs a real Kafka cluster (tests/realkafka/ runs one)",
@@ -60,7 +63,7 @@ def commands(text: str) -> list[tuple[str, int | None, str | None, list[str]]]:
     return [tuple(c) for c in out]
 
 
-COMMANDS = commands(README.read_text())
+COMMANDS = [(page, i, *c) for page in PAGES for i, c in enumerate(commands(page.read_text()))]
 
 
 def test_readme_fits_on_a_screen():
@@ -69,7 +72,7 @@ def test_readme_fits_on_a_screen():
 
 
 def test_readme_has_commands_and_no_design_md():
-    assert len([c for c in COMMANDS if c[2] is None]) >= 5
+    assert len([c for c in COMMANDS if c[0] == README and c[4] is None]) >= 5
     assert "DESIGN.md" not in README.read_text()
 
 
@@ -83,13 +86,16 @@ def test_readme_parser():
 
 
 @pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
-    """A folder laid out like the checkout's root, for the commands to run in, and the indices
-    of the commands run there so far."""
-    here = tmp_path_factory.mktemp("readme")
-    for name in ("configs", "tests"):
-        (here / name).symlink_to(ROOT / name)
-    return here, {}
+def checkouts(tmp_path_factory):
+    """Per page, a folder laid out like the checkout's root for its commands to run in, and the
+    indices of the commands run there so far."""
+    out = {}
+    for page in PAGES:
+        here = tmp_path_factory.mktemp(page.stem)
+        for name in ("configs", "tests"):
+            (here / name).symlink_to(ROOT / name)
+        out[page] = here, {}
+    return out
 
 
 def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -104,23 +110,24 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
         pytest.fail(f"README: {command}: still running after {TIMEOUT} s")
 
 
-@pytest.mark.parametrize("index", range(len(COMMANDS)),
-                         ids=[c[0][len("kafka-mc "):] for c in COMMANDS])
-def test_readme_command_runs_as_printed(index, checkout):
-    command, expected, skip, shown = COMMANDS[index]
+@pytest.mark.parametrize("page,index", [(c[0], c[1]) for c in COMMANDS],
+                         ids=[f"{c[0].stem}:{c[2][len('kafka-mc '):]}" for c in COMMANDS])
+def test_command_runs_as_printed(page, index, checkouts):
+    listed = commands(page.read_text())
+    command, expected, skip, shown = listed[index]
     if skip:
-        pytest.skip(f"README: {command}: {skip}")
-    cwd, ran = checkout
+        pytest.skip(f"{page.name}: {command}: {skip}")
+    cwd, ran = checkouts[page]
     for earlier in range(index):   # what a reader ran before (a test selected alone with -k)
-        if earlier not in ran and COMMANDS[earlier][2] is None:
-            ran[earlier] = _run(COMMANDS[earlier][0], cwd)
+        if earlier not in ran and listed[earlier][2] is None:
+            ran[earlier] = _run(listed[earlier][0], cwd)
     done = ran[index] = _run(command, cwd)
     assert done.returncode == expected, (
-        f"README: {command}: exit {done.returncode}, the README says {expected}\n"
+        f"{page.name}: {command}: exit {done.returncode}, the page says {expected}\n"
         f"{done.stderr[-2000:]}")
     assert "Traceback" not in done.stderr, done.stderr
     printed = {line.strip() for line in done.stdout.splitlines()}
     for line in shown:
         if CHECKED.match(line):
-            assert line.strip() in printed, f"README: {command}: shows {line.strip()!r}, " \
+            assert line.strip() in printed, f"{page.name}: {command}: shows {line.strip()!r}, " \
                                             "which the command does not print"
