@@ -44,6 +44,9 @@ from model.core import Expectation, fingerprint
 from model.observations import Observation, Observations, observations_of
 
 MAX_NODES = 500_000
+# How far past the earliest pending event (in the run's order) the search may consume events:
+# widened 4-fold each time a search fails with steps the window cut (so nothing is lost).
+WINDOW = 32
 FRONTIER = 64       # frontier nodes a divergence report looks at
 NEAR = 8            # near misses it lists
 
@@ -186,59 +189,74 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         return min((items[streams[j][p]][0] for j, p in enumerate(pos) if p < lengths[j]),
                    default=len(events))
 
-    parents: dict = {}
-    heap: list = []
-    tie = itertools.count()
-    for s in model.init_states():
-        pos = (0,) * len(streams)
-        k = (key_of(s), pos)
-        if k not in parents:
-            parents[k] = (None, None, -1)
-            heapq.heappush(heap, (-_first(pos), 0, 0, next(tie), s, pos, k))
-    best, frontier = -1, []
-    goal = None
-    nodes = 0
-    while heap and nodes < max_nodes:
-        negfirst, negdone, depth, _, s, pos, k = heapq.heappop(heap)
-        nodes += 1
-        done, first = -negdone, -negfirst
-        if done == total:
-            goal = k
-            break
-        if done > best:
-            best, frontier = done, []
-        if done == best and len(frontier) < FRONTIER:
-            frontier.append((s, pos))
-        heads = [(j, streams[j][p]) for j, p in enumerate(pos) if p < lengths[j]]
+    def search(window: int, budget: int):
+        """One best-first search consuming only events within ``window`` of the earliest one
+        pending; (goal, parents, frontier, best, nodes, whether the window cut a step, whether
+        nodes were left)."""
+        parents: dict = {}
+        heap: list = []
+        tie = itertools.count()
+        for s in model.init_states():
+            pos = (0,) * len(streams)
+            k = (key_of(s), pos)
+            if k not in parents:
+                parents[k] = (None, None, -1)
+                heapq.heappush(heap, (-_first(pos), 0, 0, next(tie), s, pos, k))
+        best, frontier, nodes, cut = -1, [], 0, False
+        while heap and nodes < budget:
+            negfirst, negdone, depth, _, s, pos, k = heapq.heappop(heap)
+            nodes += 1
+            done, first = -negdone, -negfirst
+            if done == total:
+                return k, parents, frontier, done, nodes, cut, bool(heap)
+            if done > best:
+                best, frontier = done, []
+            if done == best and len(frontier) < FRONTIER:
+                frontier.append((s, pos))
+            horizon = first + window
+            heads = [(j, streams[j][p]) for j, p in enumerate(pos) if p < lengths[j]]
+            near = [(j, item) for j, item in heads if items[item][0] < horizon]
+            cut = cut or len(near) < len(heads)
 
-        def push(t, j, via, item):
-            if j < 0:
-                npos, nfirst = pos, first
-            else:
-                npos = pos[:j] + (pos[j] + 1,) + pos[j + 1:]
-                nfirst = _first(npos) if items[item][0] == first else first
-            nk = (key_of(t), npos)
-            if nk in parents:
-                return
-            parents[nk] = (k, via, item)
-            heapq.heappush(heap, (-nfirst, negdone - (j >= 0), depth + (via is not None),
-                                  next(tie), t, npos, nk))
+            def push(t, j, via, item):
+                if j < 0:
+                    npos, nfirst = pos, first
+                else:
+                    npos = pos[:j] + (pos[j] + 1,) + pos[j + 1:]
+                    nfirst = _first(npos) if items[item][0] == first else first
+                nk = (key_of(t), npos)
+                if nk in parents:
+                    return
+                parents[nk] = (k, via, item)
+                heapq.heappush(heap, (-nfirst, negdone - (j >= 0), depth + (via is not None),
+                                      next(tie), t, npos, nk))
 
-        for j, item in heads:
-            o = items[item][1]
-            if o.holds is not None and o.holds(s) is None:
-                push(s, j, None, item)
-        for a, t in successors(s):
-            name = a[0]
-            if name in skipped:
-                continue
-            if silent(name):
-                push(t, -1, a, -1)
-                continue
-            for j, item in heads:
+            for j, item in near:
                 o = items[item][1]
-                if o.match is not None and name in o.actions and o.match(s, a, t) is None:
-                    push(t, j, a, item)
+                if o.holds is not None and o.holds(s) is None:
+                    push(s, j, None, item)
+            for a, t in successors(s):
+                name = a[0]
+                if name in skipped:
+                    continue
+                if silent(name):
+                    push(t, -1, a, -1)
+                    continue
+                for j, item in near:
+                    o = items[item][1]
+                    if o.match is not None and name in o.actions and o.match(s, a, t) is None:
+                        push(t, j, a, item)
+        return None, parents, frontier, best, nodes, cut, bool(heap)
+
+    # Widen the window until a behaviour is found, or no step was cut by it (the search was then
+    # exhaustive), or the node limit is reached.
+    window, nodes = WINDOW, 0
+    while True:
+        goal, parents, frontier, best, used, cut, left = search(window, max_nodes - nodes)
+        nodes += used
+        if goal is not None or not cut or nodes >= max_nodes or window > len(events):
+            break
+        window *= 4
     seconds = time.perf_counter() - started
     common = dict(records=len(events), observed=total, nodes=nodes, unseen=obs.unseen,
                   limit=max_nodes)
@@ -246,7 +264,7 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         states, actions, steps = _behaviour(model, parents, goal, items)
         return Conformance("conforms", matched=total, seconds=time.perf_counter() - started,
                            states=states, actions=actions, steps=steps, **common)
-    verdict = "unknown" if heap else "diverges"
+    verdict = "unknown" if left or (cut and window <= len(events)) else "diverges"
     divergence = _divergence(model, frontier, streams, lengths, items, skipped, silent, best) \
         if frontier else None
     return Conformance(verdict, matched=max(best, 0), seconds=seconds, divergence=divergence,

@@ -1,4 +1,4 @@
-"""Symmetry canonicalisation (DESIGN.md section 8; ``model.symmetry`` says when it is sound): a
+"""Symmetry canonicalisation (docs/design.md section 8; ``model.symmetry`` says when it is sound): a
 bound model's ``view`` (and ``reduction_view``) made canonical under its declared symmetries, and
 the canonical fingerprints remembered by the concrete ones."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The contract between models and explorers (DESIGN.md section 2).
+"""The contract between models and explorers (docs/design.md section 2).
 
 A model is a transition system over immutable values. Explorers see only this module:
 
@@ -135,7 +135,7 @@ EVENT_KINDS = ("request", "response", "note", "fault")
 
 
 class Footprint(NamedTuple):
-    """What one group of actions touches, for partial-order reduction (DESIGN.md section 8).
+    """What one group of actions touches, for partial-order reduction (docs/design.md section 8).
 
     A *location* is any hashable name of a part of the state (a component, a connection).
     ``reads``: every location whose value decides whether the group's actions are enabled, which

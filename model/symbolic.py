@@ -1,4 +1,4 @@
-"""The symbolic hook of the model contract (DESIGN.md section 8): a model's symbolic transition
+"""The symbolic hook of the model contract (docs/design.md section 8): a model's symbolic transition
 system, for the symbolic explorer (``explorers.symbolic``). It needs no z3: sorts are named as
 strings."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Symmetry (DESIGN.md section 8): the sets of interchangeable identifiers a model declares
+"""Symmetry (docs/design.md section 8): the sets of interchangeable identifiers a model declares
 (``Symmetry``), the group they generate, how an orbit picks its representative
 (``least_fingerprint``) and what a report says about a search under symmetry. Making a bound
 model's view canonical under them is ``model.canonical``."""

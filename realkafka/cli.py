@@ -55,6 +55,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--brokers", type=int, choices=[1, 3], default=1)
     r.add_argument("--out", metavar="DIR", help="run folder (default: out/real-<version>-<seed>)")
     r.add_argument("--json", action="store_true")
+    rp = rsub.add_parser("reproduce", help="execute a model counterexample (ITF trace) on a real "
+                                           "cluster of its release; exit 12 reproduced, 0 not, "
+                                           "16 diverged")
+    rp.add_argument("trace", metavar="TRACE", help="an ITF counterexample of the kafka model")
+    rp.add_argument("--version", metavar="V", dest="kafka_version", default=None,
+                    help="the release (default: the newest standing for the trace's preset)")
+    rp.add_argument("--out", metavar="DIR", help="run folder (default: out/reproduce-...)")
+    rp.add_argument("--json", action="store_true")
     real.subcommands = rsub   # explorers.cli.real adds the commands that need an explorer
     return real
 
@@ -83,7 +91,8 @@ def main(args) -> int:
         command = getattr(args, "real_command", None)
         if command is None:
             raise RealUsageError("a real command is required: versions, cluster or run")
-        return {"versions": _versions, "cluster": _cluster, "run": _run}[command](args)
+        return {"versions": _versions, "cluster": _cluster, "run": _run,
+                "reproduce": _reproduce}[command](args)
     except tuple(known) as e:
         _say(e)
         return EXIT_USAGE
@@ -174,4 +183,25 @@ def _run(args) -> int:
         print("clean: no anomaly" if not result.anomalies else
               f"{len(result.anomalies)} anomal{'y' if len(result.anomalies) == 1 else 'ies'}")
         print(f"run folder: {out} (plan.json, events.jsonl, history.jsonl, report.json)")
+    return result.exit_code
+
+
+def _reproduce(args) -> int:
+    from realkafka import reproduce as repro
+    try:
+        loaded = repro.load(args.trace)
+        release = repro.release_for(loaded.preset, args.kafka_version)
+    except repro.ReproduceError as e:
+        raise RealUsageError(str(e)) from None
+    _java()
+    out = Path(args.out) if args.out else None
+    log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+    try:
+        result = repro.reproduce(args.trace, release.version, out, log)
+    except repro.ReproduceError as e:
+        raise RealUsageError(str(e)) from None
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1, sort_keys=True, default=str))
+        return result.exit_code
+    print(repro.summary(result))
     return result.exit_code

@@ -337,7 +337,7 @@ class Proxy:
             for e in batch:
                 if predicate(e):
                     return e
-            if not batch and time.monotonic() >= deadline:
+            if time.monotonic() >= deadline:
                 raise TimeoutError(f"no proxy event matched within {timeout} s")
 
     def close(self) -> None:
@@ -345,6 +345,8 @@ class Proxy:
         Safe to call twice."""
         if self._closed:
             return
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("Proxy.close() from the proxy's own thread (a subscriber?)")
         try:
             if self._loop.is_running():
                 fut = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
@@ -365,12 +367,23 @@ class Proxy:
         for r in self._routes.values():
             if r.server:
                 r.server.close()
-        for c in list(self._conns):
+        conns = list(self._conns)
+        tasks = [t for c in conns for t in c.tasks if t is not asyncio.current_task()]
+        for c in conns:
             self._shut(c, "proxy")
-        tasks = [t for c in list(self._conns) for t in c.tasks]
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # a transport's socket is closed on a later turn of the loop: let those turns run
+        # before the loop stops, or the sockets would stay open (and their peers waiting)
+        writers = [w for c in conns for w in (c.client_w, c.up_w) if w is not None]
+        try:
+            await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers),
+                                                  return_exceptions=True), 5)
+        except (asyncio.TimeoutError, Exception):
+            for w in writers:
+                w.transport.abort()
+            await asyncio.sleep(0)
         for r in self._routes.values():
             if r.server:
                 try:
@@ -382,12 +395,13 @@ class Proxy:
     def _log(self, event: dict) -> dict:
         event["seq"] = next(self._seq)
         event["time"] = time.monotonic_ns() - self._t0
-        with self._cond:
+        line = json.dumps(event, separators=(",", ":")) + "\n"
+        with self._cond:            # the file and the list in the same order
+            if self._file:
+                self._file.write(line)
+                self._file.flush()
             self._events.append(event)
             self._cond.notify_all()
-        if self._file:
-            self._file.write(json.dumps(event, separators=(",", ":")) + "\n")
-            self._file.flush()
         for cb in list(self._subscribers):
             try:
                 cb(event)

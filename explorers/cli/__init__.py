@@ -1,4 +1,4 @@
-"""The ``kafka-mc`` command (DESIGN.md section 6).
+"""The ``kafka-mc`` command (docs/design.md section 6).
 
 Exit codes: 0 all checks hold; 2 usage or input error; 11 deadlock; 12 safety violation
 (including a witness never reached); 13 liveness violation; 14 symbolic check inconclusive

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from model.fingerprints import collision_probability
 
-# Exit codes (DESIGN.md section 6).
+# Exit codes (docs/design.md section 6).
 EXIT_OK, EXIT_USAGE, EXIT_DEADLOCK, EXIT_SAFETY, EXIT_LIVENESS = 0, 2, 11, 12, 13
 EXIT_MODEL_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED = 75, 130, 143
 

@@ -1,5 +1,5 @@
 """The symbolic explorer: bounded model checking and k-induction with z3 over a model's
-``SymbolicSystem`` (``model.core``, DESIGN.md section 8). It knows no model: the variables,
+``SymbolicSystem`` (``model.core``, docs/design.md section 8). It knows no model: the variables,
 actions and claims are the model's.
 
 * ``bmc(system, depth)``: is a property violated within ``depth`` steps of a start state? Start

@@ -348,6 +348,14 @@ def test_admin_sees_the_open_transaction(driver, admin, cluster):
         admin.find_coordinator(_name("nope"))
     assert admin.describe_cluster()["nodes"][0]["id"] == 1
     assert admin.describe_topics([topic])[topic][0]["leader"] == 1
+    # Admin.fenceProducers (KIP-618): the open transaction aborted, its producer fenced.
+    q = driver.producer(_name("q"), tid)
+    q.init_transactions()
+    q.begin_transaction()
+    q.send(topic, 0, "k", "fenced")
+    admin.fence_producers([tid])
+    with pytest.raises(ClientError, match="ProducerFencedException"):
+        q.commit_transaction()
 
 
 def test_offsets_sent_to_the_transaction(driver, admin):
