@@ -27,8 +27,7 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
   producer id never happen, and there is no small ``epoch_max`` stand-in (real 16-bit epochs are
   the symbolic checks' business);
 - every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.1 and later do; 4.0.0 wrote
-  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367); and a commit at the retry
-  epoch in CompleteAbort is not answered PRODUCER_FENCED (KAFKA-20785);
+  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
@@ -228,7 +227,10 @@ def handle_end_txn(K, w: World, m) -> World:
 
 def _end_txn_tv2(K, w, m, txn, reply):
     """endTransaction for TV2 (KIP-890 part 2): every EndTxn bumps the epoch; a retry of a
-    completed EndTxn (request epoch = current - 1) is answered NONE with the current epoch."""
+    completed EndTxn (request epoch = current - 1) is answered NONE with the current epoch. A
+    commit at that epoch meeting CompleteAbort can only be one the coordinator's own abort (a
+    timeout, or a new instance's InitProducerId) overtook: INVALID_TXN_STATE, fatal to Kafka
+    Streams, until KAFKA-20785 (trunk) answers it PRODUCER_FENCED."""
     commit = m.committed
     retry = txn.producer_epoch == m.producer_epoch + 1
     if txn.pending_state != -1:
@@ -248,6 +250,8 @@ def _end_txn_tv2(K, w, m, txn, reply):
         if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
             return respond(w, m, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
                                                  txn.producer_id, txn.producer_epoch))
+        if commit and txn.state == T.CompleteAbort and K.features.fenced_commit_after_abort:
+            return reply(Errors.PRODUCER_FENCED)   # KAFKA-20785: the coordinator aborted it
         return reply(Errors.INVALID_TXN_STATE)
     if commit and txn.state != T.Ongoing:
         return reply(Errors.INVALID_TXN_STATE)
