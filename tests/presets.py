@@ -60,6 +60,8 @@ PINNED = {
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     "kafka-4.2.0": Pinned((15782, 46059, 44), (801199, 2801139, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
+    "kafka-4.3": Pinned((15782, 46059, 44), (801199, 2801139, 49), (),
+                        IDEMPOTENT | KIP_890 | TV2_BUMP),
     "latest": Pinned((15802, 46109, 44), (802855, 2805881, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

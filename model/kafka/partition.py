@@ -242,7 +242,9 @@ def append_marker(K, part: Partition, m):
                      and e.current_txn_first_offset < 0)
             if retry:
                 return Errors.NONE, part                       # KAFKA-19999: a no-op retry
-            if m.producer_epoch <= e.producer_epoch:
+            last = (K.features.last_epoch_recovery and m.producer_epoch == e.producer_epoch
+                    == K.last_epoch)                           # KAFKA-20090: let it recover
+            if m.producer_epoch <= e.producer_epoch and not last:
                 return Errors.INVALID_PRODUCER_EPOCH, part
         elif m.producer_epoch < e.producer_epoch:
             return Errors.INVALID_PRODUCER_EPOCH, part

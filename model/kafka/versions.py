@@ -40,6 +40,12 @@ class Features(NamedTuple):
                                            # INVALID_TXN_STATE, when its epoch is stale
     fenced_commit_after_abort: bool = False  # KAFKA-20785 (trunk, 2026-08): a TV2 commit at the
                                            # retry epoch meeting CompleteAbort is PRODUCER_FENCED
+    rotate_on_fence: bool = False          # KAFKA-20090 #21506 (4.3.0): TV2 endTransaction takes a
+                                           # nextProducerId for an exhausted epoch on the fence
+                                           # path too
+    last_epoch_recovery: bool = False      # KAFKA-20090 #21469 (4.3.0): no bump past the last
+                                           # epoch on a fence or a TV2 abort; a TV2 leader accepts
+                                           # a marker at the last epoch over an open transaction
 
 
 FLAGS = Features._fields
@@ -120,7 +126,18 @@ _preset("kafka-4.2.0", "kafka-4.1.1",
         "stored epoch, with KAFKA-19999's equal-epoch retry with no open transaction accepted "
         "as a no-op (both shipped in 4.2.0).",
         strict_marker_epoch=True, idempotent_marker_retry=True)
-_preset("latest", "kafka-4.2.0",
+_preset("kafka-4.3", "kafka-4.2.0",
+        "4.3.0 .. 4.4.x, at the exhausted epoch (cluster.last_epoch stands for Short.MaxValue): "
+        "a TV2 abort that fences an Ongoing transaction (timeout, InitProducerId) takes a "
+        "nextProducerId too, so the client's late EndTxn retry is answered with the rotated id "
+        "(KAFKA-20090 #21506: before, the id stayed at the last epoch, the client carried on at "
+        "it, and its next EndTxn overflowed and left the transaction Ongoing for good); a fence "
+        "or abort at the last epoch no longer bumps past it and a TV2 leader accepts a marker at "
+        "the last epoch over an open transaction (KAFKA-20090 #21469). Not modelled: KIP-1251's "
+        "member-epoch rule for TxnOffsetCommit (the model's group has generations, no member "
+        "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here).",
+        rotate_on_fence=True, last_epoch_recovery=True)
+_preset("latest", "kafka-4.3",
         "Trunk (Aug 2026): every fix above, and KAFKA-20785: a TV2 commit at the retry epoch "
         "that meets CompleteAbort (the coordinator aborted the transaction on its own) is "
         "answered PRODUCER_FENCED, not INVALID_TXN_STATE. KIP-1319 (TxnOffsetCommit v6, 4.4: "
@@ -135,8 +152,8 @@ RELEASES = {
     "4.0.2": "kafka-4.0.2",
     "4.1.2": "kafka-4.1.1",
     "4.2.2": "kafka-4.2.0",
-    "4.3.1": "kafka-4.2.0",   # 4.3's changes need state the model lacks (see the preset)
-    "4.4.0": "kafka-4.2.0",
+    "4.3.1": "kafka-4.3",
+    "4.4.0": "kafka-4.3",     # 4.4's TxnOffsetCommit v6 (KIP-1319) is not modelled
 }
 
 

@@ -74,6 +74,7 @@ TABLE_OF = {"kafka-0.11": ("Kafka 0.11", "Kafka 0.11"), "kafka-1.0": ("Kafka 1.0
             "kafka-4.0": ("newest", "Kafka 4.x"), "kafka-4.1": ("newest", "Kafka 4.x"),
             "kafka-4.0.2": ("newest", "Kafka 4.x"), "kafka-4.1.1": ("newest", "Kafka 4.x"),
             "kafka-4.2": ("newest", "Kafka 4.x"), "kafka-4.2.0": ("newest", "Kafka 4.x"),
+            "kafka-4.3": ("newest", "Kafka 4.x"),
             "latest": ("newest", "Kafka 4.x")}
 
 

@@ -39,13 +39,14 @@ def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_change
     assert set(entry.preset_docs) == set(PRESETS) and all(entry.preset_docs.values())
     for name, fix in [("kafka-4.0.2", "KAFKA-19690"), ("kafka-4.1.1", "KAFKA-18042"),
                       ("kafka-4.1.1", "KAFKA-18202"), ("kafka-4.1.1", "KIP-1050"),
-                      ("kafka-4.2.0", "KAFKA-19999"), ("latest", "KAFKA-20785")]:
+                      ("kafka-4.2.0", "KAFKA-19999"), ("kafka-4.3", "KAFKA-20090"),
+                      ("kafka-4.3", "KIP-1251"), ("latest", "KAFKA-20785")]:
         assert fix in PRESETS[name][1]
 
 
 def test_new_flags_default_to_the_old_behaviour_and_leave_the_old_presets_alone():
     new = ("early_epoch_rejection", "tv2_first_sequence", "epoch_before_guard",
-           "fenced_commit_after_abort")
+           "fenced_commit_after_abort", "rotate_on_fence", "last_epoch_recovery")
     assert all(f in FLAGS and getattr(Features(), f) is False for f in new)
     for name in ("kafka-0.11", "kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7", "kafka-3.6",
                  "kafka-4.0", "kafka-4.1", "kafka-4.2"):
