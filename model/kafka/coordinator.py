@@ -38,6 +38,9 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
   checks' business);
 - every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.1 and later do; 4.0.0 wrote
   the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367);
+- a reload keeps lastProducerEpoch, which TransactionLog never writes (readTxnRecord sets it
+  to -1 in every version since 2.5): a KIP-360 retry of a completed bump across a failover is
+  fenced in Kafka and accepted here (kept so the pinned counts of 2.5 .. 4.2 do not move);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
@@ -349,8 +352,8 @@ def commit_append(K, w: World, tid: int) -> World:
     c = w.coordinator
     a = c.appends[tid]
     target = _logged(a.target)
-    c = c._replace(log=replace_at(c.log, tid, target), txns=replace_at(c.txns, tid, target),
-                   appends=replace_at(c.appends, tid, ()))
+    c = c._replace(log=replace_at(c.log, tid, written(K, target)),
+                   txns=replace_at(c.txns, tid, target), appends=replace_at(c.appends, tid, ()))
     w = w._replace(coordinator=c)
     if a.reply.rpc != -1:
         if a.reply.rpc == Rpc.InitProducerIdResponse:
@@ -374,6 +377,17 @@ def _completed_id(txn: TxnMetadata) -> tuple[int, int]:
     if txn.next_producer_id != -1:
         return txn.next_producer_id, 0
     return txn.producer_id, txn.producer_epoch
+
+
+def written(K, txn: TxnMetadata) -> TxnMetadata:
+    """What TransactionLog.valueToBytes writes of the metadata, hence what a new coordinator
+    reloads (readTxnRecord): until 4.3 not prevProducerId nor nextProducerId, read back as -1
+    (KAFKA-20310). (lastProducerEpoch is never written and read back as -1 in any version; the
+    model still keeps it, see the module's audit notes.)"""
+    if K.features.persist_producer_ids or (txn.prev_producer_id == -1
+                                           and txn.next_producer_id == -1):
+        return txn
+    return txn._replace(prev_producer_id=-1, next_producer_id=-1)
 
 
 def _logged(target: TxnMetadata) -> TxnMetadata:
@@ -490,7 +504,8 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     in-flight appends are replicated (``replicated``) or lost, the old leader's callbacks answer
     NOT_COORDINATOR, and markers of Prepare* transactions are sent again."""
     old = w.coordinator
-    log = tuple(_logged(a.target) if replicated and a else t for t, a in zip(old.log, old.appends))
+    log = tuple(written(K, _logged(a.target)) if replicated and a else t
+                for t, a in zip(old.log, old.appends))
     c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
                      appends=((),) * len(log), markers=(frozenset(),) * len(log))
     w = spend(w._replace(coordinator=c), "coordinator_failovers")

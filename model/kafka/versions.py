@@ -46,6 +46,8 @@ class Features(NamedTuple):
     last_epoch_recovery: bool = False      # KAFKA-20090 #21469 (4.3.0): no bump past the last
                                            # epoch on a fence or a TV2 abort; a TV2 leader accepts
                                            # a marker at the last epoch over an open transaction
+    persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
+                                           # prevProducerId and nextProducerId across a failover
 
 
 FLAGS = Features._fields
@@ -133,10 +135,12 @@ _preset("kafka-4.3", "kafka-4.2.0",
         "(KAFKA-20090 #21506: before, the id stayed at the last epoch, the client carried on at "
         "it, and its next EndTxn overflowed and left the transaction Ongoing for good); a fence "
         "or abort at the last epoch no longer bumps past it and a TV2 leader accepts a marker at "
-        "the last epoch over an open transaction (KAFKA-20090 #21469). Not modelled: KIP-1251's "
+        "the last epoch over an open transaction (KAFKA-20090 #21469); the transaction log keeps the "
+        "previous and next producer ids, so a failover in the middle of a rotation no longer "
+        "forgets it (KAFKA-20310, TransactionLog.valueToBytes). Not modelled: KIP-1251's "
         "member-epoch rule for TxnOffsetCommit (the model's group has generations, no member "
         "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here).",
-        rotate_on_fence=True, last_epoch_recovery=True)
+        rotate_on_fence=True, last_epoch_recovery=True, persist_producer_ids=True)
 _preset("latest", "kafka-4.3",
         "Trunk (Aug 2026): every fix above, and KAFKA-20785: a TV2 commit at the retry epoch "
         "that meets CompleteAbort (the coordinator aborted the transaction on its own) is "

@@ -109,3 +109,39 @@ def test_a_tv2_leader_accepts_a_marker_at_the_last_epoch_over_an_open_transactio
         below = part._replace(producers=(ProducerStateEntry(0, 4, 0, 0, 0, 0),))
         assert partition.append_marker(K, below, marker._replace(producer_epoch=4))[0] == \
             Errors.INVALID_PRODUCER_EPOCH
+
+
+FAILOVER = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0,
+            "workload.transactions_per_producer": 2, "faults.coordinator_failovers": 1,
+            "cluster.last_epoch": 1}
+
+
+def test_kafka_20310_a_failover_forgot_the_next_producer_id_before_4_3():
+    """Before 4.3 TransactionLog.valueToBytes wrote neither prevProducerId nor nextProducerId: a
+    coordinator elected while an exhausted transaction is in PrepareAbort reloads it without the
+    next id, completes it at the last epoch, and the client's EndTxn retry is answered with that
+    epoch; its next EndTxn overflows and the transaction stays Ongoing (on 4.2, which has no
+    recovery at the last epoch either). With the ids persisted the same search is clean."""
+    (v,) = explore(bind("kafka-4.2.0", **FAILOVER),
+                   BfsOptions(properties=["quiescent_completion"])).violations
+    names = [a[0] for a in v.path.actions]
+    assert len(names) == 26 and "ElectCoordinator" in names
+    assert v.path.actions[-1][1].error == Errors.UNKNOWN_SERVER_ERROR
+    assert explore(bind("kafka-4.2.0", **FAILOVER, **{"protocol.persist_producer_ids": True})
+                   ).violations == ()
+    assert explore(bind("kafka-4.3", **FAILOVER)).violations == ()
+
+
+@pytest.mark.parametrize("preset, kept", [("kafka-4.2.0", False), ("kafka-4.3", True)])
+def test_the_log_keeps_the_producer_ids_from_4_3(preset, kept):
+    """What a new coordinator reloads (TransactionLog.readTxnRecord): the ids as written."""
+    from model.kafka import coordinator
+    from model.kafka.world import TxnMetadata
+
+    K = kafka_params(registry.load(resolve_config_path("tiny"),
+                                   overrides={"protocol.version": preset}))
+    txn = TxnMetadata(producer_id=1, producer_epoch=0, prev_producer_id=0, next_producer_id=-1,
+                      state=TxnState.CompleteAbort)
+    assert (coordinator.written(K, txn) == txn) == kept
+    assert coordinator.written(K, txn._replace(prev_producer_id=-1)) == \
+        txn._replace(prev_producer_id=-1)

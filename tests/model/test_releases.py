@@ -46,7 +46,8 @@ def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_change
 
 def test_new_flags_default_to_the_old_behaviour_and_leave_the_old_presets_alone():
     new = ("early_epoch_rejection", "tv2_first_sequence", "epoch_before_guard",
-           "fenced_commit_after_abort", "rotate_on_fence", "last_epoch_recovery")
+           "fenced_commit_after_abort", "rotate_on_fence", "last_epoch_recovery",
+           "persist_producer_ids")
     assert all(f in FLAGS and getattr(Features(), f) is False for f in new)
     for name in ("kafka-0.11", "kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7", "kafka-3.6",
                  "kafka-4.0", "kafka-4.1", "kafka-4.2"):
