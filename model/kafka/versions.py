@@ -48,6 +48,11 @@ class Features(NamedTuple):
                                            # a marker at the last epoch over an open transaction
     persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
                                            # prevProducerId and nextProducerId across a failover
+    abortable_error_classification: bool = False  # KIP-1050 / KAFKA-19176 (4.1.0): a batch
+                                           # failed with INVALID_TXN_STATE (or a retriable error)
+                                           # surfaces as TransactionAbortableException; no rule
+                                           # reads it (the client's state is the same), the
+                                           # availability claim does
 
 
 FLAGS = Features._fields
@@ -116,8 +121,10 @@ _preset("kafka-4.1.1", "kafka-4.0.2",
         "retriable and INVALID_TXN_STATE batch errors surface as TransactionAbortableException; "
         "KAFKA-19250: an abort answered TRANSACTION_ABORTABLE is fatal) changes the exception "
         "the application sees, not TransactionManager's state: the model's client already makes "
-        "these batch errors abortable, and no coordinator answers EndTxn TRANSACTION_ABORTABLE.",
-        early_epoch_rejection=True, tv2_first_sequence=True)
+        "these batch errors abortable, and no coordinator answers EndTxn TRANSACTION_ABORTABLE "
+        "(the flag abortable_error_classification says what the application sees, for the "
+        "availability claim).",
+        early_epoch_rejection=True, tv2_first_sequence=True, abortable_error_classification=True)
 _preset("kafka-4.2", "kafka-4.1",
         "The 4.2 branch between KIP-1228 (Nov 2025) and KAFKA-19999 (Dec 2025), never "
         "released: TV2 leaders require a marker epoch strictly greater than the stored epoch, "
