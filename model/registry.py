@@ -47,6 +47,7 @@ class ModelEntry:
     params: tuple[Param, ...]
     build: Callable[[Config, tuple[Property, ...]], Any]   # (Config, extra properties) -> Model
     presets: tuple[str, ...] = ()           # protocol presets (protocol.version), if any
+    preset_docs: Mapping[str, str] = field(default_factory=dict)  # preset -> what it changed
     mutants: tuple[tuple[str, str, str], ...] = ()  # (model.mutant, invariant catching it, what)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the built-in configuration
 

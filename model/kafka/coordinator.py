@@ -19,16 +19,28 @@ the next InitProducerId starts over with a new producer id.
 
 Abstractions: one ``__transaction_state`` partition, so one coordinator for every
 transactional.id; time is not modelled (a transaction may time out whenever it is Ongoing,
-within the budget); producer ids are never exhausted (no epoch overflow or id rotation).
+within the budget).
+
+Epoch exhaustion: ``cluster.last_epoch`` stands for Short.MaxValue (the default is 32767 itself,
+which no explicit search reaches), so a small search reaches ``isEpochExhausted`` (last - 1).
+There InitProducerId rotates the producer id (``prepareProducerIdRotation``; a retry carrying
+the previous id passes ``isValidProducerId``), a TV2 EndTxn takes a ``nextProducerId`` at
+Prepare* that the response carries and Complete* applies (``prepareAbortOrCommit``,
+``prepareComplete``; a retry over it is ``retryOnOverflow``), and 4.3 does so on the fence path
+too (KAFKA-20090). A bump past the last epoch throws in Kafka (prepareFenceProducerEpoch's
+IllegalStateException, prepareTransitionTo's IllegalArgumentException): the request is answered
+UNKNOWN_SERVER_ERROR and nothing changes; a timeout whose fence would throw does not happen.
 
 Not modelled, from the fidelity audit (each a gap a check on these paths would miss):
 
-- epochs are unbounded: ``isEpochExhausted`` / ``prepareProducerIdRotation`` and TV2's next
-  producer id never happen, and there is no small ``epoch_max`` stand-in (real 16-bit epochs are
-  the symbolic checks' business);
+- at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's; the
+  explicit and symbolic models are not yet compared there (real 16-bit epochs are the symbolic
+  checks' business);
 - every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.1 and later do; 4.0.0 wrote
-  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367); and a commit at the retry
-  epoch in CompleteAbort is not answered PRODUCER_FENCED (KAFKA-20785);
+  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367);
+- a reload keeps lastProducerEpoch, which TransactionLog never writes (readTxnRecord sets it
+  to -1 in every version since 2.5): a KIP-360 retry of a completed bump across a failover is
+  fenced in Kafka and accepted here (kept so the pinned counts of 2.5 .. 4.2 do not move);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
@@ -102,8 +114,34 @@ def _producer_checks(w: World, m) -> tuple[Errors, TxnMetadata]:
 
 
 def prepare_transition(w, tid, txn: TxnMetadata, target: TxnMetadata, reply: Reply) -> World:
-    """prepareTransitionTo + appendTransactionToLog: pendingState set, the entry in flight."""
+    """prepareTransitionTo + appendTransactionToLog: pendingState set, the entry in flight. The
+    target's prevProducerId is the id before the transition (TxnTransitMetadata), kept here only
+    when the transition changes it (a rotation)."""
+    prev = txn.producer_id if target.producer_id != txn.producer_id else -1
+    if target.prev_producer_id != prev:
+        target = target._replace(prev_producer_id=prev)
     return _put(w, tid, txn._replace(pending_state=target.state), Append(target, reply))
+
+
+def exhausted(K, epoch: int) -> bool:
+    """TransactionMetadata.isEpochExhausted: epoch >= Short.MaxValue - 1 (``cluster.last_epoch``
+    stands for Short.MaxValue)."""
+    return epoch >= K.last_epoch - 1
+
+
+def _new_producer_id(w: World) -> tuple[World, int]:
+    """ProducerIdManager.generateProducerId."""
+    c = w.coordinator
+    return w._replace(coordinator=c._replace(next_producer_id=c.next_producer_id + 1)), \
+        c.next_producer_id
+
+
+def fence_epoch(K, txn: TxnMetadata) -> int:
+    """prepareFenceProducerEpoch's bumped epoch, or -1 where it throws: at Short.MaxValue
+    (IllegalStateException) until 4.3, which keeps the epoch there instead (KAFKA-20090)."""
+    if txn.producer_epoch < K.last_epoch:
+        return txn.producer_epoch + 1
+    return txn.producer_epoch if K.features.last_epoch_recovery else -1
 
 
 # --- InitProducerId ---------------------------------------------------------------------------------
@@ -124,12 +162,24 @@ def handle_init_producer_id(K, w: World, m) -> World:
     bump = m.producer_id != -1
     if txn.pending_state != -1:
         return reply(w, Errors.CONCURRENT_TRANSACTIONS)
-    if bump and txn.producer_epoch != -1 and m.producer_id != txn.producer_id:
-        return reply(w, _fenced(K))
+    if bump and txn.producer_epoch != -1 and m.producer_id != txn.producer_id and not (
+            m.producer_id == txn.prev_producer_id and exhausted(K, m.producer_epoch)):
+        return reply(w, _fenced(K))         # isValidProducerId (a retry over a rotation passes)
     if txn.state in PREPARE:
         return reply(w, Errors.CONCURRENT_TRANSACTIONS)
     if txn.state == T.Ongoing:  # fence the old producer and abort its transaction
+        if K.features.bump_epoch_on_timeout and fence_epoch(K, txn) == -1:
+            return reply(w, Errors.UNKNOWN_SERVER_ERROR)
         return reply(fence_and_abort(K, w, m.tid, txn), Errors.CONCURRENT_TRANSACTIONS)
+    if exhausted(K, txn.producer_epoch):
+        if bump and m.producer_epoch != txn.producer_epoch:
+            return reply(w, Errors.UNKNOWN_SERVER_ERROR)   # prepareIncrementProducerEpoch throws
+        w, pid = _new_producer_id(w)                       # prepareProducerIdRotation
+        target = txn._replace(producer_id=pid, producer_epoch=0, state=T.Empty,
+                              last_producer_epoch=txn.producer_epoch if bump else -1,
+                              partitions=frozenset(), pending_state=-1)
+        return prepare_transition(w, m.tid, txn, target,
+                                  reply_later(m, Rpc.InitProducerIdResponse, m.producer))
     # Empty / CompleteCommit / CompleteAbort: prepareIncrementProducerEpoch
     if not bump:                                    # a new producer instance
         epoch, last = txn.producer_epoch + 1, -1
@@ -148,10 +198,17 @@ def handle_init_producer_id(K, w: World, m) -> World:
 def fence_and_abort(K, w, tid, txn):
     """prepareFenceProducerEpoch, then endTransaction(ABORT, isFromClient = false): the epoch is
     bumped in memory at once and PrepareAbort is written with it. Before 1.0 (KAFKA-6119) the
-    abort used the current epoch, so the old producer was not fenced."""
+    abort used the current epoch, so the old producer was not fenced. The caller checked that
+    the fence does not throw (``fence_epoch``). TV2 (generateTxnTransitMetadataForTxnCompletion)
+    takes a nextProducerId when the epoch is exhausted, but until 4.3 not on this path
+    (``!isEpochFence``, KAFKA-20090): the abort then leaves the id at the last epoch."""
     if K.features.bump_epoch_on_timeout:
-        txn = txn._replace(producer_epoch=txn.producer_epoch + 1, last_producer_epoch=-1)
+        txn = txn._replace(producer_epoch=fence_epoch(K, txn), last_producer_epoch=-1)
     target = txn._replace(state=T.PrepareAbort, pending_state=-1)
+    if (K.tv2 and K.features.rotate_on_fence
+            and exhausted(K, w.coordinator.txns[tid].producer_epoch)):
+        w, pid = _new_producer_id(w)
+        target = target._replace(next_producer_id=pid)
     return prepare_transition(w, tid, txn, target, NO_REPLY)
 
 
@@ -203,7 +260,8 @@ def handle_end_txn(K, w: World, m) -> World:
     """TransactionCoordinator.handleEndTransaction: endTransactionWithTV1, or endTransaction (TV2)."""
     reply = lambda e: respond(w, m, _error_reply(Rpc.EndTxnResponse, m.producer, e))
     error, txn = _producer_checks(w, m)
-    if error:
+    if error and not (error == Errors.INVALID_PRODUCER_ID_MAPPING and K.tv2
+                      and _retry_on_overflow(K, txn, m)):
         return reply(error)
     if K.tv2:
         return _end_txn_tv2(K, w, m, txn, reply)
@@ -226,11 +284,21 @@ def handle_end_txn(K, w: World, m) -> World:
     return reply(Errors.INVALID_TXN_STATE)
 
 
+def _retry_on_overflow(K, txn, m) -> bool:
+    """endTransaction's retryOnOverflow: the client retries the EndTxn that exhausted its epoch,
+    whose completion rotated the producer id."""
+    return (txn.prev_producer_id == m.producer_id and m.producer_epoch == K.last_epoch - 1
+            and txn.producer_epoch == 0)
+
+
 def _end_txn_tv2(K, w, m, txn, reply):
     """endTransaction for TV2 (KIP-890 part 2): every EndTxn bumps the epoch; a retry of a
-    completed EndTxn (request epoch = current - 1) is answered NONE with the current epoch."""
+    completed EndTxn (request epoch = current - 1) is answered NONE with the current epoch. A
+    commit at that epoch meeting CompleteAbort can only be one the coordinator's own abort (a
+    timeout, or a new instance's InitProducerId) overtook: INVALID_TXN_STATE, fatal to Kafka
+    Streams, until KAFKA-20785 (trunk) answers it PRODUCER_FENCED."""
     commit = m.committed
-    retry = txn.producer_epoch == m.producer_epoch + 1
+    retry = txn.producer_epoch == m.producer_epoch + 1 or _retry_on_overflow(K, txn, m)
     if txn.pending_state != -1:
         return reply(Errors.CONCURRENT_TRANSACTIONS)
     if txn.state in PREPARE:
@@ -248,12 +316,25 @@ def _end_txn_tv2(K, w, m, txn, reply):
         if txn.state == (T.CompleteCommit if commit else T.CompleteAbort):
             return respond(w, m, EndTxnResponse(Rpc.EndTxnResponse, m.producer, Errors.NONE,
                                                  txn.producer_id, txn.producer_epoch))
+        if commit and txn.state == T.CompleteAbort and K.features.fenced_commit_after_abort:
+            return reply(Errors.PRODUCER_FENCED)   # KAFKA-20785: the coordinator aborted it
         return reply(Errors.INVALID_TXN_STATE)
     if commit and txn.state != T.Ongoing:
         return reply(Errors.INVALID_TXN_STATE)
+    # prepareAbortOrCommit: epoch + 1 (4.3: an abort at Short.MaxValue stays there, KAFKA-20090;
+    # past it prepareTransitionTo throws IllegalArgumentException), and a nextProducerId when the
+    # epoch is exhausted
+    epoch = txn.producer_epoch + 1
+    if epoch > K.last_epoch:
+        if commit or not K.features.last_epoch_recovery:
+            return reply(Errors.UNKNOWN_SERVER_ERROR)
+        epoch = txn.producer_epoch
+    next_pid = -1
+    if exhausted(K, txn.producer_epoch):
+        w, next_pid = _new_producer_id(w)
     target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1,
-                          producer_epoch=txn.producer_epoch + 1,
-                          last_producer_epoch=txn.producer_epoch)
+                          producer_epoch=epoch, last_producer_epoch=txn.producer_epoch,
+                          next_producer_id=next_pid)
     return prepare_transition(w, m.tid, txn, target,
                               reply_later(m, Rpc.EndTxnResponse, m.producer))
 
@@ -271,23 +352,42 @@ def commit_append(K, w: World, tid: int) -> World:
     c = w.coordinator
     a = c.appends[tid]
     target = _logged(a.target)
-    c = c._replace(log=replace_at(c.log, tid, target), txns=replace_at(c.txns, tid, target),
-                   appends=replace_at(c.appends, tid, ()))
+    c = c._replace(log=replace_at(c.log, tid, written(K, target)),
+                   txns=replace_at(c.txns, tid, target), appends=replace_at(c.appends, tid, ()))
     w = w._replace(coordinator=c)
     if a.reply.rpc != -1:
         if a.reply.rpc == Rpc.InitProducerIdResponse:
             w = send_reply(w, InitProducerIdResponse(Rpc.InitProducerIdResponse, a.reply.producer,
                                                      Errors.NONE, target.producer_id,
                                                      target.producer_epoch))
-        elif a.reply.rpc == Rpc.EndTxnResponse:
+        elif a.reply.rpc == Rpc.EndTxnResponse:   # prepareComplete's id and epoch
             w = send_reply(w, EndTxnResponse(Rpc.EndTxnResponse, a.reply.producer, Errors.NONE,
-                                             target.producer_id, target.producer_epoch))
+                                             *_completed_id(target)))
         else:
             w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE,
                                            a.reply.request))
     if target.state in PREPARE:
         w = send_markers(w, tid, target)
     return w
+
+
+def _completed_id(txn: TxnMetadata) -> tuple[int, int]:
+    """The producer id and epoch prepareComplete leaves: TV2's nextProducerId at epoch 0 when the
+    epoch was exhausted, else the transaction's own."""
+    if txn.next_producer_id != -1:
+        return txn.next_producer_id, 0
+    return txn.producer_id, txn.producer_epoch
+
+
+def written(K, txn: TxnMetadata) -> TxnMetadata:
+    """What TransactionLog.valueToBytes writes of the metadata, hence what a new coordinator
+    reloads (readTxnRecord): until 4.3 not prevProducerId nor nextProducerId, read back as -1
+    (KAFKA-20310). (lastProducerEpoch is never written and read back as -1 in any version; the
+    model still keeps it, see the module's audit notes.)"""
+    if K.features.persist_producer_ids or (txn.prev_producer_id == -1
+                                           and txn.next_producer_id == -1):
+        return txn
+    return txn._replace(prev_producer_id=-1, next_producer_id=-1)
 
 
 def _logged(target: TxnMetadata) -> TxnMetadata:
@@ -313,7 +413,9 @@ def _maybe_complete(w: World, tid: int) -> World:
     if c.markers[tid] or txn.state not in PREPARE or txn.pending_state != -1:
         return w
     done = T.CompleteCommit if txn.state == T.PrepareCommit else T.CompleteAbort
-    target = txn._replace(state=done, partitions=frozenset(), pending_state=-1)
+    pid, epoch = _completed_id(txn)
+    target = txn._replace(state=done, partitions=frozenset(), pending_state=-1, producer_id=pid,
+                          producer_epoch=epoch, next_producer_id=-1)
     return prepare_transition(w, tid, txn, target, NO_REPLY)
 
 
@@ -362,7 +464,8 @@ def expire_transaction_enabled(K, w, idle: bool = False):
     if not (budget(w, "transaction_timeouts") or idle):
         return []
     return [(tid,) for tid, t in enumerate(w.coordinator.txns)
-            if t.state == T.Ongoing and t.pending_state == -1]
+            if t.state == T.Ongoing and t.pending_state == -1
+            and (not K.features.bump_epoch_on_timeout or fence_epoch(K, t) != -1)]
 
 
 def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
@@ -401,7 +504,8 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     in-flight appends are replicated (``replicated``) or lost, the old leader's callbacks answer
     NOT_COORDINATOR, and markers of Prepare* transactions are sent again."""
     old = w.coordinator
-    log = tuple(_logged(a.target) if replicated and a else t for t, a in zip(old.log, old.appends))
+    log = tuple(written(K, _logged(a.target)) if replicated and a else t
+                for t, a in zip(old.log, old.appends))
     c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
                      appends=((),) * len(log), markers=(frozenset(),) * len(log))
     w = spend(w._replace(coordinator=c), "coordinator_failovers")

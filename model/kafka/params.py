@@ -7,6 +7,8 @@ from model.config import Param
 from model.kafka import faults
 from model.kafka.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
 
+LAST_EPOCH = 32767   # Short.MaxValue
+
 PARAMS = (
     Param("protocol.version", str, DEFAULT_PRESET, "Kafka version preset", choices=tuple(PRESETS)),
     *(Param(f"protocol.{f}", int if f == "transaction_version" else bool, None,
@@ -17,6 +19,9 @@ PARAMS = (
           min=1, max=3),
     Param("cluster.partitions", int, 2, "data partitions", min=1, max=4),
     Param("cluster.consumers", int, 1, "read_committed consumers", min=0, max=2),
+    Param("cluster.last_epoch", int, LAST_EPOCH,
+          "the last producer epoch (Short.MaxValue); a small one lets a search reach epoch "
+          "exhaustion (isEpochExhausted: epoch >= last - 1)", min=1, max=LAST_EPOCH),
     Param("workload.transactions_per_producer", int, 1, "transactions each instance runs", min=1, max=4),
     Param("workload.records_per_transaction", int, 1, "records per transaction", min=1, max=3),
     Param("workload.abort_transactions", bool, True, "the application may choose to abort"),
@@ -41,6 +46,7 @@ class KafkaParams(NamedTuple):
     ctp: bool                   # consume-transform-produce
     inputs: int                 # input records (ctp)
     budgets: faults.Budgets        # the initial fault budgets
+    last_epoch: int = LAST_EPOCH   # Short.MaxValue, or a small stand-in
 
     @property
     def producers(self) -> int:
@@ -62,4 +68,4 @@ def kafka_params(cfg) -> KafkaParams:
         records=cfg["workload.records_per_transaction"],
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
-        budgets=faults.budgets(cfg))
+        budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"])

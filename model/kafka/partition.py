@@ -53,8 +53,19 @@ def handle_produce(K, w: World, m) -> World:
     part = w.partitions[m.partition]
     e = entry_of(part, m.producer_id)
     if _needs_verification(K, e, m):
+        if K.features.early_epoch_rejection and _stale_epoch(e, m):
+            return w._replace(network=answer(w.network, m, _response(
+                m, Errors.INVALID_PRODUCER_EPOCH)))
         return _start_verification(K, w, part, m)
     return _append_and_respond(K, w, part, e, m)
+
+
+def _stale_epoch(e, m) -> bool:
+    """The request's epoch is below the one the leader has for its producer id (4.1+:
+    UnifiedLog.maybeStartTransactionVerification rejects it with InvalidProducerEpochException
+    before creating a verification guard, KAFKA-18042; 4.0.2+: UnifiedLog.append checks it
+    before the guard, KAFKA-19690)."""
+    return e is not None and m.producer_epoch < e.producer_epoch
 
 
 def _append_and_respond(K, w, part, e, m) -> World:
@@ -140,6 +151,10 @@ def handle_verify_response(K, w: World, r) -> World:
     if r.error == Errors.NONE and guarded:
         part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
         return _append_and_respond(K, w, part, entry_of(part, m.producer_id), m)
+    if r.error == Errors.NONE:   # UnifiedLog.append: batchMissingRequiredVerification
+        stale = K.features.epoch_before_guard and _stale_epoch(entry_of(part, m.producer_id), m)
+        error = Errors.INVALID_PRODUCER_EPOCH if stale else Errors.INVALID_TXN_STATE
+        return w._replace(network=answer(w.network, m, _response(m, error)))
     error = (Errors.INVALID_PRODUCER_EPOCH if r.error == Errors.PRODUCER_FENCED
              else Errors.INVALID_TXN_STATE)
     return w._replace(network=answer(w.network, m, _response(m, error)))
@@ -165,7 +180,9 @@ def validate_and_append(K, part: Partition, e, m, producer):
     """(error, partition) after the checks of ProducerAppendInfo, in code order. A first batch
     whose sequence is not 0 from a producer id the leader has no state for (it expired) is
     rejected with UNKNOWN_PRODUCER_ID before 2.5; from 2.5 (KIP-360, KAFKA-8710) checkSequence
-    accepts any sequence when there is no producer epoch."""
+    accepts any sequence when there is no producer epoch, but from 4.1 (KAFKA-18202) not from a
+    TV2 producer, whose verified batch (verificationStateEntry.supportsEpochBump) must then
+    start at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
     if m.rpc == Rpc.TxnOffsetCommit:
         return _append_offset_commit(part, e, m, producer)
     if e is not None and e.producer_epoch == m.producer_epoch and e.last_sequence == m.base_sequence:
@@ -173,9 +190,13 @@ def validate_and_append(K, part: Partition, e, m, producer):
     if e is not None and m.producer_epoch < e.producer_epoch:
         return Errors.INVALID_PRODUCER_EPOCH, part             # checkProducerEpoch
     if e is None or m.producer_epoch != e.producer_epoch or e.last_sequence == -1:
-        if m.base_sequence != 0 and (e is not None or not K.features.unknown_producer_any_sequence):
-            return (Errors.UNKNOWN_PRODUCER_ID if e is None     # checkSequence: no state for the
-                    else Errors.OUT_OF_ORDER_SEQUENCE_NUMBER), part   # id at all, or a new epoch
+        if m.base_sequence != 0:                               # checkSequence
+            if e is not None:                                  # a new epoch starts at 0
+                return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
+            if K.tv2 and K.features.tv2_first_sequence:        # KAFKA-18202: a verified TV2
+                return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part   # batch with no state
+            if not K.features.unknown_producer_any_sequence:   # no state for the id at all
+                return Errors.UNKNOWN_PRODUCER_ID, part
     elif m.base_sequence != e.last_sequence + 1:
         return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
     record = RecordId(producer.tid, producer.instance, m.txn, m.n)
@@ -221,7 +242,9 @@ def append_marker(K, part: Partition, m):
                      and e.current_txn_first_offset < 0)
             if retry:
                 return Errors.NONE, part                       # KAFKA-19999: a no-op retry
-            if m.producer_epoch <= e.producer_epoch:
+            last = (K.features.last_epoch_recovery and m.producer_epoch == e.producer_epoch
+                    == K.last_epoch)                           # KAFKA-20090: let it recover
+            if m.producer_epoch <= e.producer_epoch and not last:
                 return Errors.INVALID_PRODUCER_EPOCH, part
         elif m.producer_epoch < e.producer_epoch:
             return Errors.INVALID_PRODUCER_EPOCH, part

@@ -323,5 +323,6 @@ SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
                          "a deliberately broken variant of the symbolic model (model/kafka/symbolic.py)",
                          choices=("none", "no_rotation", "fence_retry_bump"))
 MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT, SYMBOLIC_VARIANT), _build, presets=tuple(PRESETS),
+                   preset_docs={name: doc for name, (_, doc) in PRESETS.items()},
                    mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS),
                    defaults=DEFAULTS)

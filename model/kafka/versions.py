@@ -29,7 +29,30 @@ class Features(NamedTuple):
                                            # a produce's verification answered
                                            # CONCURRENT_TRANSACTIONS itself
     strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
-    idempotent_marker_retry: bool = False  # KAFKA-19999: equal-epoch marker with no open txn is a no-op
+    idempotent_marker_retry: bool = False  # KAFKA-19999 (4.2.0): equal-epoch marker with no open txn
+                                           # is a no-op
+    early_epoch_rejection: bool = False    # KAFKA-18042 (4.1.0): a leader rejects a lower epoch
+                                           # before verifying (maybeStartTransactionVerification)
+    tv2_first_sequence: bool = False       # KAFKA-18202 (4.1.0): a TV2 first batch from a producer
+                                           # id with no state must have sequence 0
+    epoch_before_guard: bool = False       # KAFKA-19690 (4.0.2, 4.1.1, 4.2.0): a batch whose guard
+                                           # is gone is answered INVALID_PRODUCER_EPOCH, not
+                                           # INVALID_TXN_STATE, when its epoch is stale
+    fenced_commit_after_abort: bool = False  # KAFKA-20785 (trunk, 2026-08): a TV2 commit at the
+                                           # retry epoch meeting CompleteAbort is PRODUCER_FENCED
+    rotate_on_fence: bool = False          # KAFKA-20090 #21506 (4.3.0): TV2 endTransaction takes a
+                                           # nextProducerId for an exhausted epoch on the fence
+                                           # path too
+    last_epoch_recovery: bool = False      # KAFKA-20090 #21469 (4.3.0): no bump past the last
+                                           # epoch on a fence or a TV2 abort; a TV2 leader accepts
+                                           # a marker at the last epoch over an open transaction
+    persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
+                                           # prevProducerId and nextProducerId across a failover
+    abortable_error_classification: bool = False  # KIP-1050 / KAFKA-19176 (4.1.0): a batch
+                                           # failed with INVALID_TXN_STATE (or a retriable error)
+                                           # surfaces as TransactionAbortableException; no rule
+                                           # reads it (the client's state is the same), the
+                                           # availability claim does
 
 
 FLAGS = Features._fields
@@ -73,22 +96,76 @@ _preset("kafka-3.6", "kafka-2.7",
         "resends it.",
         partition_verification=True, verification_guard=True)
 _preset("kafka-4.0", "kafka-3.6",
-        "4.0 with transaction.version=2: every EndTxn bumps the epoch, partitions are added "
-        "implicitly by the leader, markers carry the bumped epoch; leaders accept a marker whose "
-        "epoch equals the stored one.",
+        "The 4.0 branch with transaction.version=2 before KAFKA-18654 (Feb 2025; no release "
+        "ships exactly this, 4.0.0 has the fix: see kafka-4.1): every EndTxn bumps the epoch, "
+        "partitions are added implicitly by the leader, markers carry the bumped epoch; "
+        "leaders accept a marker whose epoch equals the stored one.",
         transaction_version=2)
 _preset("kafka-4.1", "kafka-4.0",
-        "4.1: a TV2 leader retries a produce's verification answered CONCURRENT_TRANSACTIONS "
-        "itself (KAFKA-18654) instead of failing the produce.",
+        "4.0.0 .. 4.0.1 (the name is the branch KAFKA-18654 was first written for; it was "
+        "backported to 4.0 before 4.0.0): a TV2 leader retries a produce's verification "
+        "answered CONCURRENT_TRANSACTIONS itself (KAFKA-18654) instead of failing the produce. "
+        "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1), "
+        "which the model does not express (every TV2 preset fences at epoch + 1).",
         verification_retry_at_leader=True)
+_preset("kafka-4.0.2", "kafka-4.1",
+        "4.0.2 .. 4.0.x: a batch whose verification guard a marker removed, and whose epoch is "
+        "below the leader's, is answered INVALID_PRODUCER_EPOCH (abortable) instead of "
+        "INVALID_TXN_STATE (fatal to Kafka Streams) (KAFKA-19690, UnifiedLog.append).",
+        epoch_before_guard=True)
+_preset("kafka-4.1.1", "kafka-4.0.2",
+        "4.1.1 .. 4.1.x (4.1.0 is this without KAFKA-19690): a leader rejects a lower epoch "
+        "before starting a verification (KAFKA-18042, UnifiedLog.maybeStartTransactionVerification) "
+        "and a TV2 first batch with no producer state must have sequence 0 (KAFKA-18202, "
+        "ProducerAppendInfo.checkSequence). KIP-1050's client error classification (KAFKA-19176: "
+        "retriable and INVALID_TXN_STATE batch errors surface as TransactionAbortableException; "
+        "KAFKA-19250: an abort answered TRANSACTION_ABORTABLE is fatal) changes the exception "
+        "the application sees, not TransactionManager's state: the model's client already makes "
+        "these batch errors abortable, and no coordinator answers EndTxn TRANSACTION_ABORTABLE "
+        "(the flag abortable_error_classification says what the application sees, for the "
+        "availability claim).",
+        early_epoch_rejection=True, tv2_first_sequence=True, abortable_error_classification=True)
 _preset("kafka-4.2", "kafka-4.1",
-        "4.2: KIP-1228, TV2 leaders require a marker epoch strictly greater than the stored epoch.",
+        "The 4.2 branch between KIP-1228 (Nov 2025) and KAFKA-19999 (Dec 2025), never "
+        "released: TV2 leaders require a marker epoch strictly greater than the stored epoch, "
+        "so a marker retry is rejected (kept to show KAFKA-19999's livelock).",
         strict_marker_epoch=True)
-_preset("latest", "kafka-4.2",
-        "All fixes, including KAFKA-19999: an equal-epoch marker retry with no open transaction "
-        "is accepted as a no-op.",
-        idempotent_marker_retry=True)
+_preset("kafka-4.2.0", "kafka-4.1.1",
+        "4.2.0 .. 4.2.x: KIP-1228, TV2 leaders require a marker epoch strictly greater than the "
+        "stored epoch, with KAFKA-19999's equal-epoch retry with no open transaction accepted "
+        "as a no-op (both shipped in 4.2.0).",
+        strict_marker_epoch=True, idempotent_marker_retry=True)
+_preset("kafka-4.3", "kafka-4.2.0",
+        "4.3.0 .. 4.4.x, at the exhausted epoch (cluster.last_epoch stands for Short.MaxValue): "
+        "a TV2 abort that fences an Ongoing transaction (timeout, InitProducerId) takes a "
+        "nextProducerId too, so the client's late EndTxn retry is answered with the rotated id "
+        "(KAFKA-20090 #21506: before, the id stayed at the last epoch, the client carried on at "
+        "it, and its next EndTxn overflowed and left the transaction Ongoing for good); a fence "
+        "or abort at the last epoch no longer bumps past it and a TV2 leader accepts a marker at "
+        "the last epoch over an open transaction (KAFKA-20090 #21469); the transaction log keeps the "
+        "previous and next producer ids, so a failover in the middle of a rotation no longer "
+        "forgets it (KAFKA-20310, TransactionLog.valueToBytes). Not modelled: KIP-1251's "
+        "member-epoch rule for TxnOffsetCommit (the model's group has generations, no member "
+        "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here).",
+        rotate_on_fence=True, last_epoch_recovery=True, persist_producer_ids=True)
+_preset("latest", "kafka-4.3",
+        "Trunk (Aug 2026): every fix above, and KAFKA-20785: a TV2 commit at the retry epoch "
+        "that meets CompleteAbort (the coordinator aborted the transaction on its own) is "
+        "answered PRODUCER_FENCED, not INVALID_TXN_STATE. KIP-1319 (TxnOffsetCommit v6, 4.4: "
+        "topic ids and their errors) is not modelled: the model has no topic ids.",
+        fenced_commit_after_abort=True)
 DEFAULT_PRESET = "latest"
+
+# The Kafka releases the real-Kafka harness runs, and the preset standing for each (the preset
+# docs above say why; a release's fixes were found with ``git log --grep`` on its branch).
+RELEASES = {
+    "3.6.2": "kafka-3.6",
+    "4.0.2": "kafka-4.0.2",
+    "4.1.2": "kafka-4.1.1",
+    "4.2.2": "kafka-4.2.0",
+    "4.3.1": "kafka-4.3",
+    "4.4.0": "kafka-4.3",     # 4.4's TxnOffsetCommit v6 (KIP-1319) is not modelled
+}
 
 
 def features(version: str, overrides: dict[str, object] | None = None) -> Features:

@@ -61,6 +61,8 @@ class Errors(IntEnum):
     NETWORK_EXCEPTION = 13           # an inter-broker request timed out (AddPartitionsToTxnManager)
     COORDINATOR_LOAD_IN_PROGRESS = 14  # the group coordinator's for NETWORK_EXCEPTION
                                        # (maybeConvertOffsetCommitError)
+    UNKNOWN_SERVER_ERROR = 15        # an IllegalStateException / IllegalArgumentException of the
+                                     # coordinator (Errors.forException): an epoch past the last
 
 
 class Rpc(IntEnum):
@@ -158,6 +160,12 @@ class TxnMetadata(NamedTuple):
     state: TxnState = TxnState.Empty
     partitions: frozenset = frozenset()
     pending_state: TxnState | int = -1   # a TxnState while a log append is in flight, else -1
+    # Epoch exhaustion (``cluster.last_epoch``): prevProducerId, kept only while it differs from
+    # producerId (the transition before rotated the id; Kafka sets it to the id before every
+    # transition, so -1 here means "the same"), and TV2's nextProducerId, taken at Prepare* when
+    # the epoch is exhausted and applied at Complete*.
+    prev_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
 
 
 class Reply(NamedTuple):

@@ -72,7 +72,10 @@ TABLE_OF = {"kafka-0.11": ("Kafka 0.11", "Kafka 0.11"), "kafka-1.0": ("Kafka 1.0
             "kafka-2.5": ("Kafka 1.0", "Kafka 2.5"), "kafka-2.6": ("Kafka 1.0", "Kafka 2.5"),
             "kafka-2.7": ("Kafka 1.0", "Kafka 2.5"), "kafka-3.6": ("Kafka 1.0", "Kafka 3.6"),
             "kafka-4.0": ("newest", "Kafka 4.x"), "kafka-4.1": ("newest", "Kafka 4.x"),
-            "kafka-4.2": ("newest", "Kafka 4.x"), "latest": ("newest", "Kafka 4.x")}
+            "kafka-4.0.2": ("newest", "Kafka 4.x"), "kafka-4.1.1": ("newest", "Kafka 4.x"),
+            "kafka-4.2": ("newest", "Kafka 4.x"), "kafka-4.2.0": ("newest", "Kafka 4.x"),
+            "kafka-4.3": ("newest", "Kafka 4.x"),
+            "latest": ("newest", "Kafka 4.x")}
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))

@@ -224,7 +224,7 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
                                    lambda w: any(p.producer_id == 1 for p in w.producers)),)
     out = explore(model)
-    assert out.violations == () and out.stats.distinct == 53_849
+    assert out.violations == () and out.stats.distinct == 50_401
     assert "ExpireTransactionalId" not in out.never_enabled
 
 

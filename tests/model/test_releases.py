@@ -1,0 +1,148 @@
+"""The presets of the releases since 4.0 (issue 46): each flag they turn on changes what the
+model does where the release changed Kafka, and nowhere else; the releases the real-Kafka
+harness runs each have the preset standing for them."""
+import pytest
+
+from model import registry
+from model.config import resolve_config_path
+from model.core import Expectation, Property
+from model.kafka import partition
+from model.kafka.network import Produce
+from model.kafka.params import kafka_params
+from model.kafka.versions import FLAGS, PRESETS, RELEASES, Features
+from model.kafka.world import Errors, Partition, ProducerStateEntry, Rpc, TxnState
+from explorers.bfs import BfsOptions, explore
+
+
+def bind(preset, config="tiny", **settings):
+    cfg = registry.load(resolve_config_path(config),
+                        overrides={"protocol.version": preset, **settings})
+    return registry.bind(cfg)
+
+
+def recording(model, predicate):
+    seen = []
+
+    def record(s, a, t):
+        if predicate(s, a, t):
+            seen.append((s, a, t))
+        return True
+
+    model._properties += (Property("record", Expectation.TRANSITION, record),)
+    return seen
+
+
+def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_changed():
+    assert set(RELEASES) == {"3.6.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"}
+    assert set(RELEASES.values()) <= set(PRESETS)
+    entry = registry.models()["kafka"]
+    assert set(entry.preset_docs) == set(PRESETS) and all(entry.preset_docs.values())
+    for name, fix in [("kafka-4.0.2", "KAFKA-19690"), ("kafka-4.1.1", "KAFKA-18042"),
+                      ("kafka-4.1.1", "KAFKA-18202"), ("kafka-4.1.1", "KIP-1050"),
+                      ("kafka-4.2.0", "KAFKA-19999"), ("kafka-4.3", "KAFKA-20090"),
+                      ("kafka-4.3", "KIP-1251"), ("latest", "KAFKA-20785")]:
+        assert fix in PRESETS[name][1]
+
+
+def test_new_flags_default_to_the_old_behaviour_and_leave_the_old_presets_alone():
+    new = ("early_epoch_rejection", "tv2_first_sequence", "epoch_before_guard",
+           "fenced_commit_after_abort", "rotate_on_fence", "last_epoch_recovery",
+           "persist_producer_ids")
+    assert all(f in FLAGS and getattr(Features(), f) is False for f in new)
+    for name in ("kafka-0.11", "kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7", "kafka-3.6",
+                 "kafka-4.0", "kafka-4.1", "kafka-4.2"):
+        assert not any(getattr(PRESETS[name][0], f) for f in new)
+
+
+def _stale_produce_at_a_leader(preset):
+    """Steps where a leader with state for a producer id at a newer epoch and no open
+    transaction meets a batch of an older epoch (the replaced instance's, a zombie)."""
+    model = bind(preset, **{"faults.transaction_timeouts": 1})
+
+    def stale(s, a, t):
+        if a[0] != "HandleProduce" or a[1].rpc != Rpc.Produce:
+            return False
+        e = partition.entry_of(s.partitions[a[1].partition], a[1].producer_id)
+        return e is not None and a[1].producer_epoch < e.producer_epoch
+    return model, recording(model, stale)
+
+
+@pytest.mark.parametrize("preset, early", [("kafka-4.0.2", False), ("kafka-4.1.1", True)])
+def test_a_lower_epoch_is_rejected_before_verification_from_4_1(preset, early):
+    """KAFKA-18042 (UnifiedLog.maybeStartTransactionVerification): 4.1 answers a batch whose
+    epoch is below the leader's INVALID_PRODUCER_EPOCH at once; before, the leader made a guard
+    and asked the coordinator, which fenced the epoch."""
+    model, seen = _stale_produce_at_a_leader(preset)
+    assert explore(model).violations == ()
+    assert seen
+    for s, a, t in seen:
+        sent = t.network[-1]
+        if early:
+            assert sent.rpc == Rpc.ProduceResponse and sent.error == Errors.INVALID_PRODUCER_EPOCH
+            assert t.partitions == s.partitions          # no guard made
+        else:
+            assert sent.rpc == Rpc.VerifyAddPartition
+
+
+@pytest.mark.parametrize("preset, error", [("kafka-4.1", Errors.INVALID_TXN_STATE),
+                                           ("kafka-4.0.2", Errors.INVALID_PRODUCER_EPOCH)])
+def test_a_batch_whose_guard_a_newer_marker_removed_is_fenced_not_invalid_from_4_0_2(
+        preset, error):
+    """KAFKA-19690 (UnifiedLog.append): the coordinator verified the batch, then aborted the
+    transaction on its own (a timeout: epoch + 1) and its marker removed the guard before the
+    verification's answer came back. 4.0.2 checks the epoch first: INVALID_PRODUCER_EPOCH, which
+    the client (and Kafka Streams) handle as abortable; before, INVALID_TXN_STATE, fatal to
+    Streams."""
+    model = bind(preset, **{"faults.transaction_timeouts": 1, "faults.producer_crashes": 0})
+
+    def guard_gone(s, a, t):
+        if a[0] != "HandleVerifyAddPartitionResponse" or a[1].error != Errors.NONE:
+            return False
+        part = s.partitions[a[1].partition]
+        return partition.guard_of(part, a[1].produce.producer_id) != a[1].guard
+    seen = recording(model, guard_gone)
+    assert explore(model).violations == ()
+    assert seen
+    for s, a, t in seen:
+        assert t.network[-1].rpc == Rpc.ProduceResponse and t.network[-1].error == error
+
+
+@pytest.mark.parametrize("preset, error", [("kafka-4.0.2", Errors.NONE),
+                                           ("kafka-4.1.1", Errors.OUT_OF_ORDER_SEQUENCE_NUMBER)])
+def test_a_tv2_first_batch_with_no_producer_state_must_start_at_sequence_0_from_4_1(preset,
+                                                                                   error):
+    """KAFKA-18202 (ProducerAppendInfo.checkSequence): since KIP-360 a leader with no state for
+    a producer id accepts any sequence; 4.1 refuses a verified TV2 batch that does not start at
+    0. (The model's client, one batch in flight per partition, never sends such a batch after
+    the leader lost its state: the check is shown on the leader's own function.)"""
+    K = kafka_params(registry.load(resolve_config_path("tiny"),
+                                   overrides={"protocol.version": preset}))
+    producer = next(iter(bind(preset).init_states())).producers[0]
+    m = Produce(Rpc.Produce, 0, 0, 7, 3, 1, 0, 1)
+    assert partition.validate_and_append(K, Partition(), None, m, producer)[0] == error
+    first = m._replace(base_sequence=0)
+    assert partition.validate_and_append(K, Partition(), None, first, producer)[0] == Errors.NONE
+    known = ProducerStateEntry(7, 3, 0, 0, -1, 0)     # state at the same epoch: in order
+    assert partition.validate_and_append(K, Partition(), known, m, producer)[0] == Errors.NONE
+
+
+@pytest.mark.parametrize("preset, error", [("kafka-4.2.0", Errors.INVALID_TXN_STATE),
+                                           ("latest", Errors.PRODUCER_FENCED)])
+def test_a_commit_overtaken_by_the_coordinators_abort_is_fenced_on_latest(preset, error):
+    """KAFKA-20785 (TransactionCoordinator.endTransaction, TV2): the client's commit, at the
+    epoch before the coordinator's own abort (a new instance's InitProducerId, or a timeout),
+    arrives in CompleteAbort; it passes the retry-epoch check and was answered INVALID_TXN_STATE
+    (fatal to Kafka Streams); trunk answers PRODUCER_FENCED."""
+    model = bind(preset)
+
+    def overtaken(s, a, t):
+        if a[0] != "HandleEndTxn" or not a[1].committed:
+            return False
+        txn = s.coordinator.txns[a[1].tid]
+        return (txn.state == TxnState.CompleteAbort and txn.pending_state == -1
+                and txn.producer_epoch == a[1].producer_epoch + 1)
+    seen = recording(model, overtaken)
+    assert explore(model).violations == ()
+    assert seen
+    for s, a, t in seen:
+        assert t.network[-1].rpc == Rpc.EndTxnResponse and t.network[-1].error == error
