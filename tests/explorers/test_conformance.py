@@ -121,3 +121,13 @@ def test_the_result_reads_as_json():
     r = validate(twophase(), log("alpha prepare", "TM commit"))
     out = json.loads(json.dumps(r.to_dict()))
     assert out["verdict"] == "diverges" and out["divergence"]["event"] == 1
+
+
+def test_events_far_out_of_the_run_order_are_found_by_widening_the_window():
+    """The TM's commit logged before every prepare it needs, with more than a window's worth of
+    other lines between: the first search cannot reach the prepares, the widened one does."""
+    from explorers import conformance
+    run = log("TM commit", *["alpha heartbeat"] * (2 * conformance.WINDOW),
+              "alpha prepare", "beta prepare", "gamma prepare")
+    r = validate(twophase(), run)
+    assert r.conforms and [a[0] for a in r.actions][-1] == "TMCommit"

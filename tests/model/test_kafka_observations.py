@@ -249,7 +249,8 @@ def test_a_wrong_client_outcome_diverges_at_the_history_record():
 
 @pytest.mark.parametrize("preset, tv2, shape, bound", [
     ("kafka-3.6", False, (1, 4, 3, 2), 2.0), ("latest", True, (1, 4, 3, 2), 2.0),
-    ("latest", True, (2, 4, 3, 2), 10.0), ("kafka-3.6", False, (2, 2, 2, 2), 20.0)])
+    ("latest", True, (2, 4, 3, 2), 5.0), ("kafka-3.6", False, (2, 2, 2, 2), 5.0),
+    ("kafka-3.6", False, (3, 4, 3, 2), 15.0), ("latest", True, (3, 4, 3, 2), 15.0)])
 def test_runs_of_several_transactions_and_producers_conform_in_seconds(preset, tv2, shape,
                                                                       bound):
     run = committed(tv2, *shape)
