@@ -172,6 +172,9 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
              max_nodes: int = MAX_NODES) -> Conformance:
     """Search ``model`` for a behaviour the run ``events`` is a recording of."""
     started = time.perf_counter()
+    if getattr(model, "symmetric", False):
+        raise ValueError("validate a model bound without [check] symmetry: a run names its "
+                         "clients, so states are not the same up to renaming them")
     obs = observations if observations is not None else observations_of(model, events)
     items, streams = _items(events, obs)
     total = len(items)
