@@ -48,6 +48,7 @@ class ModelEntry:
     build: Callable[[Config, tuple[Property, ...]], Any]   # (Config, extra properties) -> Model
     presets: tuple[str, ...] = ()           # protocol presets (protocol.version), if any
     preset_docs: Mapping[str, str] = field(default_factory=dict)  # preset -> what it changed
+    releases: Mapping[str, str] = field(default_factory=dict)  # a real release -> its preset
     mutants: tuple[tuple[str, str, str], ...] = ()  # (model.mutant, invariant catching it, what)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the built-in configuration
 

@@ -12,32 +12,54 @@ from pathlib import Path
 from typing import NamedTuple
 
 
+class ReleaseError(ValueError):
+    """An unknown or unfetched release: one line for the user, exit 2."""
+
+
 class Release(NamedTuple):
-    version: str            # the Maven version of org.apache.kafka:kafka_2.13
-    preset: str             # the model preset (protocol.version) it stands for
+    version: str              # the Maven version of org.apache.kafka:kafka_2.13
     transaction_version: int  # the transaction.version its storage is formatted with (1 or 2)
-    why: str                # the KIPs and fixes that make it that preset
+
+    @property
+    def preset(self) -> str:
+        """The model preset (protocol.version) the release stands for: the Kafka model says
+        (``model.kafka.versions.RELEASES``, through the registry), since which fixes a release
+        contains is knowledge of the model's, not the harness's."""
+        return _presets()[self.version]
+
+    @property
+    def why(self) -> str:
+        """What the preset turned on: its doc."""
+        return _preset_docs().get(self.preset, "")
 
 
+def _entry():
+    from model import registry
+    return registry.entry("kafka")
+
+
+def _presets() -> dict[str, str]:
+    mapping = dict(_entry().releases)
+    missing = [r.version for r in RELEASES if r.version not in mapping]
+    if missing:
+        raise ReleaseError(f"the Kafka model names no preset for release {missing[0]}")
+    return mapping
+
+
+def _preset_docs() -> dict[str, str]:
+    return dict(_entry().preset_docs)
+
+
+# The releases `make kafka` fetches, oldest first: one of every line the model distinguishes, and
+# the newest served. 3.x has no transaction.version (TV1); 4.x is formatted with TV2.
 RELEASES: tuple[Release, ...] = (
-    Release("3.6.2", "kafka-3.6", 1,
-            "KIP-890 part 1 (partition verification with a verification guard) is in 3.6; "
-            "transaction.version does not exist yet (TV1)."),
-    Release("3.9.2", "kafka-3.6", 1,
-            "3.7 .. 3.9 keep KIP-890 part 1 only; part 2 (TV2) shipped in 4.0."),
-    Release("4.0.2", "kafka-4.0", 2,
-            "KIP-890 part 2 (TV2: an epoch bump at every EndTxn, implicit partition add), formatted "
-            "with transaction.version=2."),
-    Release("4.1.2", "kafka-4.1", 2,
-            "4.1: a TV2 leader retries a verification answered CONCURRENT_TRANSACTIONS itself "
-            "(KAFKA-18654)."),
-    Release("4.2.2", "kafka-4.2", 2,
-            "4.2: KIP-1228, TV2 leaders require a marker epoch greater than the stored one."),
-    Release("4.3.1", "latest", 2,
-            "4.3: every fix the model knows, KAFKA-19999 (an equal-epoch marker retry with no "
-            "open transaction is a no-op) included."),
-    Release("4.4.0", "latest", 2,
-            "The newest release served: every fix the model knows."),
+    Release("3.6.2", 1),
+    Release("3.9.2", 1),
+    Release("4.0.2", 2),
+    Release("4.1.2", 2),
+    Release("4.2.2", 2),
+    Release("4.3.1", 2),
+    Release("4.4.0", 2),
 )
 BY_VERSION = {r.version: r for r in RELEASES}
 NEWEST = RELEASES[-1].version
@@ -66,10 +88,6 @@ def fetched(version: str) -> bool:
 def classpath(version: str) -> str:
     """The release's jars as a Java classpath (a wildcard: the JVM lists the folder)."""
     return str(home(version) / "lib" / "*")
-
-
-class ReleaseError(ValueError):
-    """An unknown or unfetched release: one line for the user, exit 2."""
 
 
 def release(version: str) -> Release:

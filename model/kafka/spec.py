@@ -28,7 +28,7 @@ from model.kafka import (client, components, consumer, coordinator, diagram, fau
                          tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
-from model.kafka.versions import PRESETS, Features
+from model.kafka.versions import PRESETS, RELEASES, Features
 from model.kafka.world import Consumer, Coordinator, Partition, Producer, TxnMetadata, World
 from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
@@ -324,5 +324,6 @@ SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
                          choices=("none", "no_rotation", "fence_retry_bump"))
 MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT, SYMBOLIC_VARIANT), _build, presets=tuple(PRESETS),
                    preset_docs={name: doc for name, (_, doc) in PRESETS.items()},
+                   releases=RELEASES,
                    mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS),
                    defaults=DEFAULTS)

@@ -160,6 +160,7 @@ DEFAULT_PRESET = "latest"
 # docs above say why; a release's fixes were found with ``git log --grep`` on its branch).
 RELEASES = {
     "3.6.2": "kafka-3.6",
+    "3.9.2": "kafka-3.6",     # 3.7 .. 3.9 keep KIP-890 part 1 only (part 2 is 4.0's)
     "4.0.2": "kafka-4.0.2",
     "4.1.2": "kafka-4.1.1",
     "4.2.2": "kafka-4.2.0",

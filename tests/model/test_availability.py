@@ -9,7 +9,7 @@ from invariants.availability import CLAIMS, no_fatal_invalid_txn_state
 from model import registry
 from model.config import resolve_config_path
 from model.kafka.world import Errors, Rpc, TxnState
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 CLAIM = "no_fatal_invalid_txn_state"
 

@@ -13,7 +13,7 @@ from model.kafka import partition
 from model.kafka.network import WriteTxnMarkers
 from model.kafka.params import LAST_EPOCH, kafka_params
 from model.kafka.world import (Errors, Partition, ProducerStateEntry, Rpc, TxnState)
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 # One instance, two transactions, one timeout: the coordinator's own abort meets the last epoch.
 KAFKA_20090 = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0,

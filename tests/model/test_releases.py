@@ -11,7 +11,7 @@ from model.kafka.network import Produce
 from model.kafka.params import kafka_params
 from model.kafka.versions import FLAGS, PRESETS, RELEASES, Features
 from model.kafka.world import Errors, Partition, ProducerStateEntry, Rpc, TxnState
-from explorers.bfs import BfsOptions, explore
+from explorers.bfs.search import BfsOptions, explore
 
 
 def bind(preset, config="tiny", **settings):
@@ -33,7 +33,7 @@ def recording(model, predicate):
 
 
 def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_changed():
-    assert set(RELEASES) == {"3.6.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"}
+    assert set(RELEASES) == {"3.6.2", "3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1", "4.4.0"}
     assert set(RELEASES.values()) <= set(PRESETS)
     entry = registry.models()["kafka"]
     assert set(entry.preset_docs) == set(PRESETS) and all(entry.preset_docs.values())
@@ -146,3 +146,15 @@ def test_a_commit_overtaken_by_the_coordinators_abort_is_fenced_on_latest(preset
     assert seen
     for s, a, t in seen:
         assert t.network[-1].rpc == Rpc.EndTxnResponse and t.network[-1].error == error
+
+
+def test_the_harness_fetches_the_releases_the_model_maps_formatted_as_their_presets_say():
+    """realkafka.releases (what make kafka fetches, the transaction.version a cluster is
+    formatted with) and the model's RELEASES (the preset each stands for) name the same releases,
+    and a release is formatted with its preset's transaction version."""
+    from model.kafka.versions import features
+    from realkafka import releases
+    assert [r.version for r in releases.RELEASES] == sorted(RELEASES, key=lambda v: tuple(map(int, v.split("."))))
+    for r in releases.RELEASES:
+        assert r.preset == RELEASES[r.version]
+        assert r.transaction_version == features(r.preset).transaction_version, r
