@@ -104,7 +104,7 @@ def _versions(args) -> int:
     if args.json:
         print(json.dumps({"releases": rows, "cache": str(releases.cache_root())}, indent=1))
         return EXIT_OK
-    print(f"{'release':<9} {"preset":<12} {"TV":<3} {'fetched':<8} why")
+    print(f"{'release':<9} {'preset':<12} {'TV':<3} {'fetched':<8} why")
     for row in rows:
         print(f"{row['version']:<9} {row['preset']:<12} {row['transaction_version']:<3} "
               f"{'yes' if row['fetched'] else 'no':<8} {row['why']}")
