@@ -136,7 +136,9 @@ def observations_of(model, events: Sequence[Event]) -> Observations:
     offered = getattr(model, "observations", None)
     if callable(offered):
         return offered(events)
-    target = INTERIM.get(getattr(model, "name", ""))
+    # the registered model's name (a mutant's own name is "kafka+<mutant>")
+    target = INTERIM.get(getattr(getattr(model, "cfg", None), "model", None)) or \
+        INTERIM.get(getattr(model, "name", ""))
     if target is None:
         raise NoObservations(f"model {getattr(model, 'name', model)!r} declares no observations: "
                              "it cannot be held against a recorded run")

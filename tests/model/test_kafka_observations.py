@@ -413,3 +413,20 @@ def test_the_real_runs_tampered_diverge_at_the_tampered_event():
     d = validate(model, run).divergence
     assert d.event == i and d.label.startswith("EndTxn response")
     assert d.kinds == ("ReceiveEndTxnResponse",) and d.near == ()
+
+
+@pytest.mark.parametrize("run, mutant, where", [
+    ("kafka-4.4.0-faults", "end-txn-skips-epoch-check", "EndTxn request"),
+    ("kafka-4.4.0-faults", "markers-skip-a-partition", "AddPartitionsToTxn response"),
+    ("kafka-4.4.0-faults", "marker-not-resent", "WriteTxnMarkers request"),
+    ("kafka-4.4.0-hold-duplicate", "abort-skips-end-txn", "WriteTxnMarkers request")])
+def test_mutants_lacking_a_behaviour_of_real_kafka_are_caught_on_a_real_run(run, mutant, where):
+    """A mutant that cannot do what real Kafka did diverges on the run. (A mutant that does
+    more than Kafka -- a check skipped -- is caught only by a run where Kafka refuses what it
+    would accept, such as a zombie's stale write; the consumer's mutants never are: the readers'
+    fetches are not observed.)"""
+    model, events = recorded(run)
+    assert validate(model, events).conforms
+    broken = registry.bind(model.cfg.with_values(**{"model.mutant": mutant}))
+    r = validate(broken, events)
+    assert r.verdict == "diverges" and r.divergence.label.startswith(where)
