@@ -351,6 +351,36 @@ def _successors(model, s):
     return succ(s) if succ is not None else [(a, model.step(s, a)) for a in model.actions(s)]
 
 
+class RunError(ValueError):
+    """A recorded run that cannot be read (one line)."""
+
+
+def read_events(*files) -> list[dict]:
+    """The events of JSON-lines files (a proxy's ``events.jsonl``, a client's
+    ``history.jsonl``), one file after the other; ``RunError`` naming the file and line of the
+    first that is not a JSON object."""
+    import json
+    out: list[dict] = []
+    for file in files:
+        try:
+            text = open(file, encoding="utf-8").read()
+        except FileNotFoundError:
+            raise RunError(f"{file}: no such file") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise RunError(f"{file}: cannot be read ({e})") from None
+        for n, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                e = json.loads(line)
+            except ValueError as err:
+                raise RunError(f"{file}:{n}: not JSON ({err})") from None
+            if not isinstance(e, dict):
+                raise RunError(f"{file}:{n}: not a JSON object")
+            out.append(e)
+    return out
+
+
 def write_trace(result: Conformance, model, cfg, file, *, source: str = "kafka-mc",
                 run: Mapping[str, Any] | None = None) -> None:
     """The conforming behaviour as an ITF trace (``kafka-mc replay`` re-runs it, ``explore``

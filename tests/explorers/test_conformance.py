@@ -131,3 +131,20 @@ def test_events_far_out_of_the_run_order_are_found_by_widening_the_window():
               "alpha prepare", "beta prepare", "gamma prepare")
     r = validate(twophase(), run)
     assert r.conforms and [a[0] for a in r.actions][-1] == "TMCommit"
+
+
+def test_runs_are_read_from_json_lines_and_bad_ones_are_one_line(tmp_path):
+    from explorers.conformance import RunError, read_events
+    a, b = tmp_path / "events.jsonl", tmp_path / "history.jsonl"
+    a.write_text('{"node": "alpha", "event": "prepare"}\n\n')
+    b.write_text('{"node": "TM", "event": "abort"}\n')
+    assert read_events(a, b) == [{"node": "alpha", "event": "prepare"},
+                                 {"node": "TM", "event": "abort"}]
+    b.write_text('{"node": "TM"}\n[1]\n')
+    with pytest.raises(RunError, match=r"history.jsonl:2: not a JSON object"):
+        read_events(a, b)
+    b.write_text('{"node": \n')
+    with pytest.raises(RunError, match=r"history.jsonl:1: not JSON"):
+        read_events(b)
+    with pytest.raises(RunError, match="no such file"):
+        read_events(tmp_path / "missing.jsonl")

@@ -20,7 +20,7 @@ from model.config import resolve_config_path
 from model.kafka.observations import norm, observations
 from model.kafka.world import Errors
 from realkafka.releases import BY_VERSION
-from explorers.conformance import validate, write_trace
+from explorers.conformance import read_events, validate, write_trace
 from traces.replay import replay
 from traces.trace import read
 
@@ -331,8 +331,7 @@ BUDGETS = {"delay": "request_delays", "duplicate": "request_duplicates",
 
 def recorded(name):
     folder = RUNS / name
-    events = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
-    history = [json.loads(line) for line in (folder / "history.jsonl").read_text().splitlines()]
+    run = read_events(folder / "events.jsonl", folder / "history.jsonl")
     plan = json.loads((folder / "plan.json").read_text())
     version = json.loads((folder / "report.json").read_text())["version"]
     budgets = Counter(BUDGETS[f["kind"]] for f in plan["network"])
@@ -345,7 +344,7 @@ def recorded(name):
                                                          for i in plan["instances"]
                                                          for t in i["txns"]),
                  **{f"faults.{k}": v for k, v in budgets.items()}}
-    return tiny(**overrides), events + history
+    return tiny(**overrides), run
 
 
 @pytest.mark.parametrize("name, observed, faults", [
