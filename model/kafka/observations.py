@@ -68,7 +68,18 @@ effect on later answers), timers, the client's internal queue and retries that n
 wire, FindCoordinator (folded into sending in the model), a batch of several records (the model
 has one record per batch: such a Produce is matched on its base sequence only), a connection
 closed by a fault failing the other requests in flight on it (the model loses one message per
-fault), a body that failed to decode (``decode_error``: not observed).
+fault), a body that failed to decode (``decode_error``: not observed), the readers' Fetch (so the
+consumer's mutants are never caught here: the anomaly checks judge what readers saw).
+
+Accepted abstractions, met on real runs (issue 43 item 4): a coordinator request answered
+COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE right after a broker starts (not
+observed: the model's coordinator is loaded from the start); a duplicate batch answered NONE (the
+model's DUPLICATE_SEQUENCE_NUMBER). Found and not accepted (a behaviour the model lacks,
+tests/model/test_kafka_observations.py, conformance_runs/kafka-4.4.0-produce-concurrent): Kafka
+4.4's leader retries a TV2 verification answered CONCURRENT_TRANSACTIONS a few times
+(AddPartitionsToTxnManager, KAFKA-18654) and then answers the Produce CONCURRENT_TRANSACTIONS,
+which the client retries; the model's leader retries without end
+(``verification_retry_at_leader``) and its client would fail such a batch.
 """
 from __future__ import annotations
 
