@@ -8,9 +8,10 @@
 // "target" is a client's name (its operations run on that client's own thread, in order, like an
 // application thread; different clients run concurrently), or null for the driver's own ops
 // ("ping", "producer", "consumer", "admin": create a client from {"name", "config", "defaults"};
-// "exit"). It answers on stdout, one
-// JSON object a line, written under one lock with the timestamp taken inside it (so the lines'
-// order is their times' order):
+// "exit"). A send with "async": true completes from its callback while the producer's thread goes
+// on; a close with "immediate": true runs on a thread of its own. It answers on stdout, one JSON
+// object a line, written under one lock with the timestamp taken inside it (so the lines' order
+// is their times' order):
 //
 //   {"event": "ready", "t": <System.nanoTime()>, "kafka": "<kafka-clients version>", "java": "17..."}
 //   {"id": 7, "event": "invoke", "t": ...}                      just before the client's method is called
@@ -26,8 +27,10 @@
 // t is System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock of Python's time.monotonic_ns()).
 // When stdin closes the JVM halts at once, and so it does when its parent process ends: it cannot
 // outlive the Python process that started it.
-// Only the APIs present in every supported release (3.6.2 .. 4.4.0) are used; it is compiled
-// against each release's own jars (realkafka/fetch.py).
+// Only the APIs present in every supported release (3.6.2 .. 4.4.0) are used, no reflection
+// needed; it is compiled against each release's own jars (realkafka/fetch.py). In 4.x the two
+// ConsumerGroupMetadata constructors are deprecated for removal and KafkaConsumer.close(Duration)
+// is deprecated: a later release may need reflection there.
 
 import java.io.BufferedReader;
 import java.io.FileDescriptor;
