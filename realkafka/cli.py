@@ -78,10 +78,11 @@ def _java() -> None:
 
 def usage_errors() -> list[type]:
     """The errors that are bad input to a real command: one line, exit 2."""
+    from realkafka.client import DriverError
     from realkafka.cluster import ClusterError
     from realkafka.fetch import FetchError
     return [releases.ReleaseError, RealUsageError, PlanError, ConfigError, FetchError,
-            ClusterError]
+            ClusterError, DriverError]
 
 
 def main(args) -> int:
@@ -196,9 +197,10 @@ def _reproduce(args) -> int:
     _java()
     out = Path(args.out) if args.out else None
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+    from realkafka.client import DriverError
     try:
         result = repro.reproduce(args.trace, release.version, out, log)
-    except repro.ReproduceError as e:
+    except (repro.ReproduceError, DriverError) as e:
         raise RealUsageError(str(e)) from None
     if args.json:
         print(json.dumps(result.to_dict(), indent=1, sort_keys=True, default=str))

@@ -177,16 +177,27 @@ class _Workload:
                     break
 
     def _zombie(self, producer, inst, txn, point) -> None:
-        """The crashed instance goes on after its successor initialized: whatever it sends now is
-        marked ``z`` and must never be visible (zombie fencing)."""
-        ident = (inst.tid, inst.number, txn.number if point != "after-commit" else txn.number + 1)
+        """The crashed instance goes on after its successor initialized, as the model's zombie
+        does: with what is left of its own workload (``CrashProducer`` replaces an instance; the
+        old one keeps its transactions to run, no more). Whatever it sends now is marked ``z`` and
+        must never be visible (zombie fencing)."""
+        if point == "after-commit":
+            txn = next((t for t in inst.txns if t.number == txn.number + 1), None)
+            if txn is None:
+                return           # its workload is done: a zombie with nothing left to do
+            point = "before-begin"
+        ident = (inst.tid, inst.number, txn.number)
         try:
-            if point in ("before-begin", "after-commit"):
+            if point == "before-begin":
                 producer.begin_transaction()
             if point != "before-commit":
                 self._send(producer, ident, txn, zombie=True)
-            producer.commit_transaction()
-            self.outcomes[ident] = "committed"
+            if txn.end == "commit":
+                producer.commit_transaction()
+                self.outcomes[ident] = "committed"
+            else:
+                producer.abort_transaction()
+                self.outcomes[ident] = "aborted"
         except Exception as e:
             self.log(f"  zombie t{inst.tid}.i{inst.number}: {_error_class(e)}")
             self.outcomes.setdefault(ident, "failed")
