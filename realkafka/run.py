@@ -6,7 +6,8 @@ instances (one thread per transactional.id, as one application thread each) thro
 client, spends the plan's faults (``realkafka.plan``), waits for the cluster to quiesce, reads every
 partition with a read_committed consumer and takes the end state (each partition's log read with
 Kafka's DumpLogSegments, LSO and high watermark, DescribeTransactions, DescribeProducers). It writes,
-under the run folder: ``plan.json`` (the schedule the seed gave), ``events.jsonl`` (the proxy's
+under the run folder: ``run.json`` (the release, seed and config), ``plan.json`` (the schedule
+the seed gave), ``events.jsonl`` (the proxy's
 event log), ``history.jsonl`` (the client history), ``report.json`` (end state, anomalies) and the
 brokers' logs. Real runs are not deterministic; the seed fixes the plan, and the files explain the
 run.
@@ -289,6 +290,8 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
     the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(the_plan.to_json())
+    _write_json(out / "run.json", {"version": release.version, "preset": release.preset,
+                                   "seed": seed, "brokers": brokers, "config": cfg.to_dict()})
     run_id = f"{seed}-{secrets.token_hex(3)}"
     topic = f"kmc-{run_id}"
     partitions = list(range(the_plan.partitions))

@@ -3,10 +3,12 @@ runs against the model with the trace validator (``explorers.conformance``): the
 the group that needs an explorer, so it lives here, above both.
 
     kafka-mc real conform [CONFIG] --version V [--runs N] [--seed S] [--out DIR] [--json]
+    kafka-mc real conform --run DIR [--json]
 
 N runs of the config's workload and seeded faults on a real cluster of release V (seeds S, S+1,
 ...), each validated against the model with the preset V stands for and the config's budgets as
-the model's budgets. Exit 0 every run conforms, 16 a run diverges (its files kept under --out with
+the model's budgets. ``--run DIR`` validates a run folder recorded before (by ``real run`` or
+``real conform``) instead, with the release and config it names. Exit 0 every run conforms, 16 a run diverges (its files kept under --out with
 its divergence), 14 a validation reached its node limit undecided, 2 bad input.
 """
 from __future__ import annotations
@@ -31,8 +33,11 @@ def add_parser(sub) -> None:
         "conform", help="real runs of a config validated against the model (trace validation)")
     c.add_argument("config", nargs="?", metavar="CONFIG",
                    help="TOML file or name of a shipped config (default: tiny)")
-    c.add_argument("--version", required=True, metavar="V", dest="kafka_version")
+    c.add_argument("--version", metavar="V", dest="kafka_version",
+                   help="the release to run (with --run: must be the one the run was made on)")
     c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", dest="sets")
+    c.add_argument("--run", metavar="DIR", dest="run_dir",
+                   help="validate this recorded run folder instead of making new runs")
     c.add_argument("--runs", type=int, default=1, metavar="N")
     c.add_argument("--seed", type=int, default=0, metavar="S")
     c.add_argument("--brokers", type=int, choices=[1, 3], default=1)
@@ -71,37 +76,85 @@ def read_run(folder: Path) -> list[dict]:
     return sorted(events + history, key=lambda e: (e.get("time", 0), e["source"] != "proxy"))
 
 
+def _recorded(args):
+    """The release, config and folder of the recorded run ``--run DIR``."""
+    folder = Path(args.run_dir)
+    meta = folder / "run.json"
+    if not folder.is_dir() or not meta.is_file() or not (folder / "events.jsonl").is_file():
+        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: not a run folder (no run.json "
+                                      "and events.jsonl)")
+    try:
+        recorded = json.loads(meta.read_text())
+        version, sections = recorded["version"], recorded["config"]
+    except (ValueError, KeyError, TypeError, OSError) as e:
+        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: run.json unreadable "
+                                      f"({type(e).__name__})") from None
+    if args.kafka_version and args.kafka_version != version:
+        raise real_cli.RealUsageError(f"--run {str(folder)[:200]} was recorded on Kafka "
+                                      f"{str(version)[:20]}, not {args.kafka_version[:20]}")
+    if args.config or args.sets:
+        raise real_cli.RealUsageError("--run validates the run with its own config: give no "
+                                      "CONFIG or --set")
+    release = releases.BY_VERSION.get(version)
+    if release is None:
+        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: Kafka {str(version)[:20]} "
+                                      "is not a supported release")
+    return release, registry.from_dict(sections, str(meta)), folder
+
+
 def conform(args) -> int:
     from realkafka.run import run
     if args.runs < 1:
         raise real_cli.RealUsageError(f"--runs {args.runs}: at least 1")
+    if args.run_dir:
+        release, cfg, folder = _recorded(args)
+        return _report([_validate(cfg, release, folder, None, args)], release, folder, args,
+                       time.monotonic())
+    if not args.kafka_version:
+        raise real_cli.RealUsageError("real conform needs --version V (or --run DIR)")
     release = releases.release(args.kafka_version)
     real_cli._java()
     cfg = real_cli._load(args)
-    model_cfg = cfg.with_values(**{"protocol.version": release.preset})
-    model = registry.bind(model_cfg)
     out = Path(args.out) if args.out else Path("out") / f"conform-{release.version}"
-    log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+    log = _log(args)
     rows, started = [], time.monotonic()
     for i in range(args.runs):
         seed = args.seed + i
         folder = out / f"run-{seed}"
         result = run(cfg, release, seed, folder, brokers=args.brokers, log=log)
-        events = read_run(folder)
-        kw = {"max_nodes": args.max_nodes} if args.max_nodes else {}
-        verdict = validate(model, events, **kw)
-        (folder / "conformance.json").write_text(json.dumps(verdict.to_dict(), indent=1) + "\n")
-        if verdict.conforms:
-            write_trace(verdict, model, model_cfg, folder / "behaviour.itf.json")
-        row = {"seed": seed, "events": len(events), "verdict": verdict.verdict,
-               "run_seconds": round(result.seconds, 1), "validation_seconds":
-               round(verdict.seconds, 2), "anomalies": [a.name for a in result.anomalies],
-               "folder": str(folder)}
-        rows.append(row)
-        log(f"run {seed}: {verdict.summary()}")
-        if verdict.divergence is not None:
-            for line in verdict.divergence.report():
-                log(f"  {line}")
+        rows.append(_validate(cfg, release, folder, result, args))
+    return _report(rows, release, out, args, started)
+
+
+def _log(args):
+    return (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
+
+
+def _validate(cfg, release, folder: Path, result, args) -> dict:
+    """Validate one run folder against the model with the release's preset and the config's
+    budgets; its verdict written beside the run (and the behaviour, when it conforms)."""
+    model_cfg = cfg.with_values(**{"protocol.version": release.preset})
+    model = registry.bind(model_cfg)
+    events = read_run(folder)
+    kw = {"max_nodes": args.max_nodes} if args.max_nodes else {}
+    verdict = validate(model, events, **kw)
+    (folder / "conformance.json").write_text(json.dumps(verdict.to_dict(), indent=1) + "\n")
+    if verdict.conforms:
+        write_trace(verdict, model, model_cfg, folder / "behaviour.itf.json")
+    seed = result.seed if result is not None else json.loads((folder / "run.json").read_text())["seed"]
+    log = _log(args)
+    log(f"run {seed}: {verdict.summary()}")
+    if verdict.divergence is not None:
+        for line in verdict.divergence.report():
+            log(f"  {line}")
+    return {"seed": seed, "events": len(events), "verdict": verdict.verdict,
+            "run_seconds": round(result.seconds, 1) if result is not None else None,
+            "validation_seconds": round(verdict.seconds, 2),
+            "anomalies": [a.name for a in result.anomalies] if result is not None else None,
+            "folder": str(folder)}
+
+
+def _report(rows, release, out, args, started) -> int:
     counts = {v: sum(r["verdict"] == v for r in rows) for v in ("conforms", "diverges", "unknown")}
     summary = {"version": release.version, "preset": release.preset, "runs": len(rows),
                "events": sum(r["events"] for r in rows), **counts,
@@ -111,7 +164,8 @@ def conform(args) -> int:
     else:
         print(f"{'seed':>6} {'events':>7} {'verdict':<9} {'run s':>6} {'validate s':>10}")
         for r in rows:
-            print(f"{r['seed']:>6} {r['events']:>7} {r['verdict']:<9} {r['run_seconds']:>6} "
+            run_s = "-" if r["run_seconds"] is None else r["run_seconds"]
+            print(f"{r['seed']:>6} {r['events']:>7} {r['verdict']:<9} {run_s:>6} "
                   f"{r['validation_seconds']:>10}")
         print(f"Kafka {release.version} (preset {release.preset}): {len(rows)} runs, "
               f"{summary['events']} events, {counts['conforms']} conforming, "
