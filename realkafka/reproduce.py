@@ -1,0 +1,738 @@
+"""``kafka-mc real reproduce TRACE``: a model counterexample executed on a real cluster.
+
+The trace (ITF, read by ``traces``; checked to replay on the model first, so a tampered trace is
+refused) names its preset; the run uses the newest supported release standing for that preset
+(``realkafka.releases``), or ``--version``. One broker (it is the transaction coordinator and the
+leader of every partition), its CLIENT and INTERNAL listeners behind the recording proxy, the
+release's own Java client (one ``KafkaProducer`` per producer instance of the trace, client.id
+``p<index>``, transactional.id ``kmc-<run>-t<tid>``) and a topic of the trace's partitions.
+
+Gating. The proxy holds, with ``Fault(HOLD, count=None)``, every request and response of the
+transactional APIs the trace orders: on the clients' listener InitProducerId, AddPartitionsToTxn
+(the client's form), AddOffsetsToTxn, EndTxn, TxnOffsetCommit; on the inter-broker listener
+WriteTxnMarkers. Each held frame goes on only when the trace delivers it. Everything else
+(Metadata, FindCoordinator, Produce, Fetch, the leaders' KIP-890 verifications and TV2's implicit
+adds) passes: the trace's steps on them are waited for through their visible effect.
+
+| trace step | on the real cluster |
+|---|---|
+| InitTransactions(p) / BeginTransaction(p) / Send(p, k) / CommitTransaction(p) / AbortTransaction(p) | the Java client's ``initTransactions()`` (a future), ``beginTransaction()``, ``send(topic, k, value)`` (a future; value ``t<tid>.i<instance>.x<txn>.r<n>``), ``commitTransaction()`` / ``abortTransaction()`` (futures) on instance p |
+| Send<Rpc>(p) (AddPartitionsToTxn, EndTxn, ...) | wait until the client's request is held at the proxy (the real Sender sends it on its own) |
+| Handle<Rpc>(msg) on the coordinator, a client's request | release the held request (the newest copy, on a live connection; ``disconnected``: the old copy of a DuplicateRequest) |
+| CommitTxnLogAppend(tid) (the coordinator's log append, internal) | wait for its visible effect: its answer held at the proxy (when the model replies: the coordinator answers only once the append completed), its WriteTxnMarkers held (when the model sends markers), else DescribeTransactions showing the model's new state (CompleteCommit/CompleteAbort) |
+| Receive<Rpc>Response(msg) | check the held response's error against the trace's, release it; InitProducerId / EndTxn: the client's call returns as the trace says |
+| HandleWriteTxnMarkers(msg) | release the held WriteTxnMarkers request carrying the partition's marker (one request per broker carries every partition's marker: the first step releases it, the others find it delivered); ``disconnected`` / ``held_back``: the old copy of the DuplicateRequest, delivered on its old connection (its answer has no one to go to) |
+| HandleWriteTxnMarkersResponse(msg) | check and release the held WriteTxnMarkers response |
+| SendProduce(p, k, n) / HandleProduce / HandleVerifyAddPartition(Response) | not gated: wait for the client's Produce carrying partition k (one Produce per broker carries every partition); the leader's verification (3.6+, TV1) or implicit add (TV2) happens unforced |
+| ReceiveProduceResponse(msg) | wait for the ``send()`` future of the record: acknowledged (error NONE) or failed as the trace says |
+| DuplicateRequest(msg) | the first copy stays held until its sender's request.timeout.ms closes the connection and the sender retries on a new connection (held too); the old copy is delivered when the trace handles it ``disconnected`` |
+| DelayRequest(msg) | nothing: the request stays held until the trace handles it |
+| LoseRequest(msg) / LoseResponse(msg) | the held frame's connection is closed (the frame dropped): the sender retries |
+| CrashProducer(p) | instance p is closed at once and abandoned; the next instance of its transactional.id starts at its InitTransactions |
+| ElectCoordinator | the coordinator's broker restarted (clean shutdown) |
+
+Mapping onto another release (``--version``): a TV1 trace on a TV2 release (4.x) has no client
+AddPartitionsToTxn: the partition is added by the leader when the Produce arrives (KIP-890 part
+2), so SendAddPartitionsToTxn / HandleAddPartitionsToTxn / ReceiveAddPartitionsToTxnResponse are
+satisfied by nothing to do (their effect is waited for at the next CommitTxnLogAppend: the
+coordinator's state); producer epochs differ (TV2 bumps at every EndTxn) and are not compared.
+
+What cannot be forced: the broker's own timers (the marker channel's request.timeout.ms that
+makes a duplicate: 4 s here, BROKER_SETTINGS; transaction.timeout.ms), the real client's own
+order of Produce and transactional requests on one connection (a held frame holds every later
+frame of its connection: a trace that needs them reordered on one connection waits and is
+reported diverged), the leader's verification (not held), and the batching of one broker's
+markers and one client's partitions into one request each. Transaction timeouts, broker
+failover by kill, state loss, expirations, rebalances and consume-transform-produce steps are not
+mapped yet: such a trace is refused (exit 2) naming the step.
+
+Verdict: after the last step every gate is lifted, the cluster quiesces, a read_committed consumer
+reads every partition; the anomalies of ``realkafka.anomalies`` named after the trace's property
+make it ``reproduced`` (exit 12); the schedule run to its end without that property violated is
+``not-reproduced`` (exit 0); a step whose awaited effect never came, or came with other fields
+(an error, a failed call), is ``diverged`` (exit 16), naming the step, the event and its fields.
+Under ``--out``: events.jsonl (proxy), history.jsonl (client), steps.jsonl (each step: what was
+done, the events released or awaited), report.json (verdict, end state: partition logs with
+batches and markers, LSO and high watermark, DescribeTransactions, DescribeProducers, the
+read_committed records), the broker's log.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from realkafka import anomalies, releases
+from realkafka.releases import Release
+
+EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_REPRODUCED, EXIT_DIVERGED = 0, 2, 12, 16
+STEP_TIMEOUT_S = 30.0
+BROKER_REQUEST_TIMEOUT_MS = 4000
+BROKER_SETTINGS = {
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    "transaction.max.timeout.ms": "600000",
+    "request.timeout.ms": str(BROKER_REQUEST_TIMEOUT_MS),   # the marker channel's: a duplicate
+}
+CLIENT_REQUEST_TIMEOUT_MS = 15000   # longer than any hold a trace makes without a client fault
+CLIENT_SETTINGS = {
+    "request.timeout.ms": str(CLIENT_REQUEST_TIMEOUT_MS),
+    "delivery.timeout.ms": "120000",
+    "transaction.timeout.ms": "120000",   # no broker timer aborts a transaction the trace holds
+    "max.block.ms": "120000",
+    "retry.backoff.ms": "100",
+    "linger.ms": "0",
+}
+CLIENT_APIS = ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
+               "TxnOffsetCommit")
+BROKER_APIS = ("WriteTxnMarkers",)
+CLIENT_OPS = {"InitTransactions", "BeginTransaction", "Send", "CommitTransaction",
+              "AbortTransaction"}
+FAULTS = {"DuplicateRequest", "DelayRequest", "LoseRequest", "LoseResponse", "CrashProducer",
+          "ElectCoordinator"}
+INTERNAL = {"CommitTxnLogAppend", "SendProduce", "HandleProduce", "HandleVerifyAddPartition",
+            "HandleVerifyAddPartitionResponse", "ReceiveProduceResponse",
+            "HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse"}
+RPC_STEPS = {f"{k}{r}" for r in ("InitProducerId", "AddPartitionsToTxn", "EndTxn")
+             for k in ("Send", "Handle", "Receive")}
+SUPPORTED = CLIENT_OPS | FAULTS | INTERNAL | {s if not s.startswith("Receive") else s + "Response"
+                                              for s in RPC_STEPS}
+SUPPORTED -= {"SendInitProducerId"}
+
+
+class ReproduceError(ValueError):
+    """A trace this command cannot run: one line, exit 2."""
+
+
+class Diverged(Exception):
+    """Real Kafka did something the trace does not (or not what it does)."""
+
+    def __init__(self, step: int, action: str, what: str, event: dict | None = None):
+        super().__init__(what)
+        self.step, self.action, self.what, self.event = step, action, what, event
+
+    def to_dict(self) -> dict:
+        e = self.event
+        brief = None if e is None else {k: e.get(k) for k in (
+            "seq", "endpoint", "conn", "direction", "api", "version", "client_id", "action",
+            "errors", "fields")}
+        return {"step": self.step, "action": self.action, "what": self.what, "event": brief}
+
+
+# ---------------------------------------------------------------------------- the trace
+
+
+@dataclass
+class Loaded:
+    trace: Any
+    path: str
+    property: str
+    preset: str
+    partitions: int
+
+
+def load(path: str) -> Loaded:
+    """The trace, checked: a trace of the explicit Kafka model that replays to its claimed
+    violation, every step of which has a real counterpart here; else ``ReproduceError``."""
+    from traces import replay as replays
+    from traces import trace as traces
+    try:
+        t = traces.read(path)
+    except traces.TraceError as e:
+        raise ReproduceError(str(e)) from None
+    meta = t.meta
+    if meta.get("explorer") == "symbolic":
+        raise ReproduceError(f"{path}: a symbolic trace (the symbolic model's variables); only "
+                             "traces of the explicit Kafka model run on real Kafka")
+    if meta.get("model") != "kafka":
+        raise ReproduceError(f"{path}: a trace of model {str(meta.get('model'))[:40]!r}; real "
+                             "Kafka runs traces of the kafka model only")
+    try:
+        r = replays.replay(t)
+    except (traces.TraceError, ValueError) as e:
+        raise ReproduceError(f"{path}: the trace does not replay on the model "
+                             f"({' '.join(str(e).split())[:200]}): tampered or of another "
+                             "kafka-mc") from None
+    if not r.reproduced:
+        raise ReproduceError(f"{path}: the trace replays but does not show its claim "
+                             f"({r.message[:160]})")
+    if t.loop is not None:
+        raise ReproduceError(f"{path}: a lasso (liveness) trace: real reproduction of lassos is "
+                             "not implemented yet")
+    for i, a in enumerate(t.actions, 1):
+        if a[0] not in SUPPORTED:
+            raise ReproduceError(f"{path}: step {i} {a[0]} has no real counterpart in this "
+                                 "harness yet")
+    cfg = meta.get("config") or {}
+    preset = (meta.get("protocol") or {}).get("version") or \
+        (cfg.get("protocol") or {}).get("version")
+    return Loaded(t, str(path), meta["property"], str(preset),
+                  int((cfg.get("cluster") or {}).get("partitions", 1)))
+
+
+def release_for(preset: str, version: str | None) -> Release:
+    """``--version`` (checked) or the newest supported release standing for ``preset``."""
+    if version:
+        return releases.release(version)
+    standing = [r for r in releases.RELEASES if r.preset == preset]
+    if not standing:
+        have = sorted({r.preset for r in releases.RELEASES})
+        raise ReproduceError(f"no supported Kafka release stands for preset {preset!r} (releases "
+                             f"stand for {', '.join(have)}); pick one with --version")
+    return releases.release(standing[-1].version)
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+def _norm(state) -> str:
+    return str(state or "").replace("_", "").lower()
+
+
+def _errors(event: dict) -> set[str]:
+    return {e.get("name") for e in event.get("errors") or ()}
+
+
+def _marker_parts(event: dict, topic: str) -> list[tuple[bool | None, int]]:
+    """(transaction_result, partition) of a WriteTxnMarkers request or response (a response:
+    result None)."""
+    out = []
+    for m in (event.get("fields") or {}).get("markers") or ():
+        for t in m.get("topics") or ():
+            if t.get("name") not in (None, topic):
+                continue
+            for p in t.get("partition_indexes") or ():
+                out.append((m.get("transaction_result"), p))
+            for p in t.get("partitions") or ():
+                out.append((None, p.get("partition_index")))
+    return out
+
+
+def _produce_parts(event: dict) -> set[int]:
+    return {pd.get("index") for t in (event.get("fields") or {}).get("topic_data") or ()
+            for pd in t.get("partition_data") or ()}
+
+
+@dataclass
+class Result:
+    verdict: str
+    exit_code: int
+    trace: str
+    property: str
+    version: str
+    preset: str
+    steps_run: int
+    steps: int
+    seconds: float
+    out: str
+    divergence: dict | None = None
+    anomalies: list = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "verdict", "exit_code", "trace", "property", "version", "preset", "steps_run",
+            "steps", "seconds", "out", "divergence", "anomalies", "notes", "evidence")}
+
+
+class _Run:
+    def __init__(self, loaded: Loaded, release: Release, out: Path, log):
+        self.t, self.loaded, self.release, self.out, self.log = \
+            loaded.trace, loaded, release, out, log
+        self.tv2 = release.transaction_version >= 2
+        self.trace_tv = int((self.t.meta.get("settings") or {}).get(
+            "protocol.transaction_version", 1))
+        self.run_id = secrets.token_hex(3)
+        self.topic = f"kmc-repro-{self.run_id}"
+        self.producers: dict[int, Any] = {}
+        self.ops: dict[tuple, Any] = {}          # ("init"|"end", p) / ("send", p, txn, n)
+        self.send_ident: dict[tuple, tuple] = {}
+        self.outcomes: dict[tuple, str] = {}
+        self.sent: dict[tuple, list[str]] = {}
+        self.stale: dict[tuple, Any] = {}         # a DuplicateRequest's old copy (a Held)
+        self.delivered: list[dict] = []           # released WriteTxnMarkers: result, parts left
+        self.seen_produce: set[tuple] = set()
+        self.notes: list[str] = []
+        self.steps_file = None
+
+    # -- helpers
+    def tid_name(self, tid: int) -> str:
+        return f"kmc-repro-{self.run_id}-t{tid}"
+
+    def _step_log(self, i: int, action: tuple, label: str, **what) -> None:
+        rec = {"step": i, "action": action[0], "label": label,
+               "time_s": round(time.monotonic() - self.t0, 3), **what}
+        self.steps_file.write(json.dumps(rec, default=str) + "\n")
+        self.steps_file.flush()
+
+    def _held(self, pred, what: str, timeout: float = STEP_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        while True:
+            for h in self.proxy.held():
+                try:
+                    if pred(h):
+                        return h
+                except Exception:
+                    continue
+            if time.monotonic() > deadline:
+                held = [f"{h.event['api']} {h.event['direction']} #{h.event['seq']}"
+                        for h in self.proxy.held()]
+                raise Diverged(self.i, self.name, f"{what} never came within {timeout:.0f} s "
+                               f"(held now: {', '.join(held) or 'nothing'})")
+            time.sleep(0.03)
+
+    def _client_frame(self, p: int, api: str, direction: str, live: bool = True):
+        def pred(h):
+            e = h.event
+            return (e["api"] == api and e["direction"] == direction
+                    and e["client_id"] == f"p{p}" and (h.conn.client_open or not live))
+        return pred
+
+    def _release(self, h) -> dict:
+        self.proxy.release(h)
+        return h.event
+
+    def _check_error(self, msg: dict, event: dict) -> None:
+        want = msg.get("error", "NONE")
+        got = _errors(event)
+        if (want == "NONE" and got) or (want != "NONE" and want not in got):
+            raise Diverged(self.i, self.name, f"the trace answers {want}, real Kafka answered "
+                           f"{', '.join(sorted(got)) or 'NONE'}", event)
+
+    def _wait_op(self, key, ok: bool, what: str):
+        op = self.ops.get(key)
+        if op is None:
+            return None
+        err = op.exception(timeout=STEP_TIMEOUT_S)
+        if ok and err is not None:
+            raise Diverged(self.i, self.name, f"{what} failed on the real client "
+                           f"({err.cls}: {str(err)[:160]}); the trace has it succeed")
+        return err
+
+    def _coordinator_state(self, tid: int, want: str, timeout: float = STEP_TIMEOUT_S) -> str:
+        deadline = time.monotonic() + timeout
+        last = None
+        while True:
+            d = self.admin.describe_transactions([self.tid_name(tid)]).get(self.tid_name(tid), {})
+            last = d.get("state")
+            if _norm(last) == _norm(want):
+                return last
+            if time.monotonic() > deadline:
+                raise Diverged(self.i, self.name, f"the coordinator's state for transactional.id "
+                               f"t{tid} stayed {last!r}; the trace's log append makes it {want}")
+            time.sleep(0.1)
+
+    # -- steps
+    def step(self, i: int, action: tuple, before: dict, after: dict, label: str) -> None:
+        self.i, self.name = i, action[0]
+        name = action[0]
+        done: dict = {}
+        if name == "InitTransactions":
+            p = action[1]
+            pr = after["producers"][p]
+            if p not in self.producers:
+                self.producers[p] = self.driver.producer(f"p{p}", self.tid_name(pr["tid"]),
+                                                         **CLIENT_SETTINGS)
+            self.ops[("init", p)] = self.producers[p].start_init_transactions()
+        elif name == "BeginTransaction":
+            self.producers[action[1]].begin_transaction(timeout=STEP_TIMEOUT_S)
+        elif name == "Send":
+            p, k = action[1], action[2]
+            pr = before["producers"][p]
+            ident = (pr["tid"], pr["instance"], pr["txn"])
+            n = pr["records"]
+            value = anomalies.record_value(*ident, n)
+            self.ops[("send", p, pr["txn"], n)] = self.producers[p].start_send(
+                self.topic, k, value, value)
+            self.send_ident[("send", p, pr["txn"], n)] = (ident, value)
+            done["value"] = value
+        elif name in ("CommitTransaction", "AbortTransaction"):
+            p = action[1]
+            pr = before["producers"][p]
+            op = self.producers[p].start_commit_transaction() if name == "CommitTransaction" \
+                else self.producers[p].start_abort_transaction()
+            self.ops[("end", p)] = op
+            self.ops[("end-ident", p)] = (pr["tid"], pr["instance"], pr["txn"],
+                                          name == "CommitTransaction")
+        elif name.startswith("Send") and name[4:] in CLIENT_APIS:
+            api = name[4:]
+            if api == "AddPartitionsToTxn" and self.tv2:
+                done["mapped"] = "TV2: no client AddPartitionsToTxn (the leader adds the partition)"
+            else:
+                h = self._held(self._client_frame(action[1], api, "request"),
+                               f"the client's {api} request")
+                done["held"] = h.event["seq"]
+        elif name.startswith("Handle") and name[6:] in CLIENT_APIS:
+            api, msg = name[6:], action[1]
+            if api == "AddPartitionsToTxn" and self.tv2:
+                done["mapped"] = "TV2: the add happens in the leader's Produce handling"
+            else:
+                done.update(self._handle_request(api, msg, action[2] if len(action) > 2 else False,
+                                                 client=msg.get("producer")))
+        elif name.startswith("Receive") and name.endswith("Response") \
+                and name[7:-8] in CLIENT_APIS:
+            api, msg = name[7:-8], action[1]
+            if api == "AddPartitionsToTxn" and self.tv2:
+                done["mapped"] = "TV2: no client AddPartitionsToTxn answer"
+            else:
+                p = msg["producer"]
+                h = self._held(self._client_frame(p, api, "response"), f"the {api} response")
+                self._check_error(msg, h.event)
+                done["released"] = self._release(h)["seq"]
+                if api == "InitProducerId":
+                    self._wait_op(("init", p), msg.get("error") == "NONE", "initTransactions()")
+                elif api == "EndTxn":
+                    ok = msg.get("error") == "NONE"
+                    err = self._wait_op(("end", p), ok, "commitTransaction()/abortTransaction()")
+                    tid, inst, txn, commit = self.ops[("end-ident", p)]
+                    self.outcomes[(tid, inst, txn)] = ("committed" if commit else "aborted") \
+                        if err is None else "failed"
+        elif name == "CommitTxnLogAppend":
+            done.update(self._log_append(action[1], before, after))
+        elif name == "SendProduce":
+            p, k = action[1], action[2]
+
+            def produce(e, p=p, k=k):
+                return (e["api"] == "Produce" and e["direction"] == "request"
+                        and e["client_id"] == f"p{p}" and k in _produce_parts(e)
+                        and (e["seq"], k) not in self.seen_produce)
+            try:
+                e = self.proxy.wait_for(produce, timeout=STEP_TIMEOUT_S)
+            except TimeoutError:
+                raise Diverged(i, name, f"no Produce to partition {k} from p{p}") from None
+            self.seen_produce.add((e["seq"], k))
+            done["seen"] = e["seq"]
+        elif name in ("HandleProduce", "HandleVerifyAddPartition",
+                      "HandleVerifyAddPartitionResponse"):
+            done["mapped"] = "not gated: the leader handles it unforced"
+        elif name == "ReceiveProduceResponse":
+            msg = action[1]
+            req = msg["request"]
+            key = ("send", msg["producer"], req["txn"], req["n"])
+            err = self._wait_op(key, msg.get("error") == "NONE", f"send() of record {req['n']}")
+            if err is None and key in self.send_ident:
+                ident, value = self.send_ident[key]
+                self.sent.setdefault(ident, []).append(value)
+            done["record"] = self.send_ident.get(key, (None, None))[1]
+        elif name == "HandleWriteTxnMarkers":
+            done.update(self._handle_markers(action[1], action[2]))
+        elif name == "HandleWriteTxnMarkersResponse":
+            done.update(self._markers_response(action[1]))
+        elif name == "DuplicateRequest":
+            done.update(self._duplicate(action[1]))
+        elif name == "DelayRequest":
+            done["mapped"] = "kept held until the trace handles it"
+        elif name in ("LoseRequest", "LoseResponse"):
+            done.update(self._lose(action[1], "request" if name == "LoseRequest" else "response"))
+        elif name == "CrashProducer":
+            p = action[1]
+            pr = self.producers.pop(p, None)
+            if pr is not None:
+                pr.start_close(timeout_s=0, immediate=True)
+            done["mapped"] = f"instance p{p} closed at once and abandoned"
+        elif name == "ElectCoordinator":
+            node = self.cluster.coordinator_node()
+            self.cluster.restart(node)
+            done["mapped"] = f"broker {node} (the coordinator) restarted"
+        else:   # load() refuses these
+            raise ReproduceError(f"step {i} {name}: no real counterpart")
+        self._step_log(i, action, label, **done)
+
+    def _rpc_match(self, api: str, msg: dict):
+        if api == "WriteTxnMarkers":
+            want = (bool(msg.get("committed")), msg.get("partition"))
+            return lambda h: h.event["api"] == api and h.event["direction"] == "request" \
+                and want in _marker_parts(h.event, self.topic)
+        return self._client_frame(msg.get("producer"), api, "request", live=False)
+
+    def _handle_request(self, api: str, msg: dict, held_back: bool, client=None) -> dict:
+        key = (api, msg.get("producer"), msg.get("partition"), msg.get("committed"))
+        if msg.get("disconnected") and key in self.stale:
+            h = self.stale.pop(key)
+            n = self.proxy.release(h)
+            copy = None
+            if n:
+                try:
+                    copy = self.proxy.wait_for(lambda e: e.get("held_seq") == h.event["seq"]
+                                               and e["action"] in ("duplicated-copy", "released",
+                                                                   "dropped"), 10)
+                    answer = self.proxy.wait_for(
+                        lambda e: e["seq"] > copy["seq"] and e["conn"] == h.event["conn"]
+                        and e["direction"] == "response", BROKER_REQUEST_TIMEOUT_MS / 1000 + 10)
+                except TimeoutError:
+                    answer = None
+            else:
+                answer = None
+            self.stale_answer = answer
+            return {"released_old_copy": h.event["seq"], "copy": copy and copy["action"],
+                    "old_copy_answer": answer and {"seq": answer["seq"],
+                                                   "errors": answer["errors"],
+                                                   "fields": answer["fields"]}}
+        match = self._rpc_match(api, msg)
+        h = self._held(lambda h: match(h) and h.conn.client_open, f"the {api} request")
+        if api == "EndTxn" and bool(h.event["fields"].get("committed")) != bool(msg["committed"]):
+            raise Diverged(self.i, self.name, f"EndTxn committed={h.event['fields'].get('committed')}"
+                           f"; the trace's is {msg['committed']}", h.event)
+        return {"released": self._release(h)["seq"]}
+
+    def _handle_markers(self, msg: dict, held_back: bool) -> dict:
+        want = (bool(msg.get("committed")), msg.get("partition"))
+        if msg.get("disconnected"):
+            return self._handle_request("WriteTxnMarkers", msg, held_back)
+        for d in self.delivered:
+            if d["result"] == want[0] and want[1] in d["left"]:
+                d["left"].discard(want[1])
+                return {"delivered_with": d["seq"]}
+        match = self._rpc_match("WriteTxnMarkers", msg)
+        h = self._held(lambda h: match(h) and h.conn.client_open,
+                       f"WriteTxnMarkers({'COMMIT' if want[0] else 'ABORT'}) for partition {want[1]}")
+        parts = {p for r, p in _marker_parts(h.event, self.topic) if r == want[0]}
+        self.delivered.append({"result": want[0], "left": parts - {want[1]},
+                               "seq": h.event["seq"], "conn": h.event["conn"],
+                               "corr": h.event["correlation_id"], "answer_left": set(parts)})
+        return {"released": self._release(h)["seq"]}
+
+    def _markers_response(self, msg: dict) -> dict:
+        part = msg.get("partition")
+        for d in self.delivered:
+            if part in d["answer_left"] and d.get("answered"):
+                d["answer_left"].discard(part)
+                return {"answered_with": d["answered"]}
+        ds = [d for d in self.delivered if part in d["answer_left"]
+              and d["result"] == bool(msg.get("committed"))]
+        if not ds:
+            raise Diverged(self.i, self.name, f"no WriteTxnMarkers for partition {part} was "
+                           "delivered before its answer")
+        d = ds[-1]
+        h = self._held(lambda h: h.event["api"] == "WriteTxnMarkers"
+                       and h.event["direction"] == "response" and h.event["conn"] == d["conn"]
+                       and h.event["correlation_id"] == d["corr"], "the WriteTxnMarkers response")
+        for r, p in _marker_parts(h.event, self.topic):
+            pass
+        self._check_error(msg, h.event)
+        d["answered"] = self._release(h)["seq"]
+        d["answer_left"].discard(part)
+        return {"released": d["answered"]}
+
+    def _duplicate(self, msg: dict) -> dict:
+        api = msg["rpc"]
+        match = self._rpc_match(api, msg) if api in ("WriteTxnMarkers",) + CLIENT_APIS else None
+        if match is None:
+            raise Diverged(self.i, self.name, f"a duplicate of {api} is not gated here")
+        first = self._held(lambda h: match(h) and h.conn.client_open, f"the {api} request")
+        timeout = (BROKER_REQUEST_TIMEOUT_MS if api == "WriteTxnMarkers"
+                   else CLIENT_REQUEST_TIMEOUT_MS) / 1000 + STEP_TIMEOUT_S
+        retry = self._held(lambda h: match(h) and h.conn is not first.conn,
+                           f"the sender's retry of {api} on a new connection", timeout)
+        self.stale[(api, msg.get("producer"), msg.get("partition"), msg.get("committed"))] = first
+        return {"old_copy": first.event["seq"], "old_conn": first.event["conn"],
+                "retry": retry.event["seq"], "retry_conn": retry.event["conn"]}
+
+    def _lose(self, msg: dict, direction: str) -> dict:
+        api = msg["rpc"][:-8] if direction == "response" else msg["rpc"]
+        if direction == "request":
+            match = self._rpc_match(api, msg)
+        else:
+            match = self._client_frame(msg.get("producer"), api, "response")
+        h = self._held(lambda h: match(h) and h.event["direction"] == direction,
+                       f"the {api} {direction}")
+        self.proxy._call(self.proxy._shut, h.conn, "proxy")   # drop it, close its connection
+        return {"dropped": h.event["seq"], "conn_closed": h.event["conn"]}
+
+    def _log_append(self, tid: int, before: dict, after: dict) -> dict:
+        want = after["coordinator"]["log"][tid]["state"]
+        done: dict = {}
+        ap = before["coordinator"]["appends"][tid]   # the pending append: a record or <<>>
+        reply = ap.get("reply") if isinstance(ap, dict) else None
+        new_markers = [m for m in after["network"] if m.get("rpc") == "WriteTxnMarkers"
+                       and m not in before["network"]]
+        rpc = reply.get("rpc") if reply else None
+        if isinstance(rpc, str) and rpc.endswith("Response") and reply.get("producer", -1) >= 0:
+            api = reply["rpc"][:-8]
+            if not (api == "AddPartitionsToTxn" and self.tv2):
+                h = self._held(self._client_frame(reply["producer"], api, "response"),
+                               f"the coordinator's {api} answer")
+                done["answer_held"] = h.event["seq"]
+        for m in new_markers:
+            wanted = (bool(m["committed"]), m["partition"])
+            h = self._held(lambda h, w=wanted: h.event["api"] == "WriteTxnMarkers"
+                           and h.event["direction"] == "request" and h.conn.client_open
+                           and w in _marker_parts(h.event, self.topic),
+                           f"WriteTxnMarkers({'COMMIT' if wanted[0] else 'ABORT'}) to partition "
+                           f"{wanted[1]}")
+            done.setdefault("markers_held", []).append(h.event["seq"])
+        if not done:   # no answer, no marker: the new state is all there is to see
+            done["coordinator_state"] = self._coordinator_state(tid, want)
+        return done
+
+    # -- the whole run
+    def run(self) -> Result:
+        from realkafka import run as runs
+        from realkafka.client import ClientError, Driver
+        from realkafka.cluster import Cluster
+        from realkafka.logdump import partition_log
+        from realkafka.proxy import HOLD, Fault, Proxy
+
+        self.t0 = time.monotonic()
+        out = self.out
+        out.mkdir(parents=True, exist_ok=True)
+        steps = list(zip(self.t.actions, self.t.states, self.t.states[1:],
+                         self.t.labels or [""] * len(self.t.actions)))
+        divergence = None
+        ran = 0
+        evidence: dict = {}
+        found: list = []
+        with open(out / "steps.jsonl", "w") as self.steps_file, \
+                Proxy(out / "events.jsonl") as self.proxy, \
+                Cluster(self.release, brokers=1, proxy=self.proxy,
+                        settings=BROKER_SETTINGS) as self.cluster, \
+                Driver(self.release, self.cluster.bootstrap,
+                       history_path=out / "history.jsonl") as self.driver:
+            self.admin = self.driver.admin()
+            self.admin.create_topic(self.topic, self.loaded.partitions, 1)
+            # Warm-up, ungated: __transaction_state created and loaded (else the trace's first
+            # InitProducerId is answered COORDINATOR_LOAD_IN_PROGRESS, a state the model has not).
+            warm = self.driver.producer("warmup", f"kmc-repro-{self.run_id}-warmup",
+                                        **CLIENT_SETTINGS)
+            warm.init_transactions(timeout=120)
+            warm.close()
+            gates = [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/CLIENT",
+                                                count=None))
+                     for api in CLIENT_APIS for d in ("request", "response")]
+            gates += [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/INTERNAL",
+                                                 count=None))
+                      for api in BROKER_APIS for d in ("request", "response")]
+            self.log(f"Kafka {self.release.version}: {len(steps)} steps of "
+                     f"{self.loaded.path} ({self.loaded.property})")
+            try:
+                for i, (action, before, after, label) in enumerate(steps, 1):
+                    self.step(i, action, before, after, label)
+                    ran = i
+            except (TimeoutError, RuntimeError, KeyError, ClientError) as e:
+                d = Diverged(self.i, self.name, f"{type(e).__name__}: "
+                             f"{' '.join(str(e).split())[:300]}")
+                divergence = d.to_dict()
+                self._step_log(d.step, (d.action,), "", diverged=d.what)
+                self.log(f"  diverged at step {d.step} {d.action}: {d.what}")
+            except Diverged as d:
+                divergence = d.to_dict()
+                self._step_log(d.step, (d.action,), "", diverged=d.what)
+                self.log(f"  diverged at step {d.step} {d.action}: {d.what}")
+            for g in gates:
+                self.proxy.remove_fault(g)
+            self.proxy.release(None)
+            for key, op in list(self.ops.items()):
+                if key[0] in ("init", "send", "end") and hasattr(op, "exception"):
+                    try:
+                        err = op.exception(timeout=STEP_TIMEOUT_S)
+                    except Exception:
+                        err = "pending"
+                    if key[0] == "send" and err is None and key in self.send_ident:
+                        ident, value = self.send_ident[key]
+                        if value not in self.sent.get(ident, []):
+                            self.sent.setdefault(ident, []).append(value)
+                    if key[0] == "end":
+                        tid, inst, txn, commit = self.ops[("end-ident", key[1])]
+                        self.outcomes.setdefault((tid, inst, txn), (
+                            "committed" if commit else "aborted") if err is None else "unknown")
+            tids = sorted({self.tid_name(pr["tid"]) for pr in self.t.states[0]["producers"]})
+            partitions = list(range(self.loaded.partitions))
+            open_, state = runs._quiesce(self.admin, tids, partitions, self.topic)
+            state["producers"] = {p: self.admin.describe_producers(self.topic, p)
+                                  for p in partitions}
+            reads = runs._read_all(self.driver, self.topic, partitions, state["offsets"],
+                                   "read_committed")
+            state["read_committed"] = reads
+            state["logs"] = {p: partition_log(self.cluster, self.topic, p) for p in partitions}
+            found = anomalies.check(self.outcomes, self.sent, reads, state["offsets"], open_)
+            old = getattr(self, "stale_answer", None)
+            if old is not None:
+                state["duplicate_old_copy_answer"] = {"seq": old["seq"], "errors": old["errors"]}
+            evidence = state
+            for f in self.cluster.log_files():
+                shutil.copy(f, out / Path(f).name)
+        hit = [a for a in found if a.property == self.loaded.property]
+        if hit:
+            verdict, code = "reproduced", EXIT_REPRODUCED
+        elif divergence is not None:
+            verdict, code = "diverged", EXIT_DIVERGED
+        else:
+            verdict, code = "not-reproduced", EXIT_NOT_REPRODUCED
+        if self.tv2 != (self.trace_tv >= 2):
+            self.notes.append(f"the trace is TV{self.trace_tv}, Kafka {self.release.version} runs "
+                              f"TV{self.release.transaction_version}: client AddPartitionsToTxn "
+                              "steps mapped onto the leader's implicit add; epochs not compared")
+        result = Result(verdict, code, self.loaded.path, self.loaded.property,
+                        self.release.version, self.release.preset, ran, len(steps),
+                        round(time.monotonic() - self.t0, 1), str(out), divergence,
+                        [a.to_dict() for a in found], _jsonable(evidence), self.notes)
+        tmp = out / "report.json.tmp"
+        tmp.write_text(json.dumps({**result.to_dict(), "outcomes": {
+            anomalies._txn_name(k): v for k, v in sorted(self.outcomes.items())},
+            "sent": {anomalies._txn_name(k): v for k, v in sorted(self.sent.items())}},
+            indent=1, sort_keys=True, default=str) + "\n")
+        os.replace(tmp, out / "report.json")
+        return result
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {(k if isinstance(k, str) else str(k)): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+def reproduce(path: str, version: str | None = None, out: Path | None = None,
+              log=lambda s: None) -> Result:
+    """Run the trace at ``path`` on real Kafka; ``ReproduceError`` for bad input."""
+    loaded = load(path)
+    release = release_for(loaded.preset, version)
+    out = out or Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
+    if out.exists() and not out.is_dir():
+        raise ReproduceError(f"--out {str(out)[:200]}: not a folder")
+    return _Run(loaded, release, out, log).run()
+
+
+def summary(result: Result) -> str:
+    """The verdict and its evidence, for a person."""
+    lines = [f"{result.verdict.upper()}: {result.property} on Kafka {result.version} "
+             f"(preset {result.preset}), {result.steps_run}/{result.steps} steps, "
+             f"{result.seconds} s"]
+    if result.divergence:
+        d = result.divergence
+        lines.append(f"diverged at step {d['step']} {d['action']}: {d['what']}")
+        if d.get("event"):
+            lines.append(f"  event: {json.dumps(d['event'], default=str)[:400]}")
+    for a in result.anomalies:
+        lines.append(f"ANOMALY {a['name']} ({a['property']}) {a['transaction']}: {a['evidence']}")
+    ev = result.evidence
+    for p, batches in sorted((ev.get("logs") or {}).items()):
+        lines.append(f"partition {p} log:")
+        for b in batches:
+            what = f"{b['marker']} marker (coordinator epoch {b.get('coordinator_epoch')})" \
+                if b.get("control") else "data " + ", ".join(
+                    str(r.get("value")) for r in b.get("records") or ())
+            lines.append(f"  offset {b.get('base_offset')}: producer {b.get('producer_id')} "
+                         f"epoch {b.get('producer_epoch')} seq {b.get('base_sequence')}: {what}")
+    for p, o in sorted((ev.get("offsets") or {}).items()):
+        lines.append(f"partition {p}: LSO {o.get('lso')}, high watermark {o.get('high_watermark')}")
+    if ev.get("read_committed") is not None:
+        lines.append("read_committed: " + ", ".join(
+            f"{r['value']}@{r['partition']}:{r['offset']}" for r in ev["read_committed"]))
+    for tid, d in sorted((ev.get("transactions") or {}).items()):
+        lines.append(f"DescribeTransactions {tid}: {d.get('state')} pid {d.get('producer_id')} "
+                     f"epoch {d.get('producer_epoch')}")
+    if ev.get("duplicate_old_copy_answer"):
+        lines.append(f"the duplicate's old copy was answered: "
+                     f"{ev['duplicate_old_copy_answer']}")
+    for n in result.notes:
+        lines.append(f"note: {n}")
+    lines.append(f"run folder: {result.out} (events.jsonl, history.jsonl, steps.jsonl, "
+                 "report.json)")
+    return "\n".join(lines)
