@@ -383,7 +383,7 @@ class Proxy:
         except (asyncio.TimeoutError, Exception):
             for w in writers:
                 w.transport.abort()
-            await asyncio.sleep(0)
+        await asyncio.sleep(0.05)      # the close callbacks of cancelled connects
         for r in self._routes.values():
             if r.server:
                 try:
@@ -424,6 +424,7 @@ class Proxy:
                       writer: asyncio.StreamWriter):
         c = _Conn(next(self._conn_numbers), route.endpoint)
         c.client_w = writer
+        c.tasks = [asyncio.current_task()]
         self._conns.add(c)
         upstream = route.upstream
         try:
@@ -435,9 +436,13 @@ class Proxy:
             self._conns.discard(c)
             return
         c.up_w, c.up_open = up_w, True
+        if not c.client_open:             # closed (by close() or disconnect()) meanwhile
+            up_w.close()
+            c.up_open = False
+            self._conns.discard(c)
+            return
         self._conn_event(c, "opened", upstream=list(upstream),
                          client=list(writer.get_extra_info("peername") or ()))
-        c.tasks = [asyncio.current_task()]
         up_task = asyncio.ensure_future(self._pump(c, "response", up_r))
         c.tasks.append(up_task)
         try:
@@ -531,7 +536,7 @@ class Proxy:
             for h in list(q):
                 self._again(h.event, "dropped", h.fault, reason="connection closed")
             q.clear()
-        was = c.client_open or c.up_open
+        was = c.up_w is not None and (c.client_open or c.up_open)
         c.client_open = False
         if c.up_open and c.linger:
             c.linger.cancel()

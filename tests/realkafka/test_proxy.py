@@ -396,6 +396,7 @@ def test_close_stops_servers_and_thread(tmp_path):
         s.settimeout(5)
         a, _ = s.accept()
         a.settimeout(5)
+        p.wait_for(lambda e: e["action"] == "opened", timeout=5)
         p.close()
         p.close()
         assert not p._thread.is_alive()
