@@ -22,8 +22,9 @@ is repeated with a window 4 times wider, so nothing is lost: the last search is 
 
 The result is ``conforms`` (with the model's behaviour, which ``write_trace`` writes as an ITF
 trace that ``kafka-mc replay`` and ``explore`` open), ``diverges`` (a ``Divergence``: the most
-events any behaviour of the model explains, the pending event with the nearest miss there (else
-the earliest), the actions enabled there and, for the nearest ones, which fields differ) or
+events any behaviour of the model explains, the earliest event pending there, the actions
+enabled there and, for the nearest ones, which fields differ, and every stream's next event with
+its nearest miss) or
 ``unknown`` (the node limit was reached first). Pass the events in the order they were recorded
 (proxy events and client history merged by time when they share a clock: a source appended
 after the other costs a few widenings).
@@ -86,9 +87,8 @@ class Divergence:
                  f"after {self.matched} events explained"]
         for a in self.near:
             lines.append(f"  nearest: {a.action}: {a.reason}")
-        if not self.near:
-            lines.append("  no step it could be is enabled"
-                         + (f" ({', '.join(self.kinds)})" if self.kinds else ""))
+        if self.kinds and all(a.action.startswith("(") for a in self.near):
+            lines.append(f"  no step it could be is enabled ({', '.join(self.kinds)})")
         others = [f"{i} ({label})" for i, label in self.pending if i != self.event]
         if others:
             lines.append("  other streams wait at: " + ", ".join(others))
@@ -304,9 +304,9 @@ def _behaviour(model, parents, goal, items):
 
 
 def _divergence(model, frontier, streams, lengths, items, skipped, silent, best) -> Divergence:
-    """The report at the furthest nodes the search reached: of the events pending there, the
-    one with the nearest miss (an enabled step of its kind, or the state, differing in the fewest
-    named fields; the earliest in the run when none has one), with its near misses."""
+    """The report at the furthest nodes the search reached: the earliest (in the run) of the
+    events pending there, with its near misses (enabled steps of its kind, or the state, by the
+    fewest differing fields), and each other stream's next event with its nearest miss."""
     fmt = getattr(model, "format_action", lambda a: repr(a))
     near: dict[int, dict[str, str]] = {}     # item -> action (or the state) -> why not
     for s, pos in frontier:
@@ -334,13 +334,15 @@ def _divergence(model, frontier, streams, lengths, items, skipped, silent, best)
         return (why.count(": recorded ") or 99, len(why))
     s0, pos0 = frontier[0]
     pending0 = [streams[j][p] for j, p in enumerate(pos0) if p < lengths[j]]
-    best_rank = {i: min(map(rank, near[i].values())) for i in near if near[i]}
-    missed = [i for i, r in best_rank.items() if r[0] < 99]
-    first = (min(missed, key=lambda i: (best_rank[i], items[i][0])) if missed
-             else min(pending0))
+    first = min(pending0)
     event, o = items[first]
     ranked = sorted(near.get(first, {}).items(), key=lambda kv: rank(kv[1]))[:NEAR]
-    pending = tuple((items[i][0], items[i][1].label) for i in pending0)
+
+    def nearest(i):
+        found = sorted(near.get(i, {}).items(), key=lambda kv: rank(kv[1]))
+        return f": nearest {found[0][0]}: {found[0][1]}" if found and rank(found[0][1])[0] < 99 \
+            else ""
+    pending = tuple((items[i][0], items[i][1].label + nearest(i)) for i in pending0)
     enabled = tuple(fmt(a) for a, _ in _successors(model, s0))
     return Divergence(best, event, o.label, pending, enabled,
                       tuple(Near(a, why) for a, why in ranked), tuple(sorted(o.actions)))

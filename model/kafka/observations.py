@@ -35,8 +35,8 @@ order, the client matches answers in order) and one per client process of the hi
 | WriteTxnMarkers response, INTERNAL | ``HandleWriteTxnMarkersResponse``, per partition: error |
 | AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse``, per partition: error |
 | a request the proxy ``held`` (fault hold / duplicate) | ``DelayRequest`` / ``DuplicateRequest`` of that message, or nothing (nothing overtook it) |
-| a request ``dropped`` by a fault | ``LoseRequest`` of that message |
-| a response ``dropped`` by a fault | ``LoseResponse`` of that message |
+| a request ``dropped`` by a fault | ``LoseRequest`` of its (first) message; a frame's further messages (the markers of a second partition) lost too or still in flight for the sender's resent frame (one fault, one loss in the model) |
+| a response ``dropped`` by a fault | ``LoseResponse`` likewise |
 | a response dropped for want of its client (a duplicate's copy, a held request released after its client left) | nothing, or ``LoseResponse`` |
 | a coordinator request answered COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE, and that answer | not observed: the coordinator was not loaded yet (after a broker start); the model's is loaded from the start, the client retries |
 | ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, Describe*) | not observed |
@@ -332,8 +332,9 @@ def _as_producer(rpcs, fields, instance):
 REQUEST_FAULTS = ("DelayRequest", "DuplicateRequest")
 
 
-def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None):
-    """The observation of a request event by the proxy's ``action``."""
+def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True):
+    """The observation of a request event by the proxy's ``action`` (``first``: of the model's
+    messages the frame carries, the first)."""
     match = _as_producer((rpc,), fields, instance)
     what = e.get("action") or "forwarded"
     fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
@@ -342,18 +343,20 @@ def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None):
     if what == "held":
         return either(label + " held", REQUEST_FAULTS, match)
     if what == "dropped" and fault == "drop":
-        return step(label + " dropped", ("LoseRequest",), match)
+        # one fault, one loss in the model: a frame's first message is lost; the others (the
+        # markers of a second partition) may stay in flight, for the sender's resent frame
+        return (step if first else either)(label + " dropped", ("LoseRequest",), match)
     return None     # queued (its release is the event), or dropped with its connection
 
 
-def _response(label, action: str, rpc: Rpc, fields: dict, e, instance=None):
+def _response(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True):
     match = _as_producer((rpc,), fields, instance)
     what = e.get("action") or "forwarded"
     fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
     if what in ("forwarded", "released"):
         return step(label, (action,), match)
     if what == "dropped" and fault == "drop":
-        return step(label + " dropped", ("LoseResponse",), match)
+        return (step if first else either)(label + " dropped", ("LoseResponse",), match)
     if what == "dropped":
         return either(label + " dropped (" + str(e.get("reason") or "no client") + ")",
                       ("LoseResponse",), match)
@@ -496,7 +499,8 @@ def _produce(run, e, f, req, request, label, instance):
             fields = {"partition": k, "producer_id": run.pid(b.get("producer_id")),
                       "producer_epoch": b.get("producer_epoch"),
                       "base_sequence": b.get("base_sequence")}
-            o = _request(f"{label} p{k}", "HandleProduce", Rpc.Produce, fields, e, instance)
+            o = _request(f"{label} p{k}", "HandleProduce", Rpc.Produce, fields, e, instance,
+                         first=not out)
             if o is not None:
                 out.append(o)
         return out or None
@@ -511,7 +515,7 @@ def _produce(run, e, f, req, request, label, instance):
                       "producer_epoch": b.get("producer_epoch"),
                       "base_sequence": b.get("base_sequence")}
             o = _response(f"{label} p{k}", "ReceiveProduceResponse", Rpc.ProduceResponse, fields,
-                          e, instance)
+                          e, instance, first=not out)
             if o is not None:
                 out.append(o)
     return out or None
@@ -542,7 +546,7 @@ def _verifications(K, run, e, f, req, request, label):
                 if request:
                     fields["verify_only"] = bool(x.get("verify_only"))
                     o = _request(f"{label} p{part}", "HandleVerifyAddPartition",
-                                 Rpc.VerifyAddPartition, fields, e)
+                                 Rpc.VerifyAddPartition, fields, e, first=not out)
                 else:
                     code = top or errors.get((x.get("transactional_id"), _topic(t), k), 0)
                     error = _error(code and _partition_error(e, f"[{k}]", code))
@@ -551,7 +555,7 @@ def _verifications(K, run, e, f, req, request, label):
                     o = _response(f"{label} p{part}", "HandleVerifyAddPartitionResponse",
                                   Rpc.VerifyAddPartitionResponse,
                                   {"partition": part, "error": error,
-                                   "producer_id": fields["producer_id"]}, e)
+                                   "producer_id": fields["producer_id"]}, e, first=not out)
                 if o is not None:
                     out.append(o)
     return out or None
@@ -580,12 +584,12 @@ def _markers(run, e, f, req, request, label):
                     fields["coordinator_epoch"] = run.coordinator_epochs.get(
                         x.get("coordinator_epoch"), x.get("coordinator_epoch"))
                     o = _request(f"{label} p{part}", "HandleWriteTxnMarkers",
-                                 Rpc.WriteTxnMarkers, fields, e)
+                                 Rpc.WriteTxnMarkers, fields, e, first=not out)
                 else:
                     code = errors.get((x.get("producer_id"), _topic(t), k), 0)
                     fields["error"] = _error(code and _partition_error(e, f"[{k}]", code))
                     o = _response(f"{label} p{part}", "HandleWriteTxnMarkersResponse",
-                                  Rpc.WriteTxnMarkersResponse, fields, e)
+                                  Rpc.WriteTxnMarkersResponse, fields, e, first=not out)
                 if o is not None:
                     out.append(o)
     return out or None

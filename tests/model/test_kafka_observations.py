@@ -350,7 +350,8 @@ def recorded(name):
 @pytest.mark.parametrize("name, observed, faults", [
     ("kafka-3.6.2-commit", 19, set()),
     ("kafka-4.4.0-faults", 43, {"LoseRequest", "LoseResponse"}),
-    ("kafka-4.4.0-hold-duplicate", 47, {"LoseResponse", "DuplicateRequest"})])
+    ("kafka-4.4.0-hold-duplicate", 47, {"LoseResponse", "DuplicateRequest"}),
+    ("kafka-4.4.0-marker-frame-dropped", 46, {"LoseRequest"})])
 def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, tmp_path):
     """3.6.2: a committed transaction (TV1, verify-only), its first InitProducerId answered
     COORDINATOR_LOAD_IN_PROGRESS (the coordinator not loaded yet: not observed). 4.4.0 (TV2),
@@ -358,7 +359,9 @@ def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, t
     and an EndTxn response dropped by the proxy (LoseRequest, LoseResponse); an abort and a
     commit with a Produce answer dropped (the retry answered NONE: the model's duplicate), an
     EndTxn held past nothing (no step), and one duplicated (its copy handled after the client's
-    retry on a new connection, its answer dropped: DuplicateRequest)."""
+    retry on a new connection, its answer dropped: DuplicateRequest); a WriteTxnMarkers frame
+    carrying the markers of two partitions dropped (one fault: one marker lost, the other
+    delivered by the coordinator's resent frame)."""
     model, run = recorded(name)
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
@@ -416,7 +419,7 @@ def test_the_real_runs_tampered_diverge_at_the_tampered_event():
 
 @pytest.mark.parametrize("run, mutant, where", [
     ("kafka-4.4.0-faults", "end-txn-skips-epoch-check", "EndTxn request"),
-    ("kafka-4.4.0-faults", "markers-skip-a-partition", "AddPartitionsToTxn response"),
+    ("kafka-4.4.0-faults", "markers-skip-a-partition", "EndTxn request"),
     ("kafka-4.4.0-faults", "marker-not-resent", "WriteTxnMarkers request"),
     ("kafka-4.4.0-hold-duplicate", "abort-skips-end-txn", "WriteTxnMarkers request")])
 def test_mutants_lacking_a_behaviour_of_real_kafka_are_caught_on_a_real_run(run, mutant, where):
