@@ -462,6 +462,38 @@ def test_fault_for_a_run_plans_network_faults():
         fault_for(NetworkFault("melt", "EndTxn", 1))
 
 
+def test_held_response_of_a_client_gone_is_dropped(kafka, proxy):
+    start = last_seq(proxy)
+    proxy.add_fault(Fault(HOLD, "Metadata", direction="response",
+                          where=lambda e: e["client_id"] == "leaver"))
+    raw = Raw(client_port(proxy), client_id="leaver")
+    try:
+        raw.send(3, 12, topics=None, allow_auto_topic_creation=False,
+                 include_topic_authorized_operations=False)
+        held = proxy.wait_for(lambda e: e["seq"] > start and e["action"] == "held", timeout=10)
+    finally:
+        raw.close()
+    gone = proxy.wait_for(lambda e: e["seq"] > start and e.get("held_seq") == held["seq"], 10)
+    assert gone["action"] == "dropped" and gone["reason"] == "client closed"
+    assert proxy.held() == []
+
+
+def test_set_upstream_moves_new_connections(tmp_path):
+    with Proxy() as p, socket.socket() as one, socket.socket() as two:
+        for s in (one, two):
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            s.settimeout(5)
+        port = p.route("x", one.getsockname())
+        assert p.route("x", one.getsockname()) == port
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            one.accept()[0].close()
+        p.set_upstream("x", two.getsockname())
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            two.accept()[0].close()
+        assert p.endpoints() == {"x": (port, two.getsockname())}
+
+
 def test_faults_refuse_bad_aims():
     with pytest.raises(ValueError):
         Fault("explode")
