@@ -296,7 +296,8 @@ class Proxy:
 
     def release(self, what: "Fault | Held | str | None" = None) -> int:
         """Send the frames held by a fault (a ``Fault`` or its id), one held frame, or (None)
-        every held frame; the number released."""
+        every held frame; the number released. A released frame behind another frame still held
+        on its connection and direction goes only when that one does (connection order)."""
         return self._call(self._release, what)
 
     def disconnect(self, endpoint: str | None = None) -> int:
