@@ -62,6 +62,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     rp.add_argument("--version", metavar="V", dest="kafka_version", default=None,
                     help="the release (default: the newest standing for the trace's preset)")
     rp.add_argument("--out", metavar="DIR", help="run folder (default: out/reproduce-...)")
+    rp.add_argument("--brokers", type=int, choices=[1, 3], default=1,
+                    help="3: each partition led by its own broker (markers and records in "
+                         "separate requests, as the trace's leaders get them)")
     rp.add_argument("--json", action="store_true")
     real.subcommands = rsub   # explorers.cli.real adds the commands that need an explorer
     return real
@@ -199,7 +202,7 @@ def _reproduce(args) -> int:
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
     from realkafka.client import DriverError
     try:
-        result = repro.reproduce(args.trace, release.version, out, log)
+        result = repro.reproduce(args.trace, release.version, out, log, args.brokers)
     except (repro.ReproduceError, DriverError) as e:
         raise RealUsageError(str(e)) from None
     if args.json:

@@ -78,6 +78,10 @@ BROKER_SETTINGS = {
     "transaction.max.timeout.ms": "600000",
     "request.timeout.ms": str(BROKER_REQUEST_TIMEOUT_MS),   # the marker channel's: a duplicate
 }
+ONE_COPY = {   # one copy of everything: a three-broker run is for separate leaders, not replication
+    "default.replication.factor": "1", "min.insync.replicas": "1",
+    "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1"}
 CLIENT_REQUEST_TIMEOUT_MS = 15000   # longer than any hold a trace makes without a client fault
 CLIENT_SETTINGS = {
     "request.timeout.ms": str(CLIENT_REQUEST_TIMEOUT_MS),
@@ -241,7 +245,8 @@ class Result:
 
 
 class _Run:
-    def __init__(self, loaded: Loaded, release: Release, out: Path, log):
+    def __init__(self, loaded: Loaded, release: Release, out: Path, log, brokers: int = 1):
+        self.brokers = brokers
         self.t, self.loaded, self.release, self.out, self.log = \
             loaded.trace, loaded, release, out, log
         self.tv2 = release.transaction_version >= 2
@@ -497,10 +502,14 @@ class _Run:
         h = self._held(lambda h: match(h) and h.conn.client_open,
                        f"WriteTxnMarkers({'COMMIT' if want[0] else 'ABORT'}) for partition {want[1]}")
         parts = {p for r, p in _marker_parts(h.event, self.topic) if r == want[0]}
+        extra = sorted(parts - {want[1]})
         self.delivered.append({"result": want[0], "left": parts - {want[1]},
                                "seq": h.event["seq"], "conn": h.event["conn"],
                                "corr": h.event["correlation_id"], "answer_left": set(parts)})
-        return {"released": self._release(h)["seq"]}
+        done = {"released": self._release(h)["seq"]}
+        if extra:
+            done["also_carries_partitions"] = extra
+        return done
 
     def _markers_response(self, msg: dict) -> dict:
         part = msg.get("partition")
@@ -591,15 +600,24 @@ class _Run:
         divergence = None
         ran = 0
         evidence: dict = {}
+        self.leaders: dict = {}
         found: list = []
         with open(out / "steps.jsonl", "w") as self.steps_file, \
                 Proxy(out / "events.jsonl") as self.proxy, \
-                Cluster(self.release, brokers=1, proxy=self.proxy,
-                        settings=BROKER_SETTINGS) as self.cluster, \
+                Cluster(self.release, brokers=self.brokers, proxy=self.proxy,
+                        settings={**BROKER_SETTINGS, **ONE_COPY}) as self.cluster, \
                 Driver(self.release, self.cluster.bootstrap,
                        history_path=out / "history.jsonl") as self.driver:
             self.admin = self.driver.admin()
             self.admin.create_topic(self.topic, self.loaded.partitions, 1)
+            self.leaders = {k: self.cluster.leader(self.topic, k)
+                            for k in range(self.loaded.partitions)}
+            shared = len(set(self.leaders.values())) < len(self.leaders)
+            if shared:
+                self.notes.append(f"partition leaders {self.leaders}: a broker leading several "
+                                  "partitions gets their markers (and a client's records) in one "
+                                  "request, released at the first step that delivers one of them "
+                                  "(--brokers 3 gives each partition its own leader)")
             # Warm-up, ungated: __transaction_state created and loaded (else the trace's first
             # InitProducerId is answered COORDINATOR_LOAD_IN_PROGRESS, a state the model has not).
             warm = self.driver.producer("warmup", f"kmc-repro-{self.run_id}-warmup",
@@ -658,6 +676,7 @@ class _Run:
             old = getattr(self, "stale_answer", None)
             if old is not None:
                 state["duplicate_old_copy_answer"] = {"seq": old["seq"], "errors": old["errors"]}
+            state["leaders"] = self.leaders
             evidence = state
             for f in self.cluster.log_files():
                 shutil.copy(f, out / Path(f).name)
@@ -699,14 +718,14 @@ def _jsonable(x):
 
 
 def reproduce(path: str, version: str | None = None, out: Path | None = None,
-              log=lambda s: None) -> Result:
+              log=lambda s: None, brokers: int = 1) -> Result:
     """Run the trace at ``path`` on real Kafka; ``ReproduceError`` for bad input."""
     loaded = load(path)
     release = release_for(loaded.preset, version)
     out = out or Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
     if out.exists() and not out.is_dir():
         raise ReproduceError(f"--out {str(out)[:200]}: not a folder")
-    return _Run(loaded, release, out, log).run()
+    return _Run(loaded, release, out, log, brokers).run()
 
 
 def summary(result: Result) -> str:
