@@ -43,6 +43,10 @@ BROKER_SETTINGS = {
     "transaction.max.timeout.ms": "60000",
     "request.timeout.ms": str(REQUEST_TIMEOUT_MS),   # the marker channel's and verifications'
 }
+# What a run writes in its folder (removed first when the folder is used again; the brokers' logs
+# too), and what validating it adds.
+RUN_FILES = ("run.json", "plan.json", "events.jsonl", "history.jsonl", "report.json",
+             "conformance.json", "behaviour.itf.json")
 # A transaction timeout fault: the application pauses past the timeout and the abort's cleanup.
 PAUSE_S = (TRANSACTION_TIMEOUT_MS + 2500) / 1000
 OP_TIMEOUT_S = 30.0
@@ -289,6 +293,8 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
     started = time.monotonic()
     the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
     out.mkdir(parents=True, exist_ok=True)
+    for old in (*RUN_FILES, *out.glob("*.log")):   # a folder used before holds this run only
+        (out / old).unlink(missing_ok=True)
     (out / "plan.json").write_text(the_plan.to_json())
     _write_json(out / "run.json", {"version": release.version, "preset": release.preset,
                                    "seed": seed, "brokers": brokers, "config": cfg.to_dict()})
