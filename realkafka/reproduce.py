@@ -30,6 +30,8 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 | LoseRequest(msg) / LoseResponse(msg) | the held frame's connection is closed (the frame dropped): the sender retries |
 | CrashProducer(p) | instance p is closed at once and abandoned; the next instance of its transactional.id starts at its InitTransactions |
 | ElectCoordinator | the coordinator's broker restarted (clean shutdown) |
+| Fetch(c, k) | a read_committed consumer's poll (its records kept in steps.jsonl, not compared) |
+| a lasso stuttering in its last state (liveness) | the stem run as above; then every gate lifted and the transaction watched for LASSO_BOUND_S (30 s, 7x the marker channel's request.timeout.ms: a coordinator that would retry has retried several times by then): stuck in the loop's Prepare*/Ongoing state all along is reproduced, with the WriteTxnMarkers sent meanwhile counted; a lasso whose loop has steps is refused (exit 2) |
 
 Mapping onto another release (``--version``): a TV1 trace on a TV2 release (4.x) has no client
 AddPartitionsToTxn: the partition is added by the leader when the Produce arrives (KIP-890 part
@@ -45,6 +47,33 @@ reported diverged), the leader's verification (not held), and the batching of on
 markers and one client's partitions into one request each. Transaction timeouts, broker
 failover by kill, state loss, expirations, rebalances and consume-transform-produce steps are not
 mapped yet: such a trace is refused (exit 2) naming the step.
+
+``--brokers 3``: each partition led by its own broker (replication factor one everywhere), so the
+markers of one transaction to two partitions and one client's records to two partitions are
+separate requests, released at the trace's own steps. With one broker they share one request,
+released at the first step that delivers one of them (steps.jsonl says ``also_carries_partitions``
+and report.json's notes name the shared leaders): a trace that orders a stale marker between two
+partitions' markers then depends on a race on the broker.
+
+Found with it (command, verdict, evidence, seconds of the run; out/ holds the files):
+- ``tests/golden/kafka-3.6-two-transactions.committed_writes_visible`` (kafka-3.6, KAFKA-17754's
+  class) on 3.6.2 and 3.9.2: reproduced, exit 12, ~16 s: the stale ABORT copy (answered NONE)
+  lands at partition 0 after the second transaction's record, whose commit succeeds; the record is
+  never read under read_committed (partition 0: ABORT, record, ABORT, COMMIT). On 4.4.0: not
+  reproduced, exit 0, ~17 s: TV2's markers carry the bumped epoch and the stale copy is answered
+  INVALID_PRODUCER_EPOCH (KIP-1228).
+- the TV2 late ABORT (``kafka-mc check two-transactions --protocol kafka-4.0.2 --set
+  cluster.partitions=2 --set workload.records_per_transaction=2 --set faults.request_delays=1
+  --set faults.request_duplicates=1 --explorer simulate --swarm``, txn_atomicity, 42 steps) on
+  4.0.2 ``--brokers 3``: reproduced, exit 12, 19 s (partition 1: record at epoch 1, the stale
+  ABORT at epoch 1 accepted, then COMMIT at epoch 2; partition 0 committed); on 4.2.2: not
+  reproduced, exit 0, 21 s (the stale ABORT answered INVALID_PRODUCER_EPOCH).
+- the KAFKA-19999 lasso (``kafka-mc check tiny --protocol kafka-4.2 --set
+  faults.response_losses=1 --explorer graph --invariant eventual_completion``: PrepareAbort for
+  good after a lost marker answer and a rejected equal-epoch retry): no release stands for
+  kafka-4.2 (4.2 was never released; 4.2.0 shipped KIP-1228 with the fix); on 4.2.2 it diverges,
+  exit 16, 13 s, at step 20 HandleWriteTxnMarkersResponse: the retry is answered NONE where the
+  trace answers INVALID_PRODUCER_EPOCH, and the transaction completes (CompleteAbort).
 
 Verdict: after the last step every gate is lifted, the cluster quiesces, a read_committed consumer
 reads every partition; the anomalies of ``realkafka.anomalies`` named after the trace's property
@@ -72,6 +101,7 @@ from realkafka.releases import Release
 
 EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_REPRODUCED, EXIT_DIVERGED = 0, 2, 12, 16
 STEP_TIMEOUT_S = 30.0
+LASSO_BOUND_S = 30.0   # a stuttering lasso: how long the real transaction must stay stuck
 BROKER_REQUEST_TIMEOUT_MS = 4000
 BROKER_SETTINGS = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
@@ -98,7 +128,7 @@ CLIENT_OPS = {"InitTransactions", "BeginTransaction", "Send", "CommitTransaction
               "AbortTransaction"}
 FAULTS = {"DuplicateRequest", "DelayRequest", "LoseRequest", "LoseResponse", "CrashProducer",
           "ElectCoordinator"}
-INTERNAL = {"CommitTxnLogAppend", "SendProduce", "HandleProduce", "HandleVerifyAddPartition",
+INTERNAL = {"CommitTxnLogAppend", "Fetch", "SendProduce", "HandleProduce", "HandleVerifyAddPartition",
             "HandleVerifyAddPartitionResponse", "ReceiveProduceResponse",
             "HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse"}
 RPC_STEPS = {f"{k}{r}" for r in ("InitProducerId", "AddPartitionsToTxn", "EndTxn")
@@ -164,9 +194,10 @@ def load(path: str) -> Loaded:
     if not r.reproduced:
         raise ReproduceError(f"{path}: the trace replays but does not show its claim "
                              f"({r.message[:160]})")
-    if t.loop is not None:
-        raise ReproduceError(f"{path}: a lasso (liveness) trace: real reproduction of lassos is "
-                             "not implemented yet")
+    if t.loop is not None and (t.loop != len(t.states) - 1 or t.loop_action is not None):
+        raise ReproduceError(f"{path}: a lasso whose loop has steps (back to state {t.loop}): "
+                             "only a lasso that stutters in its last state runs on real Kafka "
+                             "yet")
     for i, a in enumerate(t.actions, 1):
         if a[0] not in SUPPORTED:
             raise ReproduceError(f"{path}: step {i} {a[0]} has no real counterpart in this "
@@ -445,6 +476,14 @@ class _Run:
             if pr is not None:
                 pr.start_close(timeout_s=0, immediate=True)
             done["mapped"] = f"instance p{p} closed at once and abandoned"
+        elif name == "Fetch":
+            c, k = action[1], action[2]
+            if ("consumer", c) not in self.ops:
+                self.ops[("consumer", c)] = self.driver.consumer(f"c{c}", None)
+                self.ops[("consumer", c)].assign(self.topic, list(range(self.loaded.partitions)))
+            got = self.ops[("consumer", c)].poll(0.5)
+            done["read"] = [r["value"] for r in got]
+            done["mapped"] = "a read_committed poll (what it returns is kept, not compared)"
         elif name == "ElectCoordinator":
             node = self.cluster.coordinator_node()
             self.cluster.restart(node)
@@ -551,12 +590,51 @@ class _Run:
         api = msg["rpc"][:-8] if direction == "response" else msg["rpc"]
         if direction == "request":
             match = self._rpc_match(api, msg)
+        elif api == "WriteTxnMarkers":
+            conns = {(d["conn"], d["corr"]) for d in self.delivered
+                     if msg.get("partition") in d["answer_left"]}
+
+            def match(h):
+                return h.event["api"] == api and (h.event["conn"],
+                                                  h.event["correlation_id"]) in conns
         else:
             match = self._client_frame(msg.get("producer"), api, "response")
         h = self._held(lambda h: match(h) and h.event["direction"] == direction,
                        f"the {api} {direction}")
         self.proxy._call(self.proxy._shut, h.conn, "proxy")   # drop it, close its connection
         return {"dropped": h.event["seq"], "conn_closed": h.event["conn"]}
+
+    def _stutter(self, last: dict) -> dict:
+        """A lasso stuttering in its last state: every gate lifted, does the real coordinator
+        stay in the loop's state for LASSO_BOUND_S (a transaction stuck in Prepare*), and does it
+        keep sending markers meanwhile?"""
+        stuck_in = {tid: t["state"] for tid, t in enumerate(last["coordinator"]["log"])
+                    if _norm(t["state"]).startswith("prepare") or _norm(t["state"]) == "ongoing"}
+        if not stuck_in:
+            return {"stuck": False, "verdict": "the loop's state has no open transaction",
+                    "transactional_id": ""}
+        tid, want = next(iter(stuck_in.items()))
+        name = self.tid_name(tid)
+        start_seq = len(self.proxy.events())
+        timeline, started = [], time.monotonic()
+        stuck = True
+        while time.monotonic() - started < LASSO_BOUND_S:
+            state = self.admin.describe_transactions([name]).get(name, {}).get("state")
+            if not timeline or timeline[-1][1] != state:
+                timeline.append((round(time.monotonic() - started, 1), state))
+            if _norm(state) != _norm(want):
+                stuck = False
+                break
+            time.sleep(1.0)
+        markers = [e for e in self.proxy.events()[start_seq:] if e.get("api") == "WriteTxnMarkers"
+                   and e["direction"] == "request"]
+        verdict = (f"{name} stayed {want} for {LASSO_BOUND_S:.0f} s "
+                   f"({LASSO_BOUND_S * 1000 / BROKER_REQUEST_TIMEOUT_MS:.0f}x the marker "
+                   f"channel's request.timeout.ms), {len(markers)} WriteTxnMarkers sent meanwhile"
+                   if stuck else f"{name} left {want}: {timeline}")
+        return {"stuck": stuck, "verdict": verdict, "transactional_id": name, "state": want,
+                "timeline": timeline, "markers_sent": len(markers),
+                "bound_s": LASSO_BOUND_S}
 
     def _log_append(self, tid: int, before: dict, after: dict) -> dict:
         want = after["coordinator"]["log"][tid]["state"]
@@ -649,6 +727,10 @@ class _Run:
             for g in gates:
                 self.proxy.remove_fault(g)
             self.proxy.release(None)
+            lasso = None
+            if self.t.loop is not None and divergence is None:
+                lasso = self._stutter(self.t.states[-1])
+                self.log(f"  lasso: {lasso['verdict']}")
             for key, op in list(self.ops.items()):
                 if key[0] in ("init", "send", "end") and hasattr(op, "exception"):
                     try:
@@ -681,6 +763,12 @@ class _Run:
             for f in self.cluster.log_files():
                 shutil.copy(f, out / Path(f).name)
         hit = [a for a in found if a.property == self.loaded.property]
+        if lasso is not None:
+            evidence["lasso"] = lasso
+            if lasso["stuck"]:
+                hit.append(anomalies.Anomaly("stuck-transaction", self.loaded.property,
+                                             lasso["transactional_id"], lasso["verdict"]))
+                found.append(hit[-1])
         if self.loaded.property == "txn_atomicity":   # a lost write of which a part is visible
             hit += [a for a in found if a.name == "lost-write" and any(
                 anomalies.parse_value(r["value"]) and anomalies._txn_name(

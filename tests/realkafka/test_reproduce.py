@@ -111,3 +111,26 @@ def test_a_preset_no_release_stands_for_and_an_unreadable_trace_are_one_line(tmp
     (tmp_path / "x.json").write_text("{not json")
     one_line_exit_2(real("reproduce", str(tmp_path / "x.json")), "not JSON")
     one_line_exit_2(real("reproduce", str(tmp_path / "missing.json")), "missing.json")
+
+
+def test_the_kafka_4_2_stuck_marker_lasso_diverges_on_4_2_2_at_the_fixed_step(tmp_path):
+    """KAFKA-19999 on the kafka-4.2 preset (4.2 was never released): a lost WriteTxnMarkers
+    answer, the coordinator's equal-epoch retry rejected, the transaction stuck in PrepareAbort
+    (a lasso stuttering there). 4.2.2 ships the fix: the retry is answered NONE, the step the
+    trace answers INVALID_PRODUCER_EPOCH; the transaction completes."""
+    check = subprocess.run([KAFKA_MC, "check", "tiny", "--protocol", "kafka-4.2", "--set",
+                            "faults.response_losses=1", "--explorer", "graph", "--invariant",
+                            "eventual_completion", "--out", str(tmp_path / "check")],
+                           capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert check.returncode == 13, check.stderr[-500:]
+    lasso = tmp_path / "check" / "eventual_completion.itf.json"
+    one_line_exit_2(real("reproduce", str(lasso)), "no supported Kafka release stands for preset")
+    run = real("reproduce", str(lasso), "--version", "4.2.2", "--out", str(tmp_path / "r"),
+               "--json")
+    assert run.returncode == 16, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    d = report["divergence"]
+    assert (d["action"], d["event"]["api"], d["event"]["errors"]) == \
+        ("HandleWriteTxnMarkersResponse", "WriteTxnMarkers", [])
+    assert "INVALID_PRODUCER_EPOCH" in d["what"]
+    assert [t["state"] for t in report["evidence"]["transactions"].values()] == ["CompleteAbort"]
