@@ -5,7 +5,7 @@ refused) names its preset; the run uses the newest supported release standing fo
 (``realkafka.releases``), or ``--version``. One broker (it is the transaction coordinator and the
 leader of every partition), its CLIENT and INTERNAL listeners behind the recording proxy, the
 release's own Java client (one ``KafkaProducer`` per producer instance of the trace, client.id
-``p<index>``, transactional.id ``kmc-<run>-t<tid>``) and a topic of the trace's partitions.
+``t<tid>.i<instance>``, transactional.id ``kmc-repro-<run>-t<tid>``) and a topic of the trace's partitions.
 
 Gating. The proxy holds, with ``Fault(HOLD, count=None)``, every request and response of the
 transactional APIs the trace orders: on the clients' listener InitProducerId, AddPartitionsToTxn
@@ -297,6 +297,12 @@ class _Run:
         self.steps_file = None
 
     # -- helpers
+    def client(self, p: int) -> str:
+        """Producer instance p's client.id and history process: ``t<tid>.i<instance>``, the
+        names the conformance mapping (model.kafka.observations) reads."""
+        pr = self.t.states[0]["producers"][p]
+        return f"t{pr['tid']}.i{pr['instance']}"
+
     def tid_name(self, tid: int) -> str:
         return f"kmc-repro-{self.run_id}-t{tid}"
 
@@ -326,7 +332,7 @@ class _Run:
         def pred(h):
             e = h.event
             return (e["api"] == api and e["direction"] == direction
-                    and e["client_id"] == f"p{p}" and (h.conn.client_open or not live))
+                    and e["client_id"] == self.client(p) and (h.conn.client_open or not live))
         return pred
 
     def _release(self, h) -> dict:
@@ -377,7 +383,7 @@ class _Run:
             p = action[1]
             pr = after["producers"][p]
             if p not in self.producers:
-                self.producers[p] = self.driver.producer(f"p{p}", self.tid_name(pr["tid"]),
+                self.producers[p] = self.driver.producer(self.client(p), self.tid_name(pr["tid"]),
                                                          **CLIENT_SETTINGS)
             self.ops[("init", p)] = self.producers[p].start_init_transactions()
         elif name == "BeginTransaction":
@@ -440,7 +446,7 @@ class _Run:
 
             def produce(e, p=p, k=k):
                 return (e["api"] == "Produce" and e["direction"] == "request"
-                        and e["client_id"] == f"p{p}" and k in _produce_parts(e)
+                        and e["client_id"] == self.client(p) and k in _produce_parts(e)
                         and (e["seq"], k) not in self.seen_produce)
             try:
                 e = self.proxy.wait_for(produce, timeout=STEP_TIMEOUT_S)
@@ -684,8 +690,8 @@ class _Run:
                 Proxy(out / "events.jsonl") as self.proxy, \
                 Cluster(self.release, brokers=self.brokers, proxy=self.proxy,
                         settings={**BROKER_SETTINGS, **ONE_COPY}) as self.cluster, \
-                Driver(self.release, self.cluster.bootstrap,
-                       history_path=out / "history.jsonl") as self.driver:
+                Driver(self.release, self.cluster.bootstrap, history_path=out / "history.jsonl",
+                       origin_ns=self.proxy.origin_ns) as self.driver:
             self.admin = self.driver.admin()
             self.admin.create_topic(self.topic, self.loaded.partitions, 1)
             self.leaders = {k: self.cluster.leader(self.topic, k)
@@ -788,6 +794,13 @@ class _Run:
                         self.release.version, self.release.preset, ran, len(steps),
                         round(time.monotonic() - self.t0, 1), str(out), divergence,
                         [a.to_dict() for a in found], _jsonable(evidence), self.notes)
+        try:
+            folder = conform_folder(out, self.release, dict(self.t.meta.get("config") or {}),
+                                    self.brokers)
+            self.notes.append(f"validate the real run against the model: kafka-mc real conform "
+                              f"--run {folder}")
+        except (OSError, ValueError) as e:
+            self.notes.append(f"no conform folder ({type(e).__name__}: {e})")
         tmp = out / "report.json.tmp"
         tmp.write_text(json.dumps({**result.to_dict(), "outcomes": {
             anomalies._txn_name(k): v for k, v in sorted(self.outcomes.items())},
@@ -795,6 +808,29 @@ class _Run:
             indent=1, sort_keys=True, default=str) + "\n")
         os.replace(tmp, out / "report.json")
         return result
+
+
+def conform_folder(out: Path, release: Release, config: dict, brokers: int) -> Path:
+    """``out/conform``: the run as ``kafka-mc real conform --run`` reads one (run.json, the event
+    log and the history without the harness's warm-up producer), so that the real run is also
+    validated step by step against the model with the release's preset."""
+    folder = out / "conform"
+    folder.mkdir(exist_ok=True)
+    (folder / "run.json").write_text(json.dumps({
+        "version": release.version, "preset": release.preset, "seed": 0, "brokers": brokers,
+        "config": config, "reproduced_from": "reproduce"}, indent=1) + "\n")
+    lines = (out / "events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.strip()]
+    warm = {(e["endpoint"], e["conn"]) for e in events if e.get("client_id") == "warmup"}
+    with open(folder / "events.jsonl", "w") as f:
+        for e in events:
+            if (e.get("endpoint"), e.get("conn")) not in warm:
+                f.write(json.dumps(e) + "\n")
+    with open(folder / "history.jsonl", "w") as f:
+        for line in (out / "history.jsonl").read_text().splitlines():
+            if line.strip() and json.loads(line).get("process") != "warmup":
+                f.write(line + "\n")
+    return folder
 
 
 def _jsonable(x):

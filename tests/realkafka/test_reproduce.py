@@ -55,6 +55,11 @@ def test_the_golden_3_6_counterexample_reproduces_on_3_6_2(tmp_path):
     for name in ("events.jsonl", "history.jsonl", "report.json"):
         assert (tmp_path / name).stat().st_size > 0
     assert time.monotonic() - started < 60
+    # the real run, validated step by step against the model (issue 43's observation mapping)
+    conform = subprocess.run([KAFKA_MC, "real", "conform", "--run", str(tmp_path / "conform"),
+                              "--json"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert conform.returncode == 0, conform.stdout + conform.stderr
+    assert json.loads(conform.stdout)["conforms"] == 1
 
 
 def test_the_same_schedule_does_no_harm_on_the_newest_release(tmp_path):
