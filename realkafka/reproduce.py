@@ -686,6 +686,11 @@ class _Run:
         self.t0 = time.monotonic()
         out = self.out
         out.mkdir(parents=True, exist_ok=True)
+        for old in ("events.jsonl", "history.jsonl", "steps.jsonl", "report.json", *out.glob(
+                "*.log"), *(out / "conform").glob("*")):   # a folder used again: this run only
+            path = out / old
+            if path.is_file():
+                path.unlink()
         steps = list(zip(self.t.actions, self.t.states, self.t.states[1:],
                          self.t.labels or [""] * len(self.t.actions)))
         divergence = None
