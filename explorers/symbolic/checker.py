@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import z3
 
 from model.symbolic import SymbolicAction, SymbolicClaim, SymbolicSystem
+from explorers.core import interrupts
 
 EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN = 0, 12, 14
 
@@ -161,6 +162,19 @@ def solver():
     return z3.SolverFor("QF_BV")
 
 
+
+def _check(solver):
+    """``solver.check()``. During a check z3 catches Ctrl-C itself (its ``ctrl_c`` parameter):
+    the check stops and answers unknown, and Python never sees the signal; that unknown, read as
+    "no model", went on to the next depth (issue 48: Ctrl-C swallowed, the search ran on). It is
+    the interrupt: raised again."""
+    result = solver.check()
+    if result == z3.unknown and solver.reason_unknown() in ("interrupted from keyboard",
+                                                            "canceled"):
+        interrupts.ask()
+        raise KeyboardInterrupt
+    return result
+
 def _violated(solver, checks, incremental: bool = False) -> tuple | None:
     """The first claim in ``checks`` (in their order) that can fail, with a model: (claim,
     model), or None. One query for all of them; only when one can fail, one query per claim in
@@ -172,13 +186,13 @@ def _violated(solver, checks, incremental: bool = False) -> tuple | None:
         solver.push()
     solver.add(z3.Or(*[z3.Not(h) for _, h in checks]))
     try:
-        if solver.check() != z3.sat:
+        if _check(solver) != z3.sat:
             return None
         for claim, holds in checks:
             solver.push()
             solver.add(z3.Not(holds))
             try:
-                if solver.check() == z3.sat:
+                if _check(solver) == z3.sat:
                     return claim, solver.model()
             finally:
                 solver.pop()
