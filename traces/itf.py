@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from model.config import shown
 from model.core import Record
 
 SAFE_INT = 2**53 - 1
@@ -64,11 +65,12 @@ def decode(data: Any, where: str = "value") -> Any:
             if tag == "#map":
                 if not all(isinstance(kv, list) and len(kv) == 2 for kv in body):
                     raise ItfError(f"{where}: #map entries must be [key, value] pairs")
-                return {_hashable(decode(k, f"{where} key"), where): decode(v, f"{where}[{k!r}]")
-                        for k, v in body}
+                return {_hashable(decode(k, f"{where} key"), where):
+                        decode(v, f"{where}[{shown(repr(k), 80)}]") for k, v in body}
             if tag.startswith("#"):
                 raise ItfError(f"{where}: unsupported ITF tag {tag}")
-        return Record((k, decode(v, f"{where}.{k}")) for k, v in data.items())  # a record
+        return Record((k, decode(v, f"{where}.{shown(k, 80)}"))   # a record
+                      for k, v in data.items())
     raise ItfError(f"{where}: {_json_kind(data)} is not an ITF value")
 
 

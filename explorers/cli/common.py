@@ -109,10 +109,9 @@ MAX_ERROR = 2000   # characters of an error line, whatever user data it carries
 
 
 def error(message: str) -> None:
-    """One line on stderr (its user data is cut where it is put in; this bounds the rest)."""
-    line = ' '.join(message.splitlines())
-    if len(line) > MAX_ERROR:
-        line = line[:MAX_ERROR] + "..."
+    """One line on stderr (its user data is cut where it is put in; this bounds the rest, and
+    escapes any control character that got through: a terminal escape in a record's key)."""
+    line = shown(' '.join(message.splitlines()), MAX_ERROR)   # (control characters escaped)
     print(f"kafka-mc: error: {line}", file=sys.stderr)
 
 

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import z3
 
 from model.symbolic import SymbolicAction, SymbolicClaim, SymbolicSystem
+from explorers.core import interrupts
 
 EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN = 0, 12, 14
 
@@ -187,17 +188,30 @@ def _smallest(solver, terms, model):
             mid = (lo + hi) // 2
             solver.push()
             solver.add(z3.ULE(shifted, mid))
-            if solver.check() == z3.sat:
+            if _check(solver) == z3.sat:
                 model = solver.model()
                 hi = model.eval(shifted, model_completion=True).as_long()
             else:
                 lo = mid + 1
             solver.pop()
         solver.add(shifted == hi)
-        if solver.check() != z3.sat:    # (cannot happen: hi was satisfiable)
+        if _check(solver) != z3.sat:    # (cannot happen: hi was satisfiable)
             raise AssertionError("z3: a value found satisfiable no longer is")
         model = solver.model()
     return model
+
+
+def _check(solver):
+    """``solver.check()``. During a check z3 catches Ctrl-C itself (its ``ctrl_c`` parameter):
+    the check stops and answers unknown, and Python never sees the signal; that unknown, read as
+    "no model", went on to the next depth (issue 48: Ctrl-C swallowed, the search ran on). It is
+    the interrupt: raised again."""
+    result = solver.check()
+    if result == z3.unknown and solver.reason_unknown() in ("interrupted from keyboard",
+                                                            "canceled"):
+        interrupts.ask()
+        raise KeyboardInterrupt
+    return result
 
 
 def _violated(solver, checks, incremental: bool = False, small=None) -> tuple | None:
@@ -212,13 +226,13 @@ def _violated(solver, checks, incremental: bool = False, small=None) -> tuple | 
         solver.push()
     solver.add(z3.Or(*[z3.Not(h) for _, h in checks]))
     try:
-        if solver.check() != z3.sat:
+        if _check(solver) != z3.sat:
             return None
         for claim, holds in checks:
             solver.push()
             solver.add(z3.Not(holds))
             try:
-                if solver.check() == z3.sat:
+                if _check(solver) == z3.sat:
                     model = solver.model()
                     return claim, _smallest(solver, small(model), model) if small else model
             finally:

@@ -28,6 +28,7 @@ derandomized.
 """
 from __future__ import annotations
 
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -175,7 +176,7 @@ def explore(model: Model, options: StatefulOptions = StatefulOptions()) -> Outco
     found, interrupted = None, False
     try:
         if inits:  # else there is no behaviour to explore
-            with _no_source_constants():
+            with _no_source_constants(), _interrupts_not_printed():
                 run_state_machine_as_test(seed(options.seed)(_machine(walks, inits)),
                                           settings=explore_settings(options.max_examples,
                                                                     options.steps))
@@ -188,6 +189,23 @@ def explore(model: Model, options: StatefulOptions = StatefulOptions()) -> Outco
     interrupted = interrupted or interrupts.asked()   # asked, and swallowed after the last step
     return walks.outcome("stateful", found, interrupted, seed=options.seed,
                          max_examples=options.max_examples, steps=options.steps)
+
+
+@contextmanager
+def _interrupts_not_printed():
+    """An interrupt hypothesis's gc callback swallows is raised again at the next step
+    (``interrupts.check``); Python would also print it, as an exception ignored in a gc callback
+    with its traceback: not for a KeyboardInterrupt, which is the user's, not an error."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            previous(unraisable)
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
 
 
 @contextmanager

@@ -5,7 +5,10 @@ directory is never taken from another search. Each crasher found by the issue's 
 case below; the hypothesis suite at the end keeps the whole class closed.
 
 The fuzz suite runs ``FUZZ_EXAMPLES`` examples per strategy (default 40, derandomized, so CI is
-deterministic); set ``KAFKA_MC_FUZZ_EXAMPLES=2000`` for a longer local run."""
+deterministic); set ``KAFKA_MC_FUZZ_EXAMPLES=2000`` for a longer local run. Signals at random
+moments (each explorer and command) and the output channels (closed, full, a broken pipe) run a
+few cases always; the rest is the long suite, ``-m fuzz`` (or ``KAFKA_MC_FUZZ=1``), with
+``KAFKA_MC_SIGNAL_SEEDS`` signal cases (default 60)."""
 import contextlib
 import errno
 import io

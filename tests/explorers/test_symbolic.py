@@ -130,3 +130,32 @@ def test_a_leader_losing_producer_state_keeps_the_core_proved():
     _, system = bound(faults__producer_state_losses=1)
     assert any(a.name == "LoseProducerState" for a in system.actions)
     assert prove(system, 1).verdict == "proved"
+
+
+def test_ctrl_c_during_a_z3_check_is_the_interrupt():
+    """Issue 48 (round 2's fuzz suite): z3 catches Ctrl-C during a check itself, answers unknown
+    and Python never sees the signal; read as "no model", the search went on to the next depth
+    (a k-induction ran a minute more and said "proved", exit 0). Now it is the interrupt."""
+    import os
+    import signal
+    import threading
+
+    import z3
+
+    from explorers.core import interrupts
+    from explorers.symbolic import checker
+
+    holes = z3.Ints(" ".join(f"h{i}" for i in range(40)))   # 40 pigeons, 39 holes: hard
+    solver = z3.Solver()
+    solver.add(z3.Distinct(holes), *[z3.And(h >= 0, h < 39) for h in holes])
+    previous = signal.signal(signal.SIGINT, lambda *a: None)   # a late one must not stop pytest
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            checker._check(solver)
+        assert interrupts.asked()
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+        interrupts.clear()

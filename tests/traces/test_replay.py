@@ -269,3 +269,14 @@ def test_explore_refuses_what_replay_refuses(tmp_path, edit, message, capsys):
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and "Traceback" not in err and err.count("\n") == 1
     assert message in err, err
+
+
+def test_a_terminal_escape_in_a_record_key_is_escaped_in_the_error(tmp_path, capsys):
+    """Found by round 2's fuzz suite at a larger budget: a record key holding ESC went raw into
+    the error line (the path of the value ITF refused)."""
+    f = _golden(tmp_path, lambda d: d["states"][0].update(budgets={"\x1b[31m": None}))
+    with pytest.raises(TraceError) as err:
+        read(f)
+    assert "\x1b" not in str(err.value) and "budgets.\\x1b[31m: null" in str(err.value)
+    assert cli.main(["replay", str(f)]) == EXIT_USAGE
+    assert "\x1b" not in capsys.readouterr().err
