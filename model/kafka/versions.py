@@ -48,6 +48,13 @@ class Features(NamedTuple):
                                            # a marker at the last epoch over an open transaction
     persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
                                            # prevProducerId and nextProducerId across a failover
+    end_txn_epoch_first: bool = False      # the 4.0 branch before KAFKA-18464 (Jan 2025, never
+                                           # released): TV2 EndTxn checks the epoch before the
+                                           # pending state, so an empty abort right after a commit
+                                           # is fenced; no preset
+    fence_double_bump: bool = False        # KAFKA-19367, only in 4.0.0 (fixed in 4.0.1): TV2's
+                                           # fence bumps in memory and prepareAbortOrCommit bumps
+                                           # again (epoch + 2, lastProducerEpoch + 1); no preset
     abortable_error_classification: bool = False  # KIP-1050 / KAFKA-19176 (4.1.0): a batch
                                            # failed with INVALID_TXN_STATE (or a retriable error)
                                            # surfaces as TransactionAbortableException; no rule
