@@ -36,11 +36,12 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
 - at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's; the
   explicit and symbolic models are not yet compared there (real 16-bit epochs are the symbolic
   checks' business);
-- every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.1 and later do; 4.0.0 wrote
-  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367);
+- every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.0.1 and later do; 4.0.0's
+  epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367) is the flag ``fence_double_bump``, on no
+  preset;
 - a reload keeps lastProducerEpoch, which TransactionLog never writes (readTxnRecord sets it
   to -1 in every version since 2.5): a KIP-360 retry of a completed bump across a failover is
-  fenced in Kafka and accepted here (kept so the pinned counts of 2.5 .. 4.2 do not move);
+  fenced in Kafka and accepted here (kept so that no pinned count moves);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,

@@ -112,8 +112,8 @@ _preset("kafka-4.1", "kafka-4.0",
         "4.0.0 .. 4.0.1 (the name is the branch KAFKA-18654 was first written for; it was "
         "backported to 4.0 before 4.0.0): a TV2 leader retries a produce's verification "
         "answered CONCURRENT_TRANSACTIONS itself (KAFKA-18654) instead of failing the produce. "
-        "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1), "
-        "which the model does not express (every TV2 preset fences at epoch + 1).",
+        "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1): "
+        "the flag fence_double_bump, on no preset (every TV2 preset fences at epoch + 1).",
         verification_retry_at_leader=True)
 _preset("kafka-4.0.2", "kafka-4.1",
         "4.0.2 .. 4.0.x: a batch whose verification guard a marker removed, and whose epoch is "
