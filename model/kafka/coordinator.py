@@ -36,11 +36,12 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
 - at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's; the
   explicit and symbolic models are not yet compared there (real 16-bit epochs are the symbolic
   checks' business);
-- every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.1 and later do; 4.0.0 wrote
-  the fence-abort at epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367);
+- every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.0.1 and later do; 4.0.0's
+  epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367) is the flag ``fence_double_bump``, on no
+  preset;
 - a reload keeps lastProducerEpoch, which TransactionLog never writes (readTxnRecord sets it
   to -1 in every version since 2.5): a KIP-360 retry of a completed bump across a failover is
-  fenced in Kafka and accepted here (kept so the pinned counts of 2.5 .. 4.2 do not move);
+  fenced in Kafka and accepted here (kept so that no pinned count moves);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
@@ -138,10 +139,16 @@ def _new_producer_id(w: World) -> tuple[World, int]:
 
 def fence_epoch(K, txn: TxnMetadata) -> int:
     """prepareFenceProducerEpoch's bumped epoch, or -1 where it throws: at Short.MaxValue
-    (IllegalStateException) until 4.3, which keeps the epoch there instead (KAFKA-20090)."""
+    (IllegalStateException) until 4.3, which keeps the epoch there instead (KAFKA-20090). 4.0.0's
+    TV2 fence (KAFKA-19367) bumped the cached epoch and prepareAbortOrCommit bumped it again, so
+    from Short.MaxValue - 1 the abort overflowed (IllegalArgumentException)."""
     if txn.producer_epoch < K.last_epoch:
-        return txn.producer_epoch + 1
-    return txn.producer_epoch if K.features.last_epoch_recovery else -1
+        epoch = txn.producer_epoch + 1
+    else:
+        epoch = txn.producer_epoch if K.features.last_epoch_recovery else -1
+    if K.tv2 and K.features.fence_double_bump and epoch != -1:
+        epoch = epoch + 1 if epoch < K.last_epoch else -1
+    return epoch
 
 
 # --- InitProducerId ---------------------------------------------------------------------------------
@@ -203,7 +210,9 @@ def fence_and_abort(K, w, tid, txn):
     takes a nextProducerId when the epoch is exhausted, but until 4.3 not on this path
     (``!isEpochFence``, KAFKA-20090): the abort then leaves the id at the last epoch."""
     if K.features.bump_epoch_on_timeout:
-        txn = txn._replace(producer_epoch=fence_epoch(K, txn), last_producer_epoch=-1)
+        epoch = fence_epoch(K, txn)
+        last = epoch - 1 if K.tv2 and K.features.fence_double_bump else -1
+        txn = txn._replace(producer_epoch=epoch, last_producer_epoch=last)
     target = txn._replace(state=T.PrepareAbort, pending_state=-1)
     if (K.tv2 and K.features.rotate_on_fence
             and exhausted(K, w.coordinator.txns[tid].producer_epoch)):
@@ -299,14 +308,16 @@ def _end_txn_tv2(K, w, m, txn, reply):
     Streams, until KAFKA-20785 (trunk) answers it PRODUCER_FENCED."""
     commit = m.committed
     retry = txn.producer_epoch == m.producer_epoch + 1 or _retry_on_overflow(K, txn, m)
-    if txn.pending_state != -1:
-        return reply(Errors.CONCURRENT_TRANSACTIONS)
     if txn.state in PREPARE:
         ok = retry
     elif txn.state in (T.Ongoing, T.Empty):
         ok = m.producer_epoch == txn.producer_epoch
     else:
         ok = retry or m.producer_epoch == txn.producer_epoch
+    if not ok and K.features.end_txn_epoch_first:   # before KAFKA-18464
+        return reply(Errors.PRODUCER_FENCED)
+    if txn.pending_state != -1:
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
     if not ok:
         return reply(Errors.PRODUCER_FENCED)
     if txn.state in PREPARE:

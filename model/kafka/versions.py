@@ -48,6 +48,13 @@ class Features(NamedTuple):
                                            # a marker at the last epoch over an open transaction
     persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
                                            # prevProducerId and nextProducerId across a failover
+    end_txn_epoch_first: bool = False      # the 4.0 branch before KAFKA-18464 (Jan 2025, never
+                                           # released): TV2 EndTxn checks the epoch before the
+                                           # pending state, so an empty abort right after a commit
+                                           # is fenced; no preset
+    fence_double_bump: bool = False        # KAFKA-19367, only in 4.0.0 (fixed in 4.0.1): TV2's
+                                           # fence bumps in memory and prepareAbortOrCommit bumps
+                                           # again (epoch + 2, lastProducerEpoch + 1); no preset
     abortable_error_classification: bool = False  # KIP-1050 / KAFKA-19176 (4.1.0): a batch
                                            # failed with INVALID_TXN_STATE (or a retriable error)
                                            # surfaces as TransactionAbortableException; no rule
@@ -105,8 +112,8 @@ _preset("kafka-4.1", "kafka-4.0",
         "4.0.0 .. 4.0.1 (the name is the branch KAFKA-18654 was first written for; it was "
         "backported to 4.0 before 4.0.0): a TV2 leader retries a produce's verification "
         "answered CONCURRENT_TRANSACTIONS itself (KAFKA-18654) instead of failing the produce. "
-        "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1), "
-        "which the model does not express (every TV2 preset fences at epoch + 1).",
+        "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1): "
+        "the flag fence_double_bump, on no preset (every TV2 preset fences at epoch + 1).",
         verification_retry_at_leader=True)
 _preset("kafka-4.0.2", "kafka-4.1",
         "4.0.2 .. 4.0.x: a batch whose verification guard a marker removed, and whose epoch is "

@@ -145,3 +145,21 @@ def test_the_log_keeps_the_producer_ids_from_4_3(preset, kept):
     assert (coordinator.written(K, txn) == txn) == kept
     assert coordinator.written(K, txn._replace(prev_producer_id=-1)) == \
         txn._replace(prev_producer_id=-1)
+
+
+@pytest.mark.parametrize("double, failed", [(False, False), (True, True)])
+def test_kafka_19367_the_double_fence_bump_overflows_at_the_exhausted_epoch(double, failed):
+    """4.0.0 (flag fence_double_bump, no preset): InitProducerId fencing an Ongoing TV2
+    transaction bumped the epoch twice, so from Short.MaxValue - 1 the abort overflowed and the
+    new instance's InitProducerId failed (UNKNOWN_SERVER_ERROR, fatal to it); 4.0.1 bumps once."""
+    model = bind("kafka-4.1", **{"cluster.last_epoch": 1, "protocol.fence_double_bump": double})
+    seen = recording(model, lambda s, a, t: a[0] == "ReceiveInitProducerIdResponse"
+                     and a[1].error == Errors.UNKNOWN_SERVER_ERROR)
+    assert explore(model).violations == ()
+    assert bool(seen) == failed
+    from model.kafka import coordinator
+    from model.kafka.world import TxnMetadata
+    K = kafka_params(registry.load(resolve_config_path("tiny"), overrides={
+        "protocol.version": "kafka-4.1", "protocol.fence_double_bump": double}))
+    assert coordinator.fence_epoch(K, TxnMetadata(producer_id=0, producer_epoch=3)) == \
+        (5 if double else 4)

@@ -47,7 +47,7 @@ def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_change
 def test_new_flags_default_to_the_old_behaviour_and_leave_the_old_presets_alone():
     new = ("early_epoch_rejection", "tv2_first_sequence", "epoch_before_guard",
            "fenced_commit_after_abort", "rotate_on_fence", "last_epoch_recovery",
-           "persist_producer_ids")
+           "persist_producer_ids", "fence_double_bump", "abortable_error_classification")
     assert all(f in FLAGS and getattr(Features(), f) is False for f in new)
     for name in ("kafka-0.11", "kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7", "kafka-3.6",
                  "kafka-4.0", "kafka-4.1", "kafka-4.2"):
@@ -158,3 +158,27 @@ def test_the_harness_fetches_the_releases_the_model_maps_formatted_as_their_pres
     for r in releases.RELEASES:
         assert r.preset == RELEASES[r.version]
         assert r.transaction_version == features(r.preset).transaction_version, r
+
+
+@pytest.mark.parametrize("epoch_first, error", [(False, Errors.CONCURRENT_TRANSACTIONS),
+                                                (True, Errors.PRODUCER_FENCED)])
+def test_an_empty_abort_right_after_a_commit_before_and_after_kafka_18464(epoch_first, error):
+    """KAFKA-18464 (in 4.0.0; the flag end_txn_epoch_first is the branch before it): the commit's
+    EndTxn was answered once PrepareCommit was written, with the bumped epoch; the application's
+    next transaction aborts before its batch is drained (an empty abort) while CompleteCommit is
+    still pending. Checking the epoch first (PrepareCommit accepts only a retry epoch) fences the
+    producer; the pending state first makes it retry."""
+    model = bind("kafka-4.1", **{"cluster.producers_per_id": 1, "faults.producer_crashes": 0,
+                                 "workload.transactions_per_producer": 2,
+                                 "protocol.end_txn_epoch_first": epoch_first})
+
+    def early_abort(s, a, t):
+        if a[0] != "HandleEndTxn" or a[1].committed:
+            return False
+        txn = s.coordinator.txns[a[1].tid]
+        return (txn.state == TxnState.PrepareCommit and txn.pending_state != -1
+                and txn.producer_epoch == a[1].producer_epoch)
+    seen = recording(model, early_abort)
+    explore(model)
+    assert seen
+    assert {t.network[-1].error for s, a, t in seen} == {error}
