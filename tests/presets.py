@@ -45,6 +45,10 @@ PINNED = {
     "kafka-2.7": Pinned((21610, 65665, 46), (35620, 86147, 18), HANGING, IDEMPOTENT),
     "kafka-3.6": Pinned((37582, 118593, 50), (3388738, 12894977, 58), (),
                         IDEMPOTENT | KIP_890),
+    # KAFKA-16386 renames the error a produce gets after a lost verification (both retried): the
+    # same states as kafka-3.6, one error code apart.
+    "kafka-3.8": Pinned((37582, 118593, 50), (3388738, 12894977, 58), (),
+                        IDEMPOTENT | KIP_890),
     "kafka-4.0": Pinned((18768, 55197, 44), (1199319, 4223353, 48), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     "kafka-4.1": Pinned((18150, 53279, 44), (1169756, 4114570, 49), (),

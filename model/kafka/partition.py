@@ -129,9 +129,11 @@ VERIFICATION_RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR
                           Errors.NETWORK_EXCEPTION)
 
 
-def _retriable(m, error: Errors) -> Errors:
+def _retriable(K, m, error: Errors) -> Errors:
     if m.rpc == Rpc.TxnOffsetCommit:
         return Errors.COORDINATOR_LOAD_IN_PROGRESS if error == Errors.NETWORK_EXCEPTION else error
+    if error == Errors.NETWORK_EXCEPTION and not K.features.verification_network_error_converted:
+        return error        # before KAFKA-16386 (3.7.1, 3.8.0): passed on as it is
     return Errors.NOT_ENOUGH_REPLICAS
 
 
@@ -146,7 +148,7 @@ def handle_verify_response(K, w: World, r) -> World:
             and K.features.verification_retry_at_leader):
         return w._replace(network=send(w.network, verification_request(K, w, m, r.guard)))
     if r.error in VERIFICATION_RETRIABLE:
-        return w._replace(network=answer(w.network, m, _response(m, _retriable(m, r.error))))
+        return w._replace(network=answer(w.network, m, _response(m, _retriable(K, m, r.error))))
     guarded = not K.features.verification_guard or guard_of(part, m.producer_id) == r.guard
     if r.error == Errors.NONE and guarded:
         part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
@@ -173,7 +175,7 @@ def verification_timed_out(K, w: World, m) -> World:
     its callbacks get NETWORK_EXCEPTION (AddPartitionsToTxnHandler.onComplete, wasDisconnected /
     wasTimedOut), a retriable verification error."""
     return w._replace(network=answer(w.network, m.produce, _response(m.produce, _retriable(
-        m.produce, Errors.NETWORK_EXCEPTION))))
+        K, m.produce, Errors.NETWORK_EXCEPTION))))
 
 
 def validate_and_append(K, part: Partition, e, m, producer):

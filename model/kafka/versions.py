@@ -24,6 +24,10 @@ class Features(NamedTuple):
                                            # with PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before)
     partition_verification: bool = False   # KIP-890 part 1 (3.6): leaders verify before a txn's first write
     verification_guard: bool = False       # KAFKA-14884 (3.6): a verification guard cleared by markers
+    verification_network_error_converted: bool = False  # KAFKA-16386 (3.7.1, 3.8.0): a
+                                           # verification failed with NETWORK_EXCEPTION fails the
+                                           # produce with NOT_ENOUGH_REPLICAS (3.6.x: as is);
+                                           # found by conformance on real 3.6.2
     transaction_version: int = 1           # 1, or 2 = KIP-890 part 2 (4.0): epoch bump at every EndTxn
     verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries
                                            # a produce's verification answered
@@ -97,12 +101,22 @@ _preset("kafka-2.7", "kafka-2.6",
         "2.7 .. 3.5: the coordinator answers a fenced epoch with PRODUCER_FENCED (KAFKA-9911).",
         producer_fenced_error=True)
 _preset("kafka-3.6", "kafka-2.7",
-        "3.6 .. 3.9: KIP-890 part 1, leaders verify with the coordinator before a transaction's "
-        "first write, with a verification guard cleared by markers; a verification answered "
-        "with a retriable error fails the produce with NOT_ENOUGH_REPLICAS and the client "
-        "resends it.",
+        "3.6.0 .. 3.7.0: KIP-890 part 1, leaders verify with the coordinator before a "
+        "transaction's first write, with a verification guard cleared by markers; a verification "
+        "answered with a retriable coordinator error fails the produce with NOT_ENOUGH_REPLICAS "
+        "and the client resends it; one that failed with NETWORK_EXCEPTION (its request timed "
+        "out or its connection closed) fails the produce with NETWORK_EXCEPTION, which the "
+        "client retries too (ReplicaManager.appendRecords' unverifiedResults; Sender.canRetry: a "
+        "RetriableException).",
         partition_verification=True, verification_guard=True)
-_preset("kafka-4.0", "kafka-3.6",
+_preset("kafka-3.8", "kafka-3.6",
+        "3.7.1, 3.8 .. 3.9: a verification failed with NETWORK_EXCEPTION fails the produce with "
+        "NOT_ENOUGH_REPLICAS as the coordinator's retriable errors do (KAFKA-16386, "
+        "ReplicaManager.appendRecords: \"Convert NETWORK_EXCEPTIONs from KIP-890 transaction "
+        "verification\"). Real 3.6.2 answered NETWORK_EXCEPTION where the model said "
+        "NOT_ENOUGH_REPLICAS: kafka-mc real conform found it.",
+        verification_network_error_converted=True)
+_preset("kafka-4.0", "kafka-3.8",
         "The 4.0 branch with transaction.version=2 before KAFKA-18654 (Feb 2025; no release "
         "ships exactly this, 4.0.0 has the fix: see kafka-4.1): every EndTxn bumps the epoch, "
         "partitions are added implicitly by the leader, markers carry the bumped epoch; "
@@ -167,7 +181,7 @@ DEFAULT_PRESET = "latest"
 # docs above say why; a release's fixes were found with ``git log --grep`` on its branch).
 RELEASES = {
     "3.6.2": "kafka-3.6",
-    "3.9.2": "kafka-3.6",     # 3.7 .. 3.9 keep KIP-890 part 1 only (part 2 is 4.0's)
+    "3.9.2": "kafka-3.8",     # 3.7 .. 3.9 keep KIP-890 part 1 only (part 2 is 4.0's)
     "4.0.2": "kafka-4.0.2",
     "4.1.2": "kafka-4.1.1",
     "4.2.2": "kafka-4.2.0",
