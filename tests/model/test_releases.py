@@ -182,3 +182,27 @@ def test_an_empty_abort_right_after_a_commit_before_and_after_kafka_18464(epoch_
     explore(model)
     assert seen
     assert {t.network[-1].error for s, a, t in seen} == {error}
+
+
+@pytest.mark.parametrize("preset, error", [("kafka-3.6", Errors.NETWORK_EXCEPTION),
+                                           ("kafka-3.8", Errors.NOT_ENOUGH_REPLICAS),
+                                           ("latest", Errors.NOT_ENOUGH_REPLICAS)])
+def test_a_lost_verification_fails_the_produce_as_the_release_did(preset, error):
+    """KAFKA-16386 (3.7.1, 3.8.0), found by `kafka-mc real conform` on real 3.6.2: a leader whose
+    verification request is lost (AddPartitionsToTxnManager: NETWORK_EXCEPTION) answered the
+    produce NETWORK_EXCEPTION before it, NOT_ENOUGH_REPLICAS after; the client resends the batch
+    on either (Sender.canRetry), so both lead to the same states, one error code apart."""
+    model = bind(preset, **{"faults.request_losses": 1, "faults.producer_crashes": 0,
+                            "cluster.producers_per_id": 1})
+
+    def answer(s, a, t):
+        return a[0] == "LoseRequest" and a[1].rpc == Rpc.VerifyAddPartition
+    lost = recording(model, answer)
+    answers = recording(model, lambda s, a, t: a[0] == "ReceiveProduceResponse"
+                        and a[1].error in (Errors.NETWORK_EXCEPTION, Errors.NOT_ENOUGH_REPLICAS))
+    out = explore(model)
+    assert out.exit_code == 0 and lost
+    assert {a[1].error for _, a, _ in answers} == {error}
+    resent = [t for s, a, t in answers if any(m.rpc == Rpc.Produce for m in t.network)]
+    assert resent      # the client resent the batch
+    assert RELEASES["3.6.2"] == "kafka-3.6" and RELEASES["3.9.2"] == "kafka-3.8"
