@@ -191,7 +191,7 @@ def test_a_lost_verification_fails_the_produce_as_the_release_did(preset, error)
     """KAFKA-16386 (3.7.1, 3.8.0), found by `kafka-mc real conform` on real 3.6.2: a leader whose
     verification request is lost (AddPartitionsToTxnManager: NETWORK_EXCEPTION) answered the
     produce NETWORK_EXCEPTION before it, NOT_ENOUGH_REPLICAS after; the client resends the batch
-    on either (Sender.canRetry), so both lead to the same states, one error code apart."""
+    on either (Sender.canRetry)."""
     model = bind(preset, **{"faults.request_losses": 1, "faults.producer_crashes": 0,
                             "cluster.producers_per_id": 1})
 
