@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from model import registry
-from model.config import shipped_configs
+from model.config import shipped_configs, shown
 from explorers.core.result import EXIT_OK
 
 
@@ -20,7 +20,8 @@ def main(args) -> int:
     elif args.what == "protocols":
         presets = [(name, p) for name, e in sorted(models.items()) for p in e.presets]
         for name, p in presets:
-            print(f"{p:<14} ({name})")
+            doc = models[name].preset_docs.get(p, "")
+            print(f"{p:<14} ({name})" + (f"  {shown(doc, 100)}" if doc else ""))
         if not presets:
             print("no registered model has protocol presets yet")
     elif args.what == "mutants":

@@ -103,6 +103,10 @@ def test_list(tmp_path):
     inv = run("list", "invariants", "--model", "twophase").stdout
     assert "TCConsistent" in inv and "sometimes" in inv
     assert "twophase" in run("list", "configs").stdout.split()
+    protocols = run("list", "protocols").stdout.splitlines()
+    # each preset with what it changed (the start of its doc)
+    assert any(line.startswith("kafka-3.8 ") and "3.7.1, 3.8 .. 3.9" in line for line in protocols)
+    assert any(line.startswith("kafka-4.3 ") and "4.3.0 .. 4.4.x" in line for line in protocols)
 
 
 def test_interrupt_exits_130_with_partial_results(tmp_path):
