@@ -357,7 +357,7 @@ def traces_page() -> str:
                 _cell(re.sub(r" \(cluster\..*\)", "", title).removesuffix(", drawn by kafka-mc render")
                       + f" on `{trace.meta.get('protocol', {}).get('version', '')}`: "
                       + str(trace.meta.get("description", ""))), "",
-                f"```", f"kafka-mc replay tests/golden/{path.name} --diff", "```", "",
+                "```", f"kafka-mc replay tests/golden/{path.name} --diff", "```", "",
                 "```mermaid", *[line for line in diagram if not line.strip().startswith("%%")],
                 "```", ""]
     return "\n".join(out).rstrip() + "\n"

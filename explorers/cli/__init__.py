@@ -27,7 +27,7 @@ from explorers import _interrupted_early
 from explorers.cli import check, explore, graph, listing, real, traces
 from explorers.cli.common import UsageError, Parser, error, version
 from explorers.core import interrupts
-from explorers.core.result import EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, EXIT_USAGE
+from explorers.core.result import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 from traces.trace import TraceError
 
 # The command groups, in the order ``--help`` lists their commands. Each adds its commands to the

@@ -338,7 +338,7 @@ def test_ctrl_c_during_kafka_mc_graph_writes_nothing_and_exits_130(tmp_path):
 ])
 def test_round_two_bad_input(tmp_path, monkeypatch, argv, expect):
     monkeypatch.chdir(tmp_path)
-    err = one_line_error(*kmc(*argv), expect=expect)
+    one_line_error(*kmc(*argv), expect=expect)
     assert files_under(tmp_path) == []
 
 

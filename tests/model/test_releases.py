@@ -11,7 +11,7 @@ from model.kafka.network import Produce
 from model.kafka.params import kafka_params
 from model.kafka.versions import FLAGS, PRESETS, RELEASES, Features
 from model.kafka.world import Errors, Partition, ProducerStateEntry, Rpc, TxnState
-from explorers.bfs.search import BfsOptions, explore
+from explorers.bfs.search import explore
 
 
 def bind(preset, config="tiny", **settings):

@@ -12,7 +12,6 @@ import os
 import socket
 import struct
 import time
-import uuid
 
 import pytest
 
