@@ -31,6 +31,15 @@ class Replay:
     actions: tuple = ()  # the model's actions (decoded with the model's codec)
 
 
+def _lacking(trace, state, model, init) -> list:
+    """The fields state 0 lacks whose default (what decoding filled in) is not the initial
+    state's: a field added since the trace was written, whose default is the old behaviour, is
+    no difference."""
+    encoded, decoded = dict(model.itf_encode(init)), dict(model.itf_encode(state))
+    differ = {c.path for c in state_changes(decoded, encoded, trace.vars)}
+    return [c for c in state_changes(trace.states[0], encoded, trace.vars) if c.path in differ]
+
+
 class Divergence(TraceError):
     """The trace and the model disagree at ``step`` (0: the initial state).
 
@@ -175,8 +184,7 @@ def _decode(model, trace):
         # tells the state from every initial one (a record emptied, ``budgets = {}``), the
         # differences are the fields it lacks.
         nearest = min((state_changes(trace.states[0], dict(model.itf_encode(s)), trace.vars, True)
-                       or state_changes(trace.states[0], dict(model.itf_encode(s)), trace.vars)
-                       for s in inits), key=len)
+                       or _lacking(trace, state, model, s) for s in inits), key=len)
         raise Divergence(0, "", tuple(nearest))
     return state
 

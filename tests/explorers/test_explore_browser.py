@@ -12,6 +12,7 @@ missing (``KAFKA_MC_CHROMIUM`` and ``KAFKA_MC_CHROMEDRIVER`` name other binaries
 (the README's, in ``docs/``); they are always written to the test's temporary directory.
 """
 import os
+import json
 import re
 import shutil
 import subprocess
@@ -213,10 +214,12 @@ def test_walk_the_kafka_model_and_its_6119_counterexample(browser, server, tmp_p
     shoot(d, tmp_path, "explore-counterexample.png")
     fits(d)   # (reloads the page at step 19 of the trace's configuration, without its panel)
 
-    # A lasso trace (ITF "loop": 19, stuttering at its last state, of the same configuration):
-    # where its loop starts is marked.
+    # A lasso trace (ITF "loop": 19, stuttering at its last state, of the same configuration, as
+    # a liveness trace: only those carry a loop): where its loop starts is marked.
     lasso = tmp_path / "lasso.itf.json"
-    lasso.write_text(KAFKA_6119.read_text().replace('"#meta": {', '"loop": 19, "#meta": {', 1))
+    doc = json.loads(KAFKA_6119.read_text())
+    doc["#meta"].update(kind="eventually", property="eventual_completion")
+    lasso.write_text(json.dumps({"loop": 19, **doc}))
     d.find_element(By.ID, "trace-file").send_keys(str(lasso))
     wait.until(lambda _: css('#crumbs li.loop-start[data-step="19"]'))
     at_step(0)
