@@ -42,21 +42,20 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from model.config import shown
-from model.core import Model, ModelBase
+from model.core import Model
 import numpy as np
 
 from explorers.bfs import checkpoint as bfs_checkpoint
-
 from explorers.bfs import workers as bfs_workers
 from explorers.bfs.checkpoint import CheckpointOptions
-from explorers.core.checking import Checks, Relevance, violation
-from explorers.bfs.visited import Budget, Levels, PackedLevel, VisitedSet
 from explorers.bfs.state_codec import model_package
-from explorers.core.adapter import check_fingerprint_contract, gc_paused, key_function, rebuild, \
-    successors_of
+from explorers.bfs.visited import Budget, Levels, PackedLevel, VisitedSet
+from explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
+from explorers.core.checking import violation
 from explorers.core.progress import PROGRESS_EVERY, Progress
 from explorers.core.result import (Outcome, Violation, action_coverage, edge_coverage,
-                              machines_of, peak_rss_mb, search_stats)
+                                   peak_rss_mb, search_stats)
+from explorers.core.setup import SearchSetup
 
 CHUNK = 1 << 14        # candidate successors deduplicated at a time
 
@@ -83,145 +82,269 @@ class _Stop(Exception):
 
 
 def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
-    checks = Checks(model, options.properties, options.check_deadlock)
-    always, transition = checks.always, checks.transition   # iterated inline: the hot loop
-    max_depth = options.max_depth
-    successors, key, packed = successors_of(model), key_function(model), getattr(model, "packed", False)
-    within = model.within_bounds
-    store = options.checkpoint
-    identity = {**(store.identity if store else {}), "model": model.name,
-                "checked": [p.name for p in checks.properties], "deadlock": checks.deadlock,
-                "max_depth": max_depth, "partial_order": options.por}
-    resumed = None
-    if store is not None and store.recover:
-        if options.por:   # the frontier's fingerprints are of the reduction view
-            from explorers.reductions.por import reduction_key
-        resumed = bfs_checkpoint.load(store.run_dir, identity, model,
-                                      reduction_key(model) if options.por else key, packed)
-    visited, levels = (resumed.visited, resumed.levels) if resumed else (VisitedSet(), Levels())
-    reducer = None
-    if options.por:   # partial-order reduction: the reduced successors, deduplicated on their
-        from explorers.reductions.por import Reducer, reduction_key, report_note   # the reduction view,
-        reducer, key = Reducer(model, checks), reduction_key(model)   # with the proviso
+    return Search(model, options).run()
 
-        def successors(s, _reduced=reducer.successors, _old=visited.seen_before):
-            return _reduced(s, _old, key)
-    bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
 
-    cov: dict = {}    # action name -> transitions generated (by name: a name's hash is cached,
-    dcov: dict = {}   # an action's is not), and -> distinct states first reached by one
-    machines = machines_of(model)
-    edges_taken = [set() for _ in machines]
-    edges = tuple((m.taken, got.update) for m, got in zip(machines, edges_taken))
-    generated = 0
-    depth = 0
-    violations: list[Violation] = []
-    interrupted = complete = False
-    # A level's states: a list, a file (``--memory``) or, for a packed model, its fingerprints.
-    frontier: Sequence = []
-    budget = Budget(options.memory_mb, store.run_dir if store else None, model_package(model))
-    nxt = None if packed else []
+def _reduced(successors: Callable, seen_before: Callable, key: Callable) -> Callable:
+    """The reduced successors of a state (``Reducer.successors``), deduplicated on the reduction
+    view, with the proviso checked against the states seen before."""
+    return lambda s: successors(s, seen_before, key)
 
-    def next_level() -> Sequence:
-        """Close the level just discovered and start the next; the states to expand next."""
-        before = len(levels)
-        levels.close()
-        visited.end_level()
-        if packed:
-            states = PackedLevel(levels.fps[-1]) if len(levels) > before else []
-        else:
-            states = nxt
-        budget.level_done(levels, frontier)
-        return states
 
-    def new_level():
-        return None if packed else budget.new_frontier(len(levels))
-    # The chunk of candidate successors not yet deduplicated: each one's (action, state) and
-    # fingerprint; per expanded state, its index in the frontier and where its candidates start.
-    pending_fps, owners, starts = array("q"), array("q"), array("q")
-    outs: list = []   # per entry of ``owners``: the state's successors, candidate ``c`` of the
-                      # entry being ``outs[m][c - starts[m]]`` (a start is negative when a flush
-                      # cut the state's successors: the chunk then begins inside them)
-    expanded: list = []                        # the states of ``owners``
-    chunk_edges = [set() for _ in machines]   # the edges taken before the chunk (``rewind``)
-    overcount = 0                              # states added past a stop (``rewind``)
-    rss0 = peak_rss_mb()
-    t0 = time.perf_counter()
-    last_report = t0
+class Search:
+    """One breadth-first search, in named phases: ``seed`` (the initial states) or a checkpoint's
+    ``restore``, then per level ``expand_level`` (by ``expand_with_workers``, whose slices
+    ``merge`` in, and the sequential loop), whose candidates ``flush`` deduplicates a chunk at a
+    time (``rewind`` at a stop), ``next_level`` and ``checkpoint`` at each level boundary, and
+    ``outcome``. The set-up every search shares is ``self.setup`` (``SearchSetup``).
 
-    def path_to(d: int, i: int):
-        """The behaviour from an initial state to state ``i`` of depth ``d``."""
-        return rebuild(model, levels.path(d, i), key if reducer else None)
+    The data the phases share are the search's attributes; the hot loop binds those it uses to
+    locals once per level. The chunk of candidate successors not yet deduplicated: each one's
+    fingerprint (``pending_fps``); per expanded state (an entry of ``owners``), its index in the
+    frontier, where its candidates start (``starts``: negative when a flush cut the state's
+    successors, the chunk then beginning inside them), its successors (``outs``: candidate ``c``
+    of entry ``m`` is ``outs[m][c - starts[m]]``) and the state itself (``expanded``)."""
 
-    def found(what, path) -> None:
-        """A violation: the end of the search, or with ``keep_going`` one more to report and a
-        property no longer checked (the caller rereads ``checks``' tuples)."""
-        v = violation(what, path)
-        if not options.keep_going:
-            raise _Stop(v)
-        violations.append(v)
-        checks.retire(what)
+    def __init__(self, model: Model, options: BfsOptions):
+        self.model, self.options = model, options
+        self.setup = setup = SearchSetup(model, options.properties, options.check_deadlock,
+                                         options.progress, options.progress_interval)
+        checks = self.checks = setup.checks
+        self.always, self.transition = checks.always, checks.transition
+        self.successors, self.key, self.packed = setup.successors, setup.key, setup.packed
+        store = self.store = options.checkpoint
+        self.identity = {**(store.identity if store else {}), "model": model.name,
+                         "checked": [p.name for p in checks.properties],
+                         "deadlock": checks.deadlock, "max_depth": options.max_depth,
+                         "partial_order": options.por}
+        resumed = self.resumed = None
+        if store is not None and store.recover:
+            if options.por:   # the frontier's fingerprints are of the reduction view
+                from explorers.reductions.por import reduction_key
+            resumed = self.resumed = bfs_checkpoint.load(
+                store.run_dir, self.identity, model,
+                reduction_key(model) if options.por else self.key, self.packed)
+        self.visited, self.levels = ((resumed.visited, resumed.levels) if resumed
+                                     else (VisitedSet(), Levels()))
+        self.reducer = None
+        if options.por:   # partial-order reduction: the reduced successors, deduplicated on
+            from explorers.reductions.por import Reducer, reduction_key   # the reduction view,
+            self.reducer, self.key = Reducer(model, checks), reduction_key(model)   # with the
+            self.successors = _reduced(self.reducer.successors, self.visited.seen_before,
+                                       self.key)   # proviso
+        self.generated = 0
+        self.rewound = 0         # transitions counted past a stop (``rewind``)
+        self.overcount = 0       # states added past a stop (``rewind``)
+        self.depth = 0
+        self.violations: list[Violation] = []
+        self.interrupted = self.complete = False
+        # A level's states: a list, a file (``--memory``) or, for a packed model, its fingerprints.
+        self.frontier: Sequence = []
+        self.budget = Budget(options.memory_mb, store.run_dir if store else None,
+                             model_package(model))
+        self.nxt = None if self.packed else []
+        self.pending_fps, self.owners, self.starts = array("q"), array("q"), array("q")
+        self.outs: list = []
+        self.expanded: list = []
+        self.chunk_edges = [set() for _ in setup.machines]   # the edges taken before the chunk
+        self.rss0 = peak_rss_mb()
+        setup.start_clock()
+        self.witnesses = checks.witnesses()
+        setup.relevance()   # the properties a step can change the verdict of
+        if resumed:
+            self.restore()
+        self.witness, self.unseen = self.witnesses.see, self.witnesses.open   # (``see`` shrinks
+        self.last_checkpoint = time.monotonic()                              # the list)
+        self.parallel_levels = 0
+        self.parallel = bfs_workers.usable(options.workers) and not self.packed
+        self.balance = bfs_workers.Balance()   # how a level is cut between the processes
+        self.expanding = None   # (depth, index) of the state being expanded, for model errors
 
-    witnesses = checks.witnesses()
-    relevance = Relevance.of_model(model)   # the properties a step can change the verdict of
-    relevant = relevance.of if relevance else None
-    if resumed:   # the counters, witnesses and reports of the checkpointed search
+    # --- the phases -----------------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        checks, options = self.checks, self.options
+        with gc_paused():
+            try:
+                check_fingerprint_contract(self.model)
+                if self.resumed:
+                    self.frontier = self.resumed.frontier
+                else:
+                    self.seed()
+                while self.frontier:
+                    if options.max_depth and self.depth >= options.max_depth:
+                        break
+                    self.expand_level()
+                    self.frontier = self.next_level()
+                    self.nxt = self.new_level()
+                    if self.frontier:
+                        self.depth += 1
+                        self.checkpoint(self.frontier)
+                self.complete = not self.frontier
+                if self.complete:
+                    self.violations += checks.unwitnessed(self.witnesses.pending)
+            except _Stop as stop:
+                self.violations.append(stop.violation)
+            except bfs_checkpoint.CheckpointError:
+                raise
+            except KeyboardInterrupt:
+                self.interrupted = True
+                try:   # the states generated before it are checked and counted, as they were
+                    self.flush()
+                except _Stop as stop:   # a violation met before the interrupt ends the search
+                    self.interrupted = False
+                    self.violations.append(stop.violation)
+                except Exception:   # noqa: BLE001 -- the interrupt is reported
+                    pass
+            except Exception as exc:  # an exception in model code: a model error, with its path
+                error = Violation("model_error", "model_error", "the model raised an exception",
+                                  self.path_to(*self.expanding) if self.expanding else None,
+                                  "".join(traceback.format_exception(exc)).rstrip())
+                try:   # what the states generated before it violate is found first
+                    self.flush()
+                except _Stop as stop:
+                    error = stop.violation
+                except Exception:   # noqa: BLE001 -- the model error is reported
+                    pass
+                self.violations.append(error)
+            finally:
+                self.budget.close()
+        return self.outcome()
+
+    def restore(self) -> None:
+        """The counters, witnesses and reports of the checkpointed search."""
+        checks, setup, resumed, store = self.checks, self.setup, self.resumed, self.store
         meta, where = resumed.meta, f"--recover {store.run_dir}"
-        for what, path in bfs_checkpoint.reported(meta, model, checks, options.keep_going, where):
-            violations.append(violation(what, path))
+        for what, path in bfs_checkpoint.reported(meta, self.model, checks,
+                                                  self.options.keep_going, where):
+            self.violations.append(violation(what, path))
             checks.retire(what)
-        always, transition = checks.always, checks.transition
-        if set(meta["pending"]) - {p.name for p in witnesses.pending}:
+        self.always, self.transition = checks.always, checks.transition
+        if set(meta["pending"]) - {p.name for p in self.witnesses.pending}:
             raise bfs_checkpoint.CheckpointError(f"{where}: the checkpoint waits for a witness "
                                                  "this search does not check")
-        witnesses.open[:] = [e for e in witnesses.open if e[0].name in meta["pending"]]
-        generated, depth = meta["generated"], resumed.depth
-        cov.update(meta["fired"])
-        dcov.update(meta["found"])
-        for got, pairs in zip(edges_taken, meta["edges"]):
+        self.witnesses.open[:] = [e for e in self.witnesses.open if e[0].name in meta["pending"]]
+        self.generated, self.depth = meta["generated"], resumed.depth
+        setup.fired.update(meta["fired"])
+        setup.found.update(meta["found"])
+        for got, pairs in zip(setup.edges_taken, meta["edges"]):
             got.update(map(tuple, pairs))
-        chunk_edges[:] = [set(e) for e in edges_taken]
-        if reducer:
-            reducer.reduced_states = meta["reduced_states"]
-    witness, unseen = witnesses.see, witnesses.open   # the list ``see`` shrinks
-    last_checkpoint = time.monotonic()
+        self.chunk_edges[:] = [set(e) for e in setup.edges_taken]
+        if self.reducer:
+            self.reducer.reduced_states = meta["reduced_states"]
 
-    def checkpoint(frontier) -> None:
-        """Save the search at this level boundary when ``--checkpoint``'s minutes are up."""
-        nonlocal last_checkpoint
-        if not frontier or store is None or store.minutes is None \
-                or time.monotonic() - last_checkpoint < 60 * store.minutes:
+    def seed(self) -> None:
+        """The initial states: level 0, checked as they are discovered."""
+        model, checks, visited, key = self.model, self.checks, self.visited, self.key
+        always, nxt, keep_going = self.always, self.nxt, self.options.keep_going
+        inits = list(model.init_states())
+        init_fps = np.array([key(s) for s in inits], dtype=np.int64)
+        new = visited.add_new(init_fps)
+        self.levels.add(init_fps[new], np.zeros(len(new), dtype=np.int32))
+        for n, j in enumerate(new.tolist()):
+            if nxt is not None:
+                nxt.append(inits[j])
+            try:
+                for p, holds in always:
+                    if not holds(inits[j]):
+                        if not keep_going:   # the later ones were not reached
+                            self.overcount += int((new > j).sum())
+                        self.found(p, self.path_to(0, n))
+                        always = self.always = checks.always
+                self.witness(inits[j])
+            except _Stop:
+                raise
+            except Exception:   # a model error in a property: nor were they then
+                self.overcount += int((new > j).sum())
+                raise
+        self.frontier = self.next_level()
+        self.nxt = self.new_level()
+        self.checkpoint(self.frontier)
+
+    def expand_level(self) -> None:
+        """Expand the frontier: its states' successors, each checked on its step and
+        fingerprinted, join the chunk, deduplicated a chunk at a time."""
+        frontier = self.frontier
+        resume = self.expand_with_workers(frontier)
+        if resume and resume >= len(frontier):
             return
+        setup, checks, model = self.setup, self.checks, self.model
+        successors, key, packed = self.successors, self.key, self.packed
+        within, bounded, edges, relevant = setup.within, setup.bounded, setup.edges, setup.relevant
+        transition, reducer, depth, progress = self.transition, self.reducer, self.depth, \
+            setup.progress
+        pending_fps, owners, starts = self.pending_fps, self.owners, self.starts
+        expanded, outs = self.expanded, self.outs
+        fps_append = pending_fps.append
+        cov = setup.fired
+        cov_get = cov.get
+        generated = self.generated
+        i = None
         try:
-            save(frontier)
-        except OSError as e:   # not the model's: the search cannot go on as asked
-            raise bfs_checkpoint.CheckpointError(
-                f"--checkpoint: cannot save in {shown(store.run_dir)} ({e})") from None
-        last_checkpoint = time.monotonic()
+            for i, s in enumerate(frontier[resume:] if resume else frontier, resume):
+                if not i % PROGRESS_EVERY and progress is not None:
+                    setup.report(generated, len(self.visited), depth,
+                                 len(frontier) - i + self.levels.open_size)
+                if bounded and not within(s):
+                    continue
+                out = successors(s)
+                if not out:
+                    for stuck in checks.stuck_failures(s):
+                        self.flush()
+                        self.found(stuck, self.path_to(depth, i))
+                    continue
+                generated += len(out)
+                starts.append(len(pending_fps))
+                owners.append(i)
+                expanded.append(s)
+                outs.append(out)
+                for a, t in out:
+                    cov[a[0]] = cov_get(a[0], 0) + 1
+                    for taken, note in edges:
+                        note(taken(s, a, t))
+                    if transition:
+                        for p, holds in relevant(a, transition) if relevant else transition:
+                            if not holds(s, a, t):
+                                self.flush()
+                                base = self.path_to(depth, i)
+                                # (reduced: the rebuilt state may differ from s outside its
+                                # reduction view, so the step is taken again from it)
+                                last = model.step(base.states[-1], a) if reducer else t
+                                self.found(p, type(base)(base.states + (last,),
+                                                         base.actions + (a,)))
+                                transition = self.transition = checks.transition
+                                # flush emptied the chunk: it goes on inside this state's
+                                # successors, at this one
+                                starts.append(-out.index((a, t)))
+                                owners.append(i)
+                                expanded.append(s)
+                                outs.append(out)
+                    fps_append(t if packed else key(t))
+                if len(pending_fps) >= CHUNK:
+                    self.flush()
+        except BaseException:
+            if self.expanding is None and i is not None:   # (a flush's property sets its own)
+                self.expanding = (depth, i)
+            raise
+        finally:
+            self.generated = generated
+        self.flush()
 
-    def save(frontier) -> None:
-        bfs_checkpoint.save(store.run_dir, model, levels, frontier, packed, {
-            "identity": identity, "generated": generated, "distinct": len(visited),
-            "fired": dict(cov), "found": dict(dcov),
-            "edges": [sorted(map(list, got)) for got in edges_taken],
-            "pending": [p.name for p in witnesses.pending],
-            "violations": [{"kind": v.kind, "property": v.property,
-                            "path": bfs_checkpoint.positions(model, v.path)} for v in violations],
-            "reduced_states": reducer.reduced_states if reducer else 0}, store.digests)
-
-    def flush() -> None:
+    def flush(self) -> None:
         """Deduplicate the pending candidates; the new states join the next level in the
         order they were generated and are checked there, as if each had been looked up alone."""
-        nonlocal always, expanding
+        pending_fps, starts, owners, outs = self.pending_fps, self.starts, self.owners, self.outs
         if not pending_fps:
             return
+        checks, setup, keep_going = self.checks, self.setup, self.options.keep_going
+        always, relevant, unseen, witness = self.always, setup.relevant, self.unseen, self.witness
         fps = np.array(pending_fps, dtype=np.int64)
-        new = visited.add_new(fps)
+        new = self.visited.add_new(fps)
         if len(new):
             first = np.searchsorted(np.array(starts, dtype=np.int64), new, side="right") - 1
-            base = levels.open_size
-            levels.add(fps[new],
-                       np.array(owners, dtype=np.int64)[first])
+            base = self.levels.open_size
+            self.levels.add(fps[new], np.array(owners, dtype=np.int64)[first])
+            nxt, dcov = self.nxt, setup.found
             keep, dcov_get = (nxt.append if nxt is not None else None), dcov.get
             begins = starts.tolist()
             for n, (j, k) in enumerate(zip(new.tolist(), first.tolist())):
@@ -232,252 +355,196 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
                 try:
                     for p, holds in relevant(a, always) if relevant else always:
                         if not holds(t):
-                            if not options.keep_going:
-                                rewind(j, int((new > j).sum()))
-                            found(p, path_to(depth + 1, base + n))
-                            always = checks.always
+                            if not keep_going:
+                                self.rewind(j, int((new > j).sum()))
+                            self.found(p, self.path_to(self.depth + 1, base + n))
+                            always = self.always = checks.always
                     if unseen:
                         witness(t)
                 except _Stop:
                     raise
                 except Exception:   # a model error in a property: where the search was then
-                    rewind(j, int((new > j).sum()))
-                    expanding = (depth, owners[k])
+                    self.rewind(j, int((new > j).sum()))
+                    self.expanding = (self.depth, owners[k])
                     raise
         outs.clear()
-        expanded.clear()
+        self.expanded.clear()
         del pending_fps[:], owners[:], starts[:]
-        if edges:
-            chunk_edges[:] = [set(e) for e in edges_taken]
+        if setup.edges:
+            self.chunk_edges[:] = [set(e) for e in setup.edges_taken]
 
-    def rewind(j: int, new_after: int) -> None:
+    def rewind(self, j: int, new_after: int) -> None:
         """The search stops at candidate ``j`` of the chunk: count what a search looking up each
         candidate as it is generated would have, had it stopped there (the chunk's later
         candidates are forgotten; their state's own transitions were all counted already)."""
-        nonlocal generated, overcount
+        starts, owners, outs, setup = self.starts, self.owners, self.outs, self.setup
         k = bisect_right(starts, j) - 1
         owner = owners[k]
         later = owner   # the states expanded after it: all their transitions were counted
         for m in range(k + 1, len(starts)):
             if owners[m] != later:
                 later = owners[m]
-                generated -= len(outs[m])
-        overcount += new_after
-        later = candidates(0, len(starts))[j + 1:]
-        c = len(pending_fps) - starts[-1]   # the last state's candidate being generated, if
-        if c < len(outs[-1]):               # any: counted, not yet pending (a flush or an
-            later.append(outs[-1][c])       # error at it)
+                self.rewound += len(outs[m])
+        self.overcount += new_after
+        later = self.candidates(0, len(starts))[j + 1:]
+        c = len(self.pending_fps) - starts[-1]   # the last state's candidate being generated, if
+        if c < len(outs[-1]):                    # any: counted, not yet pending (a flush or an
+            later.append(outs[-1][c])            # error at it)
+        cov = setup.fired
         for a, _ in later:
             cov[a[0]] -= 1
             if not cov[a[0]]:
                 del cov[a[0]]
-        if edges:
-            for got, before in zip(edges_taken, chunk_edges):
+        if setup.edges:
+            for got, before in zip(setup.edges_taken, self.chunk_edges):
                 got.intersection_update(before)
             for m in range(k + 1):
-                s = expanded[m]
-                for a, t in candidates(m, m + 1)[:j + 1 - max(starts[m], 0)]:
-                    for taken, note in edges:
+                s = self.expanded[m]
+                for a, t in self.candidates(m, m + 1)[:j + 1 - max(starts[m], 0)]:
+                    for taken, note in setup.edges:
                         note(taken(s, a, t))
 
-    def candidates(lo: int, hi: int) -> list:
+    def candidates(self, lo: int, hi: int) -> list:
         """The pending candidates of entries ``lo`` to ``hi`` of ``owners``, in order."""
-        out = []
+        starts, outs, out = self.starts, self.outs, []
         for m in range(lo, hi):
-            end = starts[m + 1] if m + 1 < len(starts) else len(pending_fps)
+            end = starts[m + 1] if m + 1 < len(starts) else len(self.pending_fps)
             out += outs[m][max(starts[m], 0) - starts[m]:end - starts[m]]
         return out
 
-    def expanded_by_workers(frontier) -> int:
+    def expand_with_workers(self, frontier) -> int:
         """Expand the level with ``options.workers`` processes (``explorers.bfs.workers``), up
         to where something is to be reported: the index of the state the sequential loop goes on
         from (0: the whole level is its; the level's size: none)."""
-        nonlocal parallel_levels
-        if not (parallel and isinstance(frontier, list)
+        if not (self.parallel and isinstance(frontier, list)
                 and len(frontier) >= bfs_workers.PARALLEL_MIN):
             return 0
-
-        def tick(i: int, more: int) -> None:   # the counts of the BFS process's own slice
-            nonlocal last_report
-            now = time.perf_counter()
-            if options.progress is not None and now - last_report >= options.progress_interval:
-                last_report = now
-                options.progress(Progress(generated + more, len(visited), depth,
-                                          len(frontier) - i + levels.open_size, now - t0))
-
-        def merge(p: bfs_workers.Slice) -> None:
-            """A slice of the level, in order: its new states join the next level, its counts the
-            search's (a child's states come relative to their parents, ``bfs_workers.relative``)."""
-            nonlocal generated
-            fps = np.frombuffer(p.fps, dtype=np.int64)
-            new = visited.add_new(fps)
-            levels.add(fps[new], np.frombuffer(p.owners, dtype=np.int64)[new])
-            dcov_get, patch, owner, found = dcov.get, bfs_workers.patch, p.owners, p.found
-            for j in new.tolist():
-                a, t = found[j]
-                if type(t) is list:   # a child's state, relative to its parent (``delta``)
-                    t = patch(frontier[owner[j]], t)
-                nxt.append(t)
-                dcov[a[0]] = dcov_get(a[0], 0) + 1
-                if unseen:
-                    witness(t)
-            generated += p.generated   # (the coverage's first-fired order is the sequential one)
-            for a, n in p.fired.items():
-                cov[a] = cov.get(a, 0) + n
-            for got, more in zip(edges_taken, p.edges):
-                got.update(more)
-            if reducer:
-                reducer.reduced_states += p.reduced
-
+        setup, checks = self.setup, self.checks
         work = bfs_workers.Expansion(
-            successors, key, within if bounded else None, tuple(always), tuple(unseen),
-            tuple(transition), relevant, checks.stuck_failures, tuple(m.taken for m in machines),
-            visited.sorted_fingerprints(), reducer)
-        resume = bfs_workers.expand_level(frontier, options.workers, work, merge, balance, tick)
-        if edges:
-            chunk_edges[:] = [set(e) for e in edges_taken]
-        parallel_levels += resume == len(frontier)
+            self.successors, self.key, setup.within if setup.bounded else None,
+            tuple(self.always), tuple(self.unseen), tuple(self.transition), setup.relevant,
+            checks.stuck_failures, tuple(m.taken for m in setup.machines),
+            self.visited.sorted_fingerprints(), self.reducer)
+        resume = bfs_workers.expand_level(frontier, self.options.workers, work, self.merge,
+                                          self.balance, self.tick)
+        if setup.edges:
+            self.chunk_edges[:] = [set(e) for e in setup.edges_taken]
+        self.parallel_levels += resume == len(frontier)
         return resume
 
-    parallel_levels = 0
-    parallel = bfs_workers.usable(options.workers) and not packed
-    balance = bfs_workers.Balance()   # how a level is cut between the processes
-    expanding = None  # (depth, index) of the state being expanded, for model errors
-    with gc_paused():
-        try:
-            check_fingerprint_contract(model)
-            if resumed:
-                frontier = resumed.frontier
-            else:
-                inits = list(model.init_states())
-                init_fps = np.array([key(s) for s in inits], dtype=np.int64)
-                new = visited.add_new(init_fps)
-                levels.add(init_fps[new],
-                           np.zeros(len(new), dtype=np.int32))
-                for n, j in enumerate(new.tolist()):
-                    if nxt is not None:
-                        nxt.append(inits[j])
-                    try:
-                        for p, holds in always:
-                            if not holds(inits[j]):
-                                if not options.keep_going:   # the later ones were not reached
-                                    overcount += int((new > j).sum())
-                                found(p, path_to(0, n))
-                                always = checks.always
-                        witness(inits[j])
-                    except _Stop:
-                        raise
-                    except Exception:   # a model error in a property: nor were they then
-                        overcount += int((new > j).sum())
-                        raise
-                frontier = next_level()
-                nxt = new_level()
-                checkpoint(frontier)
-            while frontier:
-                if max_depth and depth >= max_depth:
-                    break
-                resume = expanded_by_workers(frontier)
-                if not resume or resume < len(frontier):
-                    fps_append = pending_fps.append
-                    cov_get = cov.get
-                    for i, s in enumerate(frontier[resume:] if resume else frontier, resume):
-                        expanding = (depth, i)
-                        if not i % PROGRESS_EVERY and options.progress is not None:
-                            now = time.perf_counter()
-                            if now - last_report >= options.progress_interval:
-                                last_report = now
-                                options.progress(Progress(
-                                    generated, len(visited), depth,
-                                    len(frontier) - i + levels.open_size, now - t0))
-                        if bounded and not within(s):
-                            continue
-                        out = successors(s)
-                        if not out:
-                            for stuck in checks.stuck_failures(s):
-                                flush()
-                                found(stuck, path_to(depth, i))
-                            continue
-                        generated += len(out)
-                        starts.append(len(pending_fps))
-                        owners.append(i)
-                        expanded.append(s)
-                        outs.append(out)
-                        for a, t in out:
-                            cov[a[0]] = cov_get(a[0], 0) + 1
-                            for taken, note in edges:
-                                note(taken(s, a, t))
-                            if transition:
-                                for p, holds in relevant(a, transition) if relevant \
-                                        else transition:
-                                    if not holds(s, a, t):
-                                        flush()
-                                        base = path_to(depth, i)
-                                        # (reduced: the rebuilt state may differ from s outside its
-                                        # reduction view, so the step is taken again from it)
-                                        last = model.step(base.states[-1], a) if reducer else t
-                                        found(p, type(base)(base.states + (last,), base.actions + (a,)))
-                                        transition = checks.transition
-                                        # flush emptied the chunk: it goes on inside this
-                                        # state's successors, at this one
-                                        starts.append(-out.index((a, t)))
-                                        owners.append(i)
-                                        expanded.append(s)
-                                        outs.append(out)
-                            fps_append(t if packed else key(t))
-                        if len(pending_fps) >= CHUNK:
-                            flush()
-                    expanding = None
-                    flush()
-                frontier = next_level()
-                nxt = new_level()
-                if frontier:
-                    depth += 1
-                    checkpoint(frontier)
-            complete = not frontier
-            violations += checks.unwitnessed(witnesses.pending) if complete else []
-        except _Stop as stop:
-            violations.append(stop.violation)
-        except bfs_checkpoint.CheckpointError:
-            raise
-        except KeyboardInterrupt:
-            interrupted = True
-            try:   # the states generated before it are checked and counted, as they were
-                flush()
-            except _Stop as stop:   # a violation met before the interrupt ends the search
-                interrupted = False
-                violations.append(stop.violation)
-            except Exception:   # noqa: BLE001 -- the interrupt is reported
-                pass
-        except Exception as exc:  # an exception in model code: a model error, with its path
-            error = Violation("model_error", "model_error", "the model raised an exception",
-                              path_to(*expanding) if expanding else None,
-                              "".join(traceback.format_exception(exc)).rstrip())
-            try:   # what the states generated before it violate is found first
-                flush()
-            except _Stop as stop:
-                error = stop.violation
-            except Exception:   # noqa: BLE001 -- the model error is reported
-                pass
-            violations.append(error)
-        finally:
-            budget.close()
+    def tick(self, i: int, more: int) -> None:
+        """Progress, with the counts of the BFS process's own slice of a level."""
+        self.setup.report(self.generated + more, len(self.visited), self.depth,
+                          len(self.frontier) - i + self.levels.open_size)
 
-    seconds = time.perf_counter() - t0
-    depth += bool(levels.open_size)  # a level cut short by a violation
-    fired = dict(cov)
-    kinds = list(getattr(model, "action_kinds", lambda: ())())
-    stats = search_stats(generated, len(visited) - overcount, depth, seconds, rss0, packed)
-    memory = {"visited_bytes": visited.nbytes, "tree_bytes": levels.nbytes,
-              "on_disk": budget.spilled}
-    return Outcome(
-        model=model.name, explorer="bfs", stats=stats,
-        coverage=action_coverage(fired, dict(dcov), kinds),
-        never_enabled=tuple(k for k in kinds if k not in fired),
-        checked=checks.checked, unchecked=checks.unchecked,
-        not_applicable=checks.not_applicable,
-        violations=tuple(violations), edges=edge_coverage(machines, edges_taken),
-        interrupted=interrupted, complete=complete,
-        extra={"memory": memory,
-               **(report_note(reducer, reducer.reduced_states) if reducer else {}),
-               **({"workers": {"processes": options.workers, "levels": parallel_levels}}
-                  if parallel else {})})
+    def merge(self, p: bfs_workers.Slice) -> None:
+        """A slice of the level, in order: its new states join the next level, its counts the
+        search's (a child's states come relative to their parents, ``bfs_workers.relative``)."""
+        setup, frontier, nxt = self.setup, self.frontier, self.nxt
+        fps = np.frombuffer(p.fps, dtype=np.int64)
+        new = self.visited.add_new(fps)
+        self.levels.add(fps[new], np.frombuffer(p.owners, dtype=np.int64)[new])
+        dcov = setup.found
+        dcov_get, patch, owner, found = dcov.get, bfs_workers.patch, p.owners, p.found
+        unseen, witness = self.unseen, self.witness
+        for j in new.tolist():
+            a, t = found[j]
+            if type(t) is list:   # a child's state, relative to its parent (``delta``)
+                t = patch(frontier[owner[j]], t)
+            nxt.append(t)
+            dcov[a[0]] = dcov_get(a[0], 0) + 1
+            if unseen:
+                witness(t)
+        self.generated += p.generated   # (the coverage's first-fired order is the sequential one)
+        cov = setup.fired
+        for a, n in p.fired.items():
+            cov[a] = cov.get(a, 0) + n
+        for got, more in zip(setup.edges_taken, p.edges):
+            got.update(more)
+        if self.reducer:
+            self.reducer.reduced_states += p.reduced
+
+    def next_level(self) -> Sequence:
+        """Close the level just discovered and start the next; the states to expand next."""
+        levels = self.levels
+        before = len(levels)
+        levels.close()
+        self.visited.end_level()
+        if self.packed:
+            states = PackedLevel(levels.fps[-1]) if len(levels) > before else []
+        else:
+            states = self.nxt
+        self.budget.level_done(levels, self.frontier)
+        return states
+
+    def new_level(self):
+        return None if self.packed else self.budget.new_frontier(len(self.levels))
+
+    def checkpoint(self, frontier) -> None:
+        """Save the search at this level boundary when ``--checkpoint``'s minutes are up."""
+        store = self.store
+        if not frontier or store is None or store.minutes is None \
+                or time.monotonic() - self.last_checkpoint < 60 * store.minutes:
+            return
+        try:
+            self.save(frontier)
+        except OSError as e:   # not the model's: the search cannot go on as asked
+            raise bfs_checkpoint.CheckpointError(
+                f"--checkpoint: cannot save in {shown(store.run_dir)} ({e})") from None
+        self.last_checkpoint = time.monotonic()
+
+    def save(self, frontier) -> None:
+        setup, model = self.setup, self.model
+        bfs_checkpoint.save(self.store.run_dir, model, self.levels, frontier, self.packed, {
+            "identity": self.identity, "generated": self.generated,
+            "distinct": len(self.visited), "fired": dict(setup.fired),
+            "found": dict(setup.found),
+            "edges": [sorted(map(list, got)) for got in setup.edges_taken],
+            "pending": [p.name for p in self.witnesses.pending],
+            "violations": [{"kind": v.kind, "property": v.property,
+                            "path": bfs_checkpoint.positions(model, v.path)}
+                           for v in self.violations],
+            "reduced_states": self.reducer.reduced_states if self.reducer else 0},
+            self.store.digests)
+
+    def outcome(self) -> Outcome:
+        setup, model, options, checks, reducer = (self.setup, self.model, self.options,
+                                                  self.checks, self.reducer)
+        seconds = time.perf_counter() - setup.t0
+        depth = self.depth + bool(self.levels.open_size)  # a level cut short by a violation
+        fired = dict(setup.fired)
+        kinds = list(getattr(model, "action_kinds", lambda: ())())
+        stats = search_stats(self.generated - self.rewound, len(self.visited) - self.overcount,
+                             depth, seconds, self.rss0, self.packed)
+        memory = {"visited_bytes": self.visited.nbytes, "tree_bytes": self.levels.nbytes,
+                  "on_disk": self.budget.spilled}
+        if reducer:
+            from explorers.reductions.por import report_note
+        return Outcome(
+            model=model.name, explorer="bfs", stats=stats,
+            coverage=action_coverage(fired, dict(setup.found), kinds),
+            never_enabled=tuple(k for k in kinds if k not in fired),
+            checked=checks.checked, unchecked=checks.unchecked,
+            not_applicable=checks.not_applicable,
+            violations=tuple(self.violations), edges=edge_coverage(setup.machines,
+                                                                   setup.edges_taken),
+            interrupted=self.interrupted, complete=self.complete,
+            extra={"memory": memory,
+                   **(report_note(reducer, reducer.reduced_states) if reducer else {}),
+                   **({"workers": {"processes": options.workers, "levels": self.parallel_levels}}
+                      if self.parallel else {})})
+
+    # --- what the phases share --------------------------------------------------------------------
+
+    def path_to(self, d: int, i: int):
+        """The behaviour from an initial state to state ``i`` of depth ``d``."""
+        return rebuild(self.model, self.levels.path(d, i), self.key if self.reducer else None)
+
+    def found(self, what, path) -> None:
+        """A violation: the end of the search, or with ``keep_going`` one more to report and a
+        property no longer checked (the caller rereads ``checks``' tuples)."""
+        v = violation(what, path)
+        if not self.options.keep_going:
+            raise _Stop(v)
+        self.violations.append(v)
+        self.checks.retire(what)

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.core import Expectation, Model, ModelBase
+from model.core import Expectation, Model
 from explorers.bfs.search import BfsOptions
-from explorers.core.progress import PROGRESS_EVERY, Progress
-from explorers.core.checking import Checks, Relevance, violation
-from explorers.graph.liveness import Lasso, fairness_bits, find_lasso
-from explorers.core.adapter import (check_fingerprint_contract, gc_paused, key_function, rebuild,
-                             successors_of)
+from explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
+from explorers.core.checking import violation
+from explorers.core.progress import PROGRESS_EVERY
 from explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
-                              machines_of, peak_rss_mb, search_stats)
+                                   peak_rss_mb, search_stats)
+from explorers.core.setup import SearchSetup
+from explorers.graph.liveness import Lasso, fairness_bits, find_lasso
 from explorers.graph.state_graph import StateGraph
 
 
@@ -72,14 +72,14 @@ def state_graph(model: Model, max_states: int = 0, max_depth: int = 0):
 
 def _search(model: Model, options: GraphOptions, always_graph: bool = False,
             keep: list | None = None):
-    checks = Checks(model, options.properties, options.check_deadlock)
+    setup = SearchSetup(model, options.properties, options.check_deadlock, options.progress,
+                        options.progress_interval)
+    checks = setup.checks
     always, transition = checks.always, checks.transition
     live = [(p, p.holds, p.when, bytearray(), bytearray()) for p in checks.eventually]
     max_depth, max_states = options.max_depth, options.max_states
-    successors, key = successors_of(model), key_function(model)
-    packed = getattr(model, "packed", False)
-    within = model.within_bounds
-    bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
+    successors, key, packed = setup.successors, setup.key, setup.packed
+    within, bounded = setup.within, setup.bounded
 
     index: dict[int, int] = {}           # fingerprint -> state number
     fps: list[int] = []
@@ -89,19 +89,18 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False,
     src, dst, act = array("i"), array("i"), array("i")
     action_ids: dict = {}
     actions: list = []
-    machines = machines_of(model)
-    edges_taken = [set() for _ in machines]
-    edge_notes = tuple((m.taken, got.update) for m, got in zip(machines, edges_taken))
+    machines, edges_taken, edge_notes = setup.machines, setup.edges_taken, setup.edges
     violations: list[Violation] = []
     interrupted = complete = too_big = False
     rss0 = peak_rss_mb()
-    t0 = last_report = time.perf_counter()
+    setup.start_clock()
+    t0 = setup.t0
     depth = generated = 0
     cut_at = None
     witnesses = checks.witnesses()
     witness, pending = witnesses.see, witnesses.open
-    relevance = Relevance.of_model(model)   # the properties a step can change the verdict of
-    relevant = relevance.of if relevance else None
+    setup.relevance()   # the properties a step can change the verdict of
+    relevant = setup.relevant
 
     def path_to(i: int) -> Path:
         chain = []
@@ -158,11 +157,7 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False,
                     gi = base + k
                     expanding = gi
                     if not k % PROGRESS_EVERY and options.progress is not None:
-                        now = time.perf_counter()
-                        if now - last_report >= options.progress_interval:
-                            last_report = now
-                            options.progress(Progress(generated, len(fps), depth,
-                                                      len(frontier) - k + len(nxt), now - t0))
+                        setup.report(generated, len(fps), depth, len(frontier) - k + len(nxt))
                     if bounded and not within(s):
                         continue
                     out = successors(s)

@@ -62,10 +62,10 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from model.core import Expectation, ModelBase, fingerprint
+from model.core import Expectation, fingerprint
 from explorers.core.checking import DEADLOCK, Checks, violation
-from explorers.core.adapter import gc_paused, key_function, successors_of
-from explorers.core.result import machines_of
+from explorers.core.adapter import gc_paused
+from explorers.core.setup import SearchSetup
 from explorers.spark import store as spark_store
 
 INIT_KEY_BYTES, STEP_KEY_BYTES = 4, 2
@@ -167,19 +167,20 @@ class Checker:
     def __init__(self, job: Job):
         model = job.build()
         self.model = model
-        self.checks = checks = Checks(model, job.properties, job.deadlock)
+        setup = SearchSetup(model, job.properties, job.deadlock)
+        self.checks = checks = setup.checks
         self.always, self.transition = checks.always, checks.transition
         self.sometimes = {p.name: (p, holds) for p, holds in checks.sometimes}
-        self.successors, self.key = successors_of(model), key_function(model)
+        self.successors, self.key = setup.successors, setup.key
         self.reducer = None
         if job.por:   # reduced successors, deduplicated on the reduction view
             from explorers.reductions.por import Reducer, reduction_key
             self.reducer, self.key = Reducer(model, checks), reduction_key(model)
-        self.packed = getattr(model, "packed", False)
-        self.within = model.within_bounds
+        self.packed = setup.packed
+        self.within = setup.within
         self.place = placement(model, job.partitions)
-        self.machines = machines_of(model)
-        self.bounded = getattr(self.within, "__func__", None) is not ModelBase.within_bounds
+        self.machines = setup.machines
+        self.bounded = setup.bounded
         # the order of the checks at one place: properties in the model's order, witnesses after
         # them (a new state's invariants are checked before its witnesses); deadlock: -1
         n = len(checks.properties)

@@ -24,12 +24,13 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from model.core import Model, ModelBase
+from model.core import Model
+from explorers.core.adapter import successors_of
+from explorers.core.checking import violation as as_violation
 from explorers.core.progress import Progress
-from explorers.core.checking import Checks, Relevance, violation as as_violation
-from explorers.core.adapter import key_function, successors_of
-from explorers.core.result import (Outcome, Path, Violation, action_coverage, by_name, edge_coverage,
-                              machines_of, peak_rss_mb, search_stats)
+from explorers.core.result import (Outcome, Path, Violation, action_coverage, by_name,
+                                   edge_coverage, peak_rss_mb, search_stats)
+from explorers.core.setup import SearchSetup
 from traces.minimize import shrink
 
 DEFAULT_RUNS = 10_000
@@ -63,27 +64,29 @@ class Walks:
                  progress: Callable[[Progress], None] | None = None,
                  progress_interval: float = 2.0):
         self.model = model
-        self.checks = checks = Checks(model, properties, check_deadlock)
+        self.setup = setup = SearchSetup(model, properties, check_deadlock, progress,
+                                         progress_interval)
+        self.checks = checks = setup.checks
         self.witnesses = checks.witnesses()
-        within = model.within_bounds
-        self.bounded = getattr(within, "__func__", None) is not ModelBase.within_bounds
-        self.key, self.packed = key_function(model), getattr(model, "packed", False)
+        self.bounded = setup.bounded
+        self.key, self.packed = setup.key, setup.packed
         self.kinds = tuple(getattr(model, "action_kinds", lambda: ())())
         self.unseen_kinds = set(self.kinds)  # never enabled so far
         self.seen: set[int] = set()
         self.taken: dict = {}       # action -> steps that took it
         self.discovered: dict = {}  # action -> new states it found first
-        self.machines = machines_of(model)
-        self.edges = [set() for _ in self.machines]   # per machine: the edges of its table taken
+        self.machines = setup.machines
+        self.edges = setup.edges_taken   # per machine: the edges of its table taken
         self.steps = self.walks = self.depth = self.length = 0
-        self.progress, self.progress_interval = progress, progress_interval
-        self.rss0, self.t0 = peak_rss_mb(), time.perf_counter()
-        self.last_report = self.t0
+        self.progress = progress
+        self.rss0 = peak_rss_mb()
+        setup.start_clock()
+        self.t0 = setup.t0
         self.seconds_to_violation: float | None = None  # when a check first failed
         # a walk's state was checked when the walk reached it: a step is checked for the
         # properties it can change (``Relevance``)
-        relevance = Relevance.of_model(model)
-        self.relevant = relevance.of if relevance else None
+        setup.relevance()
+        self.relevant = setup.relevant
 
     def begin(self, s) -> Violation | None:
         self.walks += 1
@@ -118,10 +121,7 @@ class Walks:
             self.seen.add(fp)
             self.discovered[a] = self.discovered.get(a, 0) + 1
         if self.progress is not None and not self.steps % PROGRESS_EVERY:
-            now = time.perf_counter()
-            if now - self.last_report >= self.progress_interval:
-                self.last_report = now
-                self.progress(Progress(self.steps, len(self.seen), self.depth, 0, now - self.t0))
+            self.setup.report(self.steps, len(self.seen), self.depth, 0)
         if p := self.checks.step(s, a, t, self.relevant):
             return self._found(as_violation(p))
         return self._check_state(t, a)
