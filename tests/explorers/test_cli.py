@@ -177,21 +177,22 @@ def test_report_and_json_list_the_edges_of_kafkas_tables_taken_and_not(tmp_path)
 
 def test_a_command_group_of_another_package_plugs_in(monkeypatch, capsys):
     """A command group is ``add_parser(subparsers)`` and ``main(args) -> int`` (as
-    ``realkafka.cli`` will be): added to ``cli.GROUPS`` its commands parse, run, list in the
+    ``real`` is): added to ``cli.GROUPS`` its commands parse, run, list in the
     usage error and give one-line errors like the others."""
     import types
 
     def add_parser(sub):
-        r = sub.add_parser("real", help="the real-Kafka harness")
+        r = sub.add_parser("plugin", help="a group of another package")
         r.add_argument("what", choices=["run"])
 
     group = types.SimpleNamespace(add_parser=add_parser,
                                   main=lambda args: print(f"ran {args.command} {args.what}") or 7)
     monkeypatch.setattr(cli, "GROUPS", (*cli.GROUPS, group))
-    assert cli.main(["real", "run"]) == 7 and capsys.readouterr().out == "ran real run\n"
-    assert cli.main(["real", "nothing"]) == 2
+    assert cli.main(["plugin", "run"]) == 7 and capsys.readouterr().out == "ran plugin run\n"
+    assert cli.main(["plugin", "nothing"]) == 2
     assert "invalid choice: 'nothing'" in capsys.readouterr().err
     assert cli.main([]) == 2
     assert capsys.readouterr().err.strip().endswith(
-        "a command is required: check, graph, list, replay, minimize, render, explore or real "
+        "a command is required: check, graph, list, replay, minimize, render, explore, real or "
+        "plugin "
         "(see kafka-mc --help)")

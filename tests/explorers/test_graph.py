@@ -375,6 +375,7 @@ def test_state_graph_raises_the_interrupt_rather_than_return_part_of_a_graph(mon
         if len(calls) > 3:
             raise KeyboardInterrupt
         return s
-    monkeypatch.setattr(graph, "key_function", lambda m: key)
+    from explorers.core import setup
+    monkeypatch.setattr(setup, "key_function", lambda m: key)
     with pytest.raises(KeyboardInterrupt):
         graph.state_graph(model)

@@ -325,13 +325,14 @@ def test_kafka_4_2_hangs_in_prepare_commit_on_a_resent_marker(fault, rule):
     assert explore(bind("latest", **settings)).violations == ()
 
 
-@pytest.mark.parametrize("preset, retried", [("kafka-3.6", "NOT_ENOUGH_REPLICAS"),
+@pytest.mark.parametrize("preset, retried", [("kafka-3.6", "NETWORK_EXCEPTION"),
+                                             ("kafka-3.8", "NOT_ENOUGH_REPLICAS"),
                                              ("kafka-4.0", "NOT_ENOUGH_REPLICAS"),
                                              ("latest", "NOT_ENOUGH_REPLICAS")])
 def test_a_lost_verification_fails_the_produce_and_the_client_resends_it(preset, retried):
     """A leader's verification (AddPartitionsToTxn v4+) or its answer is lost: its callbacks get
-    NETWORK_EXCEPTION, the produce fails with NOT_ENOUGH_REPLICAS and the client resends the
-    batch with the same sequence number, which is verified again with the same guard."""
+    NETWORK_EXCEPTION, the produce fails with NOT_ENOUGH_REPLICAS (NETWORK_EXCEPTION itself
+    before KAFKA-16386, kafka-3.6) and the client resends the batch with the same sequence number, which is verified again with the same guard."""
     for fault in ("faults.request_losses", "faults.response_losses"):
         model = bind(preset, **{fault: 1, "faults.producer_crashes": 0})
         seen = _recording(model, lambda s, a, t: a[0] in ("LoseRequest", "LoseResponse")
