@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from tests.model.test_faults import _recording as recording
+
 from model import registry
 from model.config import resolve_config_path
-from model.core import Expectation, Property
 from model.kafka import partition
 from model.kafka.network import WriteTxnMarkers
 from model.kafka.params import LAST_EPOCH, kafka_params
@@ -25,18 +26,6 @@ def bind(preset, **settings):
     cfg = registry.load(resolve_config_path("tiny"),
                         overrides={"protocol.version": preset, **settings})
     return registry.bind(cfg)
-
-
-def recording(model, predicate):
-    seen = []
-
-    def record(s, a, t):
-        if predicate(s, a, t):
-            seen.append((s, a, t))
-        return True
-
-    model._properties += (Property("record", Expectation.TRANSITION, record),)
-    return seen
 
 
 def test_the_last_epoch_defaults_to_short_max_value():

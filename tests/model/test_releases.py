@@ -3,9 +3,10 @@ model does where the release changed Kafka, and nowhere else; the releases the r
 harness runs each have the preset standing for them."""
 import pytest
 
+from tests.model.test_faults import _recording as recording
+
 from model import registry
 from model.config import resolve_config_path
-from model.core import Expectation, Property
 from model.kafka import partition
 from model.kafka.network import Produce
 from model.kafka.params import kafka_params
@@ -18,18 +19,6 @@ def bind(preset, config="tiny", **settings):
     cfg = registry.load(resolve_config_path(config),
                         overrides={"protocol.version": preset, **settings})
     return registry.bind(cfg)
-
-
-def recording(model, predicate):
-    seen = []
-
-    def record(s, a, t):
-        if predicate(s, a, t):
-            seen.append((s, a, t))
-        return True
-
-    model._properties += (Property("record", Expectation.TRANSITION, record),)
-    return seen
 
 
 def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_changed():
