@@ -47,11 +47,18 @@ def _gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    # a zombie is gone too (it holds no port, runs nothing); only its parent can reap it
+    # A zombie is gone too (it holds no port, runs nothing; only its parent can reap it), but only
+    # once its last thread has exited: after SIGKILL a JVM's leader thread shows Z while its other
+    # threads are still being torn down (closing sockets, unmapping the heap), and a listening
+    # socket outlives the leader until the last of them ends.
     try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
-    except (OSError, IndexError):
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1]
+        threads = [int(line.split()[1]) for line in
+                   Path(f"/proc/{pid}/status").read_text().splitlines()
+                   if line.startswith("Threads:")]
+    except (OSError, IndexError, ValueError):
         return True
+    return state.startswith("Z") and threads in ([], [0], [1])
 
 
 def _listening(ports) -> list[int]:
@@ -483,7 +490,9 @@ def test_killed_process_leaves_nothing_after_the_sweep():
     child.kill()
     child.wait(timeout=30)
     deadline = time.monotonic() + 30
-    while not all(_gone(p) for p in seen["pids"]) and time.monotonic() < deadline:
+    # the kernel ends a killed process asynchronously: wait (boundedly) for its threads and sockets
+    while (not all(_gone(p) for p in seen["pids"]) or _listening(seen["ports"])) \
+            and time.monotonic() < deadline:
         time.sleep(0.1)
     assert Path(seen["folder"]) in sweep_stale()
     _assert_nothing_left(seen["pids"], seen["ports"], seen["folder"])
