@@ -45,7 +45,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafka-mc needs Python 3.11+")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[compiled,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[all,test,docs]'
 	touch $(STAMP)
 
 clean:

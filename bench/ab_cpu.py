@@ -13,6 +13,7 @@ N, REPS, roots = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 CODE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
+import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
 from model import registry
 from explorers.bfs.search import explore
 import explorers.bfs.search as s

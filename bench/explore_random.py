@@ -28,6 +28,7 @@ import platform
 import statistics
 import time
 
+import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
 from explorers.walks import simulate
 
 from explorers.walks import stateful

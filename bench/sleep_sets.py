@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from successors import model_for  # noqa: E402  (bench/successors.py)
+import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
 from explorers.reductions.por import reduction_key  # noqa: E402
 from model.core import dependent  # noqa: E402
 

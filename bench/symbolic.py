@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
+import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
 from explorers.symbolic.checker import bmc, prove
 from model import registry
 from model.config import resolve_config_path

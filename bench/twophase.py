@@ -36,6 +36,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
 from explorers.bfs.search import explore
 from model import registry
 from model.core import Expectation, ModelBase, Property

@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parents[1]
 CHILD = """
 import json, resource, sys, time
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
 from model import registry
 from model.config import parse_assignment, resolve_config_path
 from explorers.bfs.search import explore

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-import model   # noqa: F401  (first: it installs the compiled builds' finder, model/build/compiled.py)
 from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, offsets,
                         transitions)
 from model.kafka.footprints import locations

@@ -1,5 +1,4 @@
-"""kafka-mc models: the contract (core, protocol, config), the registry, and the models."""
+"""kafka-mc models: the contract (core, protocol, config), the registry, and the models.
 
-from model.build.compiled import install as _compiled
-
-_compiled()   # the compiled builds of the hot modules, where fresh (model/build/compiled.py)
+Importing it changes no process-wide setting: the compiled builds' finder
+(model/build/compiled.py) is installed by a process's entry (``explorers.main``), not here."""

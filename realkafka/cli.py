@@ -95,6 +95,8 @@ def main(args) -> int:
         command = getattr(args, "real_command", None)
         if command is None:
             raise RealUsageError("a real command is required: versions, cluster or run")
+        if command != "versions":   # the proxy's protocol decoder (kio: the real extra), before
+            from realkafka import wire  # noqa: F401  anything starts (the CLI names the extra)
         return {"versions": _versions, "cluster": _cluster, "run": _run,
                 "reproduce": _reproduce}[command](args)
     except tuple(known) as e:

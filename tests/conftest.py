@@ -1,5 +1,7 @@
 """Puts the repository root on sys.path, so tests import ``tests.grid`` and run in subprocesses;
-skips the long fuzz suite (``@pytest.mark.fuzz``) unless asked for: ``-m fuzz`` or KAFKA_MC_FUZZ=1."""
+makes the process-wide settings the ``kafka-mc`` command's entry makes (explorers/main.py:
+OpenBLAS's threads, the compiled builds' finder), which importing kafka-mc does not; skips the
+long fuzz suite (``@pytest.mark.fuzz``) unless asked for: ``-m fuzz`` or KAFKA_MC_FUZZ=1."""
 import os
 import sys
 from pathlib import Path
@@ -7,6 +9,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+from model.build.compiled import install  # noqa: E402
+
+install()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -23,10 +23,10 @@ import sys
 import threading
 
 from model.config import ConfigError
-from explorers import _interrupted_early
 from explorers.cli import check, explore, graph, listing, real, traces
-from explorers.cli.common import UsageError, Parser, error, version
+from explorers.cli.common import UsageError, Parser, error, missing_extra, version
 from explorers.core import interrupts
+from explorers.core.interrupts import interrupted_early
 from explorers.core.result import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
 from traces.trace import TraceError
 
@@ -67,21 +67,21 @@ def _terminate(signum, frame):
     interrupts.ask()
     on_interrupt = signal.getsignal(signal.SIGINT)
     if callable(on_interrupt) and on_interrupt not in (signal.default_int_handler, _interrupt,
-                                                       _interrupted_early):
+                                                       interrupted_early):
         on_interrupt(signal.SIGINT, frame)
     raise Terminated()
 
 
 def main(argv: list[str] | None = None) -> int:
     """The command; its exit code. From here on Ctrl-C is exit 130 and SIGTERM 143 wherever it
-    lands (before, while the command starts, ``explorers._interrupted_early`` says the same),
+    lands (before, while the command starts, ``explorers.core.interrupts.interrupted_early`` says the same),
     with no traceback; and the exit code is the command's whatever happens to standard output
     and error (closed, full, a broken pipe: ``_Channel``)."""
     previous = None
     if _main_thread():
         on_interrupt = signal.getsignal(signal.SIGINT)
         previous = (on_interrupt, signal.signal(signal.SIGTERM, _terminate))
-        if on_interrupt in (signal.default_int_handler, _interrupted_early):  # not ignored
+        if on_interrupt in (signal.default_int_handler, interrupted_early):  # not ignored
             signal.signal(signal.SIGINT, _interrupt)
     try:
         try:
@@ -212,6 +212,12 @@ def _command(argv) -> tuple[int, str | None]:
         return parser.groups[args.command].main(args), command
     except (UsageError, ConfigError, TraceError) as e:
         error(str(e))
+        return EXIT_USAGE, command
+    except ImportError as e:   # an optional dependency not installed (pyproject.toml's extras)
+        message = missing_extra(e)
+        if message is None:
+            raise
+        error(message)
         return EXIT_USAGE, command
     except KeyboardInterrupt:
         _interrupted()

@@ -1,6 +1,6 @@
-"""``python -m explorers.cli``: the ``kafka-mc`` command."""
+"""``python -m explorers.cli``: the ``kafka-mc`` command (through its entry, ``explorers.main``)."""
 import sys
 
-from explorers.cli import main
+from explorers.main import main
 
 sys.exit(main())

@@ -21,6 +21,22 @@ class UsageError(Exception):
     pass
 
 
+# The optional dependencies (pyproject.toml's extras), by the module a feature imports: a
+# feature whose extra is not installed is one line naming the extra, exit 2.
+EXTRAS = {"pyspark": "spark", "py4j": "spark", "z3": "z3", "starlette": "web", "uvicorn": "web",
+          "kio": "real", "hypothesis": "stateful", "Cython": "compiled"}
+
+
+def missing_extra(e: ImportError) -> str | None:
+    """The message for ``e`` when it is an optional dependency missing; None otherwise."""
+    module = (getattr(e, "name", None) or "").split(".")[0]
+    extra = EXTRAS.get(module)
+    if extra is None:
+        return None
+    return (f"this needs {module}, which comes with the {extra} extra: "
+            f"pip install 'kafka-mc[{extra}]'")
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (argparse prints usage + message)
         raise UsageError(_quoted_cut(message))

@@ -8,6 +8,7 @@ code checks ``asked`` too, so a search is never resumed after an interrupt was a
 """
 from __future__ import annotations
 
+import os
 import threading
 
 _asked = threading.Event()
@@ -31,3 +32,15 @@ def check() -> None:
     """Raise ``KeyboardInterrupt`` if an interrupt was asked for (one swallowed is raised again)."""
     if _asked.is_set():
         raise KeyboardInterrupt
+
+
+def interrupted_early(signum, frame):  # pragma: no cover - exercised in subprocesses
+    """Ctrl-C or SIGTERM while ``kafka-mc`` is still starting (importing: nothing computed, no
+    file open): the exit code the command gives for it (130, 143), one line, no traceback.
+    ``explorers.main`` installs it first thing; ``explorers.cli.main`` replaces it with its own
+    handlers before it does anything."""
+    try:
+        os.write(2, b"kafka-mc: interrupted\n")
+    except OSError:
+        pass
+    os._exit(128 + signum)

@@ -7,8 +7,12 @@ ended well leaves ``Traceback (most recent call last):`` on the terminal (seen a
 fifteen runs). A task that really fails reaches the driver as a ``PythonException`` carrying its
 traceback, so moving the daemon's own stderr loses nothing the user needs; the file
 (``KAFKA_MC_WORKER_LOG``) lives in the session's temporary directory. Standard output is the
-daemon's channel to the JVM and is left alone. Used only for embedded (``local``) sessions
+daemon's channel to the JVM and is left alone. The file is used only for embedded (``local``) sessions
 (``explorers.spark.search.session``); a cluster's workers log where their cluster says.
+
+It is also the workers' process entry, so it makes the settings a process's entry makes
+(``explorers.main``): OpenBLAS's threads, and the compiled builds' finder
+(model/build/compiled.py), which importing kafka-mc no longer installs.
 """
 from __future__ import annotations
 
@@ -16,6 +20,9 @@ import os
 
 
 def main() -> None:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from model.build.compiled import install
+    install()
     path = os.environ.get("KAFKA_MC_WORKER_LOG")
     if path:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

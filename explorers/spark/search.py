@@ -120,7 +120,8 @@ def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
         from pyspark import SparkConf, SparkContext
         from pyspark.sql import SparkSession
     except ImportError:
-        raise SparkError("the spark explorer needs pyspark (pip install pyspark)") from None
+        raise SparkError("the spark explorer needs pyspark, which comes with the spark extra: "
+                         "pip install 'kafka-mc[spark]'") from None
     if _java() is None:
         raise SparkError("the spark explorer needs Java 17 or newer: install it, or set "
                                "JAVA_HOME")
@@ -143,11 +144,12 @@ def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
                 # (delayed ACKs): a level's two Python stages took 150 ms with nothing to do,
                 # 70 ms over Unix domain sockets (same-host links only, on a cluster too).
                 "spark.python.unix.domain.socket.enabled": "true",
-                "spark.driver.extraJavaOptions": java_opts}  # local[N] executors run in the driver
+                "spark.driver.extraJavaOptions": java_opts,  # local[N] executors run in the driver
+                # the workers' entry: the compiled builds' finder; for embedded sessions their
+                # stderr to a file (explorers/spark/daemon.py says why)
+                "spark.python.daemon.module": "explorers.spark.daemon"}
         if local:
             conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
-                     # the Python workers' stderr to a file: explorers/spark/daemon.py says why
-                     "spark.python.daemon.module": "explorers.spark.daemon",
                      "spark.executorEnv.KAFKA_MC_WORKER_LOG": str(FsPath(tmp) / "workers.log")}
             # The web UI (off unless --spark-conf turns it on) binds to SPARK_LOCAL_IP, else to
             # every interface: an embedded search serves nobody but this machine.

@@ -6,15 +6,22 @@ a tenth of it: bench/RESULTS.md). Cython compiles those same ``.py`` files, unan
 extension modules that run them 1.3-1.4x faster; the Python source stays the only source, and
 every behaviour (counts, order, traces) is the interpreted one's.
 
-* ``python -m model.build.cython_build`` (``make`` runs it) compiles the modules that pyproject.toml
-  lists under ``[tool.kafka-mc] compiled`` into ``build/compiled/`` and writes
-  ``build/compiled/MANIFEST.json``: each module's build and its source's SHA-256. It rebuilds only
-  what changed. Without Cython or a C compiler it says so on stderr, and everything runs as source.
+* ``python -m model.build.cython_build`` (``make`` runs it) compiles the modules listed in
+  ``MODULES`` (below) into the build folder (``BUILD``) and writes its ``MANIFEST.json``: each
+  module's build and its source's SHA-256. It rebuilds only what changed. Without Cython or a C
+  compiler it says so on stderr, and everything runs as source.
   ``python -m model.build.cython_build status``: which builds are in use, and which are stale.
-* At import, ``install()`` (called by ``model``, ``invariants`` and ``explorers``, before they load
-  a module) puts a finder first on ``sys.meta_path``. It loads a listed module's build only if
-  the source's digest still matches the manifest and the build is for this interpreter; otherwise
-  the source, as always. An edited module runs as written, never a stale build.
+* The build folder: in a checkout (a ``pyproject.toml`` beside the packages) ``build/compiled/``
+  of the checkout; in an installed copy the user's cache folder (``$XDG_CACHE_HOME``, else
+  ``~/.cache``), ``kafka-mc/compiled/<a digest of the install's folder>``: never beside the
+  installed sources (site-packages). ``KAFKA_MC_COMPILED_DIR`` names another.
+* ``install()`` puts a finder first on ``sys.meta_path``. It is a process-wide setting, so only a
+  process's entry calls it, before it imports the listed modules: the ``kafka-mc`` command
+  (``explorers.main``), Spark's Python daemon (``explorers.spark.daemon``), the test suite
+  (tests/conftest.py), the benchmarks; importing a kafka-mc module never does. The finder loads
+  a listed module's build only if the source's digest still matches the manifest and the build
+  is for this interpreter; otherwise the source, as always. An edited module runs as written,
+  never a stale build.
 * ``KAFKA_MC_COMPILED=0`` turns the builds off (to debug with pdb, or to compare;
   tests/test_compiled.py holds the two to the same counts and traces).
 
@@ -39,8 +46,41 @@ import os
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build" / "compiled"
+# The modules compiled (the successor function, the views, the properties and the BFS loop): a
+# module named here and edited runs as source until rebuilt.
+MODULES = (
+    "model.core", "model.fingerprints", "model.display", "model.symmetry", "model.canonical",
+    "model.symbolic",
+    "model.kafka.world", "model.kafka.spec", "model.kafka.network", "model.kafka.symmetry",
+    "model.kafka.producer", "model.kafka.coordinator", "model.kafka.partition",
+    "model.kafka.tables", "model.kafka.client", "model.kafka.consumer", "model.kafka.faults",
+    "model.kafka.footprints", "model.kafka.group_coordinator",
+    "invariants.anomalies", "invariants.atomicity", "invariants.duplicates", "invariants.fencing",
+    "invariants.hanging", "invariants.history", "invariants.isolation", "invariants.offsets",
+    "invariants.transitions",
+    "explorers.bfs.search", "explorers.bfs.workers", "explorers.core.checking",
+    "explorers.reductions.symmetry_check", "explorers.reductions.por",
+)
+
+# The folder that holds the top-level package (this module is <ROOT>/<package>/.../compiled.py,
+# not resolved: a checkout's symbolic links stay as the import system sees them).
+ROOT = Path(__file__).parents[__name__.count(".")] if "." in __name__ else Path(__file__).parent
+DIR_SWITCH = "KAFKA_MC_COMPILED_DIR"
+
+
+def build_folder(root: Path = ROOT) -> Path:
+    """Where the builds of ``root``'s modules go: a checkout's ``build/compiled``, else the user's
+    cache folder (never site-packages); ``$KAFKA_MC_COMPILED_DIR`` wins."""
+    if os.environ.get(DIR_SWITCH):
+        return Path(os.environ[DIR_SWITCH])
+    if (root / "pyproject.toml").is_file():
+        return root / "build" / "compiled"
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    where = hashlib.sha256(str(root.absolute()).encode()).hexdigest()[:16]
+    return Path(cache) / "kafka-mc" / "compiled" / where
+
+
+BUILD = build_folder()
 MANIFEST = "MANIFEST.json"
 SWITCH = "KAFKA_MC_COMPILED"
 SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]   # this interpreter's (e.g. .cpython-311-...)

@@ -3,9 +3,10 @@
     python -m model.build.cython_build [build]   # compile what changed, rewrite the manifest
     python -m model.build.cython_build status    # in use, stale, not built
 
-The modules are pyproject.toml's ``[tool.kafka-mc] compiled``. Each is cythonized on its own (a
-module Cython refuses runs as source), the C is compiled in parallel, and each build is moved into
-``build/compiled/`` under a name carrying its source's digest; the manifest is written last, by
+The modules are ``model.build.compiled.MODULES``. Each is cythonized on its own (a module Cython
+refuses runs as source), the C is compiled in parallel, and each build is moved into the build
+folder (``model.build.compiled.BUILD``: a checkout's ``build/compiled/``, an installed copy's in
+the user's cache folder) under a name carrying its source's digest; the manifest is written last, by
 rename, and builds it no longer names are removed. Cython and setuptools come with the
 ``compiled`` extra (``pip install -e '.[compiled]'``); without them, or without a C compiler, this
 says so and exits 0: everything then runs as source, only slower.
@@ -18,11 +19,10 @@ import json
 import os
 import shutil
 import sys
-import tomllib
 from pathlib import Path
 
-from model.build.compiled import (BUILD, MANIFEST, ROOT, SUFFIX, SWITCH, digest, enabled, fresh,
-                            read_manifest, source_of)
+from model.build.compiled import (BUILD, MANIFEST, MODULES, ROOT, SUFFIX, SWITCH, digest, enabled,
+                                  fresh, read_manifest, source_of)
 
 
 # Python's semantics, unchanged: annotations are documentation (Cython would otherwise coerce an
@@ -31,10 +31,9 @@ from model.build.compiled import (BUILD, MANIFEST, ROOT, SUFFIX, SWITCH, digest,
 DIRECTIVES = {"binding": True, "annotation_typing": False}
 
 
-def listed(root: Path = ROOT) -> list[str]:
-    """The modules pyproject.toml asks to compile."""
-    with open(root / "pyproject.toml", "rb") as f:
-        return list(tomllib.load(f).get("tool", {}).get("kafka-mc", {}).get("compiled", []))
+def listed() -> list[str]:
+    """The modules to compile."""
+    return list(MODULES)
 
 
 def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 2,
@@ -51,7 +50,7 @@ def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 
             from setuptools import Distribution, Extension
         except ImportError as e:
             print(f"model.build.cython_build: {e.name or e} is not installed, so every module runs as "
-                  "source (pip install -e '.[compiled]')", file=log)
+                  "source (pip install 'kafka-mc[compiled]')", file=log)
             todo = []
     if todo:
         out.mkdir(parents=True, exist_ok=True)
@@ -135,7 +134,7 @@ def status(root: Path = ROOT, out: Path = BUILD) -> tuple[list[str], list[str], 
     """(fresh, stale, not built) among the listed modules."""
     entries = read_manifest(out)
     in_use, stale, missing = [], [], []
-    for m in listed(root):
+    for m in listed():
         e = entries.get(m)
         if e is None or not (out / e["binary"]).is_file():
             missing.append(m)
@@ -148,22 +147,17 @@ def status(root: Path = ROOT, out: Path = BUILD) -> tuple[list[str], list[str], 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        modules = listed()
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        print(f"model.build.cython_build: cannot read the list of modules in {ROOT / 'pyproject.toml'}: "
-              f"{e}", file=sys.stderr)
-        return 2
+    modules = listed()
     if argv in ([], ["build"]):
         built = build(modules)
         print(f"model.build.cython_build: {len(built)} of {len(modules)} listed modules compiled "
-              f"({BUILD.relative_to(ROOT)})")
+              f"({BUILD})")
         return 0
     if argv == ["status"]:
         in_use, stale, missing = status()
         off = "" if enabled() else f"; all switched off ({SWITCH}=0)"
         print(f"compiled and in use: {len(in_use)}; stale, run as source: {', '.join(stale) or 0}; "
-              f"not built: {', '.join(missing) or 0}{off}")
+              f"not built: {', '.join(missing) or 0}{off} ({BUILD})")
         return 0
     print("usage: python -m model.build.cython_build [build|status]", file=sys.stderr)
     return 2

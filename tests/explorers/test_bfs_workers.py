@@ -283,7 +283,8 @@ def _threads_after_importing_the_cli(**env) -> int:
     import subprocess
     import sys
     base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    run = subprocess.run([sys.executable, "-c", "import os, explorers.cli; "
+    run = subprocess.run([sys.executable, "-c", "import os, explorers.main; "
+                          "explorers.main.prepare(); import explorers.cli; "
                           "print(len(os.listdir('/proc/self/task')))"], capture_output=True,
                          text=True, env={**base, **env}, timeout=120)
     assert run.returncode == 0, run.stderr

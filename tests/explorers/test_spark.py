@@ -492,8 +492,8 @@ def test_cli_without_pyspark_is_one_line_error(tmp_path):
             "sys.exit(main(['check', '--explorer', 'spark']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip() == ("kafka-mc: error: the spark explorer needs pyspark "
-                                "(pip install pyspark)")
+    assert r.stderr.strip() == ("kafka-mc: error: the spark explorer needs pyspark, which comes "
+                                "with the spark extra: pip install 'kafka-mc[spark]'")
 
 
 class _Accumulator:
