@@ -23,7 +23,11 @@ def settings():
     return (list(sys.meta_path), dict(os.environ), signal.getsignal(signal.SIGINT),
             signal.getsignal(signal.SIGTERM), list(sys.path_hooks), sys.getswitchinterval())
 before = settings()
-import model, invariants, explorers, traces, realkafka
+import model
+import invariants
+import explorers
+import traces
+import realkafka
 names = []
 for pkg in (model, invariants, explorers, traces, realkafka):
     names += [i.name for i in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")

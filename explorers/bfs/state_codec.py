@@ -120,8 +120,11 @@ def _atom(x):
 
 
 def model_package(model) -> str:
-    """Where a model's state classes live: the top-level package of its class."""
-    return type(model).__module__.split(".")[0]
+    """Where a model's state classes live: the top-level package of its class, or for one of
+    kafka-mc's own models its package under kafka-mc's (``kafka_mc.model``)."""
+    ours = __name__.split(".")[0]   # kafka-mc's top-level package, this module's
+    parts = type(model).__module__.split(".")
+    return ".".join(parts[:2]) if parts[0] == ours and ours != "explorers" else parts[0]
 
 
 class DiskFrontier:

@@ -17,6 +17,8 @@ from model import registry
 from model.config import resolve_config_path
 from tests.explorers.test_cli import EXE, run
 
+MODEL = registry.__name__.rpartition(".")[0]   # the model package, as imported
+
 # Kafka tiny on kafka-0.11: 46 levels, six properties violated at different depths (with
 # --continue some are reported before a checkpoint and some after).
 KAFKA = ("check", "tiny", "--set", "protocol.version=kafka-0.11", "--continue", "--json")
@@ -214,7 +216,7 @@ def test_state_blocks_round_trip_and_share_components():
     states = [t for s in model.init_states() for _, t in succ(s)]
     states += [u for t in states for _, u in succ(t)]
     line = encode_block(states)
-    back = decode_block(line, "model")
+    back = decode_block(line, MODEL)
     assert back == states and [hash(s) for s in back] == [hash(s) for s in states]
     assert [type(s) for s in back] == [type(s) for s in states]
     # components shared by the states are written once: the block is smaller than the states
@@ -233,13 +235,13 @@ def test_state_blocks_round_trip_and_share_components():
 def test_a_state_block_builds_only_the_models_classes(evil):
     from explorers.bfs.state_codec import decode_block
     with pytest.raises(ValueError):
-        decode_block(evil, "model")
+        decode_block(evil, MODEL)
 
 
 def test_states_that_are_atoms_round_trip():
     from explorers.bfs.state_codec import decode_block, encode_block
     states = [5, "x", None, True, (1, frozenset({2})), 5]
-    assert decode_block(encode_block(states), "model") == states
+    assert decode_block(encode_block(states), MODEL) == states
 
 
 def test_symmetry_with_the_budget_and_a_checkpoint_keeps_the_reduced_count(tmp_path):

@@ -14,6 +14,8 @@ from model.protocol import ProtocolSpec, Rule
 from tests.explorers.test_graph import _same
 from tests.grid import grid, grid_spec
 
+MODEL = Property.__module__.rpartition(".")[0]   # the model package, as imported
+
 
 def test_a_violation_at_an_initial_state_counts_only_the_initial_states_before_it():
     spec = grid_spec(Inv=(E.ALWAYS, lambda p, s: s != (1, 0)))
@@ -64,12 +66,12 @@ def test_an_interrupt_checks_and_counts_the_successors_generated_before_it():
 ])
 def test_a_malformed_state_block_raises_value_error_only(line):
     with pytest.raises(ValueError):
-        decode_block(line, "model")
+        decode_block(line, MODEL)
 
 
 def test_state_blocks_round_trip_atoms_and_tuples():
     states = [(1, "a", None, True, (2, frozenset({3}))), 7]
-    assert decode_block(encode_block(states), "model") == states
+    assert decode_block(encode_block(states), MODEL) == states
 
 
 def test_a_reduced_search_resumes_from_a_checkpoint_past_where_reduction_views_differ(tmp_path):
@@ -146,9 +148,10 @@ def test_recovering_removes_the_memory_frontiers_a_killed_search_left(tmp_path):
 def test_a_state_block_names_only_classes_of_the_model_itself(name):
     import model.kafka.world  # noqa: F401 -- the modules the names go through are imported
     import model.registry  # noqa: F401
+    assert name.startswith(model.__name__ + ".")   # (the model's own package, named as imported)
     line = json.dumps({"c": [name], "n": [[0, "a", "b"]], "r": [[0]]})
     with pytest.raises(ValueError, match="not"):
-        decode_block(line, "model")
+        decode_block(line, model.__name__)
 
 
 def test_a_checkpoint_that_cannot_be_written_is_not_a_model_error(tmp_path, monkeypatch):
