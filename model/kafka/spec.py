@@ -23,6 +23,7 @@ from operator import is_
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.core import WF
+from model.kafka import comparison
 from model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
                          group_coordinator, mutants, network, partition, producer, symmetry,
                          tables)
@@ -326,4 +327,5 @@ MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT, SYMBOLIC_VARIANT), _buil
                    preset_docs={name: doc for name, (_, doc) in PRESETS.items()},
                    releases=RELEASES,
                    mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS),
-                   defaults=DEFAULTS)
+                   defaults=DEFAULTS, claims=comparison.CLAIMS,
+                   comparison=comparison.comparison)
