@@ -614,7 +614,7 @@ class _Run:
             match = self._client_frame(msg.get("producer"), api, "response")
         h = self._held(lambda h: match(h) and h.event["direction"] == direction,
                        f"the {api} {direction}")
-        self.proxy._call(self.proxy._shut, h.conn, "proxy")   # drop it, close its connection
+        self.proxy.drop(h)
         return {"dropped": h.event["seq"], "conn_closed": h.event["conn"]}
 
     def _stutter(self, last: dict) -> dict:
@@ -765,10 +765,10 @@ class _Run:
                             "committed" if commit else "aborted") if err is None else "unknown")
             tids = sorted({self.tid_name(pr["tid"]) for pr in self.t.states[0]["producers"]})
             partitions = list(range(self.loaded.partitions))
-            open_, state = runs._quiesce(self.admin, tids, partitions, self.topic)
+            open_, state = runs.quiesce(self.admin, tids, partitions, self.topic)
             state["producers"] = {p: self.admin.describe_producers(self.topic, p)
                                   for p in partitions}
-            reads = runs._read_all(self.driver, self.topic, partitions, state["offsets"],
+            reads = runs.read_all(self.driver, self.topic, partitions, state["offsets"],
                                    "read_committed")
             state["read_committed"] = reads
             state["logs"] = {p: partition_log(self.cluster, self.topic, p) for p in partitions}

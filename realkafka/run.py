@@ -251,7 +251,7 @@ def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event) 
     return th
 
 
-def _quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool, dict]:
+def quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool, dict]:
     """Wait until no transaction is ongoing or being completed at its coordinator and every LSO
     reached its high watermark (or QUIESCE_S passed); the last states seen."""
     deadline = time.monotonic() + QUIESCE_S
@@ -267,7 +267,7 @@ def _quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool
         time.sleep(0.5)
 
 
-def _read_all(driver, topic: str, partitions: list, offsets: dict, isolation: str) -> list[dict]:
+def read_all(driver, topic: str, partitions: list, offsets: dict, isolation: str) -> list[dict]:
     consumer = driver.consumer(f"reader-{isolation}", f"kmc-reader-{secrets.token_hex(3)}",
                                isolation=isolation)
     try:
@@ -324,9 +324,9 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
         work.run()
         stop.set()
         tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
-        open_, state = _quiesce(admin, tids, partitions, topic)
+        open_, state = quiesce(admin, tids, partitions, topic)
         state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
-        reads = _read_all(driver, topic, partitions, state["offsets"], "read_committed")
+        reads = read_all(driver, topic, partitions, state["offsets"], "read_committed")
         state["read_committed"] = reads
         state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
         found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
