@@ -43,24 +43,30 @@ def _state(admin, tid: str) -> str:
     return admin.describe_transaction(tid)["state"].replace("_", "").lower()
 
 
+def _leader(admin, tp: int):
+    return next(p["leader"] for p in admin.describe_topics(["t"])["t"] if p["partition"] == tp)
+
+
 def _commit_while_the_partition_has_no_leader(version: str) -> dict:
     release = releases.release(version)
     seen: dict = {}
     with Cluster(release, brokers=3) as cluster, Driver(release, cluster.bootstrap) as driver:
         admin = driver.admin()
         coordinator = cluster.coordinator_node()
-        admin.create_topic("t", 3, 1)             # one replica each, spread over the 3 brokers
-        partition = next(p for p in admin.describe_topics(["t"])["t"]
-                         if p["leader"] != coordinator)
-        tp, leader = partition["partition"], partition["leader"]
+        leader = min(n for n in cluster.nodes if n != coordinator)
+        tp = 1                                    # its only replica on another broker than the
+        admin.create_topic("t", 2, 1, assignment={0: [coordinator], 1: [leader]})  # coordinator's
+        assert [p["leader"] for p in admin.describe_topics(["t"])["t"]] == [coordinator, leader]
         producer = driver.producer("p", "tx-leaderless")
         producer.init_transactions()
         producer.begin_transaction()
         producer.send("t", tp, "k", "committed")
         cluster.kill(leader)
-        time.sleep(FENCED_AFTER_S)                # fenced: the partition's leader is -1
-        assert [p["leader"] for p in admin.describe_topics(["t"])["t"]
-                if p["partition"] == tp] == [None]
+        time.sleep(FENCED_AFTER_S)                # fenced: the partition's leader is -1 (under
+        deadline = time.monotonic() + 30          # load the controller may take longer)
+        while _leader(admin, tp) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _leader(admin, tp) is None
         producer.commit_transaction()             # EndTxn answered once PrepareCommit is logged
         time.sleep(2)
         seen["state_while_down"] = _state(admin, "tx-leaderless")
