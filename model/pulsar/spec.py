@@ -25,7 +25,8 @@ from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.pulsar import rules as r
 from model.pulsar.claims import split
 from model.pulsar.world import (ACK_NAMES, ACTION_NAMES, BUDGETS, CLIENT_STATES,
-                                END_ON_PARTITION, NET_NAMES, OP_NAMES, SEND, TB_STATES,
+                                END_ON_PARTITION, ENTRY_NAMES, MESSAGE_NAMES, NET_NAMES,
+                                OP_NAMES, SEND, TB_STATES,
                                 TXN_STATUSES, Client, Coordinator, Topic, World, initial)
 from model.registry import spec_entry
 
@@ -123,20 +124,38 @@ class _Codec:
                              produced=tuple(OP_NAMES[o] for o in c.produced), ack=OP_NAMES[c.ack]),
             "coordinator": Record(status=TXN_STATUSES[tc.status], partitions=tc.partitions,
                                   subscribed=tc.subscribed, waiting=tc.waiting, answer=tc.answer),
-            "topics": tuple(Record(t._asdict(), state=TB_STATES[t.state]) for t in w.topics),
-            "subscription": ACK_NAMES[w.sub], "normal_published": w.normal, "network": w.net,
+            "topics": tuple(Record(t._asdict(), state=TB_STATES[t.state],
+                                   ledger=tuple(_entry_out(e) for e in t.ledger),
+                                   received=tuple(MESSAGE_NAMES[m] for m in t.received))
+                            for t in w.topics),
+            "subscription": ACK_NAMES[w.sub], "normal_published": w.normal,
+            "network": tuple((NET_NAMES[m[0]], *m[1:]) for m in w.net),
             "faults_left": w.budgets}
 
     @staticmethod
     def decode(p, v):
         c, tc = v["client"], v["coordinator"]
-        topics = tuple(Topic(**{**t, "state": TB_STATES.index(t["state"])}) for t in v["topics"])
+        topics = tuple(Topic(**{**t, "state": TB_STATES.index(t["state"]),
+                                "ledger": tuple(_entry_in(e) for e in t["ledger"]),
+                                "received": tuple(MESSAGE_NAMES.index(m) for m in t["received"])})
+                       for t in v["topics"])
         return World(Client(CLIENT_STATES.index(c["state"]),
                             tuple(OP_NAMES.index(o) for o in c["produced"]), OP_NAMES.index(c["ack"])),
                      Coordinator(TXN_STATUSES.index(tc["status"]), tc["partitions"],
                                  tc["subscribed"], tc["waiting"], tc["answer"]),
                      topics, ACK_NAMES.index(v["subscription"]), v["normal_published"],
-                     tuple(v["network"]), tuple(v["faults_left"]))
+                     tuple((NET_NAMES.index(m[0]), *m[1:]) for m in v["network"]),
+                     tuple(v["faults_left"]))
+
+
+def _entry_out(e):
+    """A ledger entry in traces: ("msg", txn, "m") or ("commit" / "abort", txn)."""
+    return (ENTRY_NAMES[e[0]], e[1], MESSAGE_NAMES[e[2]]) if len(e) == 3 else (ENTRY_NAMES[e[0]], e[1])
+
+
+def _entry_in(e):
+    return ((ENTRY_NAMES.index(e[0]), e[1], MESSAGE_NAMES.index(e[2])) if len(e) == 3
+            else (ENTRY_NAMES.index(e[0]), e[1]))
 
 
 SPEC = ProtocolSpec(
