@@ -115,3 +115,16 @@ def test_traces_round_trip_every_state_of_a_small_config():
                 seen.add(t)
                 todo.append(t)
     assert len(seen) == 11_629
+
+
+def test_two_topics_commit_together_and_a_timeout_aborting_a_commit_splits_them():
+    cfg = registry.load("configs/pulsar-two-topics.toml")
+    out = explore(registry.bind(cfg))
+    assert out.exit_code == 0 and (out.stats.distinct, out.stats.generated) == (40_148, 170_246)
+    m = registry.bind(registry.load("configs/pulsar-two-topics.toml",
+                                    overrides={"model.mutant": "timeout_committing"}))
+    out = explore(m)
+    (v,) = out.violations
+    assert (v.property, len(v.path.actions), out.stats.distinct) == ("atomic_writes", 15, 29_704)
+    assert steps(m, v)[-3:] == ["TransactionTimeout", "EndTxnOnPartition(topic=0, action='COMMIT')",
+                                "EndTxnOnPartition(topic=1, action='ABORT')"]
