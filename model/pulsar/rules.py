@@ -376,9 +376,15 @@ def recover(p, w, t):
     """``TopicTransactionBufferRecover``: the snapshot's aborts, then the ledger replayed after
     the snapshot's maxReadPosition (``handleTxnEntry``: a transactional message makes its
     transaction ongoing, a marker ends it, an abort marker adds it to the aborts); Ready with
-    maxReadPosition below the first ongoing transaction (``recoverComplete``)."""
+    maxReadPosition below the first ongoing transaction (``recoverComplete``). A topic whose
+    buffer never wrote a snapshot skips the replay (``noNeedToRecover``); Pulsar writes the first
+    one before the first transactional message (PR #21406; before it, when a transactional
+    producer was created), which the initial snapshot at EARLIEST stands for here."""
     topic = w.topics[t]
     start, aborts = topic.snapshot
+    if p.mutant == "no_first_snapshot" and topic.snapshot == (-1, frozenset()):
+        # BROKEN: no snapshot yet, so noNeedToRecover: maxReadPosition = LAC, nothing replayed
+        return w._replace(topics=_topic(w, t, state=READY, max_read=len(topic.ledger) - 1))
     if p.mutant == "recover_without_aborts":
         aborts = frozenset()
     ongoing: dict = {}

@@ -49,6 +49,9 @@ MUTANTS = (
      "PendingAckHandleImpl.abortTxn applies the pending ack instead of dropping it"),
     ("recover_without_aborts", "read_committed",
      "the buffer's recovery forgets the snapshot's aborted transactions"),
+    ("no_first_snapshot", "read_committed",
+     "the buffer writes no snapshot before the first transactional message, so a recovery "
+     "replays nothing (noNeedToRecover)"),
     ("no_timeout", "transaction_resolved",
      "the coordinator's TransactionTimeoutTracker never fires (liveness: --explorer graph)"),
 )

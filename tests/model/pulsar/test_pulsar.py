@@ -62,6 +62,7 @@ def test_the_liveness_claim_holds_under_the_timeouts_fairness():
     ("timeout_committing", "acks_with_writes", 16_711, 53_286, 12),
     ("ack_on_abort", "acks_with_writes", 749, 1_766, 7),
     ("recover_without_aborts", "read_committed", 2_069, 5_137, 8),
+    ("no_first_snapshot", "read_committed", 507, 1_111, 6),
 ])
 def test_each_mutant_is_caught_with_its_shortest_counterexample(mutant, prop, distinct,
                                                                 generated, length):
