@@ -260,7 +260,9 @@ def _topic(w, t, **fields):
 
 def handle_send_enabled(p, w):
     for t in sorted({m[1] for m in w.net if m[0] == SEND}):
-        if w.topics[t].state == READY:   # appendBufferToTxn waits for the buffer's recovery
+        # the producer reconnecting to the new owner waits for the buffer's recovery
+        # (ServerCnx.handleProducer -> checkIfTBRecoverCompletely; appendBufferToTxn pends too)
+        if w.topics[t].state == READY:
             yield (t,)
 
 
