@@ -217,23 +217,19 @@ def table(cmp: Comparison) -> str:
     """The comparison as Markdown: one row per claim, one column per model, each cell the
     verdicts on the workloads; then the cost of each check."""
     def cell_text(m: str, c: str) -> str:
-        parts = []
-        for w in cmp.workloads:
-            cell = cmp.cells.get((m, w, c))
-            if cell is None:
-                continue
-            if cell.verdict == "fails":
-                parts.append(f"fails on {w} ({cell.steps} steps, `{cell.property}`)")
-            elif cell.verdict == "not claimed":
-                return "not claimed"
-            elif cell.verdict in ("holds", "not run"):
-                parts.append(f"{cell.verdict} on {w}" if cell.verdict == "not run"
-                             else f"holds on {w}")
-            else:
-                parts.append(f"{cell.verdict} on {w}: {cell.note}")
-        holds = [p for p in parts if p.startswith("holds on ")]
-        if holds and len(holds) == len(parts):
-            return "holds"
+        cells = {w: cmp.cells[m, w, c] for w in cmp.workloads if (m, w, c) in cmp.cells}
+        if any(cell.verdict == "not claimed" for cell in cells.values()):
+            return "not claimed"
+        parts = [f"fails on {w} ({cell.steps} steps, `{cell.property}`)"
+                 if cell.verdict == "fails" else f"{cell.verdict} on {w}: {cell.note}"
+                 for w, cell in cells.items() if cell.verdict not in ("holds", "not run")]
+        held = [w for w, cell in cells.items() if cell.verdict == "holds"]
+        skipped = [w for w, cell in cells.items() if cell.verdict == "not run"]
+        if held:
+            parts.append("holds" + ("" if len(held) == len(cells) - len(skipped) and not parts
+                                    else " on " + ", ".join(held)))
+        if skipped:
+            parts.append("not run on " + ", ".join(skipped))
         return "; ".join(parts)
 
     lines = ["| claim | " + " | ".join(cmp.models) + " |",

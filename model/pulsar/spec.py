@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from model.config import Param
 from model.core import WF, Event
 from model.protocol import ProtocolSpec, Rule, RuleModel
+from model.pulsar import comparison
 from model.pulsar import rules as r
 from model.pulsar.claims import split
 from model.pulsar.world import (ACK_NAMES, ACTION_NAMES, BUDGETS, CLIENT_STATES,
@@ -265,4 +266,5 @@ PARAMS = (
 MODEL = spec_entry(SPEC, PARAMS, model=PulsarModel, presets=tuple(PRESETS),
                    preset_docs={k: doc for k, (_, doc) in PRESETS.items()},
                    releases={"2.9.0": "pulsar-2.9.0", "2.9.1": "pulsar-2.9.1"},
-                   mutants=MUTANTS)
+                   mutants=MUTANTS, claims=comparison.CLAIMS,
+                   comparison=comparison.comparison)

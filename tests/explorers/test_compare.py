@@ -66,6 +66,7 @@ def test_the_table_says_not_claimed_and_not_run():
     text = table(cmp)
     assert "| no_duplicates | holds | not claimed |" in text
     assert "| atomicity | holds | fails on network (9 steps, `p`); not run on crash |" in text
+    assert "| isolation | holds | holds; not run on crash |" in text
     assert "| a | network | 10 | 20 | 0.50 |" in text
     assert "- b, no_duplicates: at-least-once delivery" in text
 
@@ -96,3 +97,17 @@ def test_bad_input_is_one_line_and_exit_2(args, message):
     run = _compare(*args)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and message in run.stderr
+
+
+def test_pulsar_holds_what_it_claims_and_does_not_claim_no_duplicates(tmp_path):
+    run = _compare("--model", "pulsar", "--json", "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    verdicts = {(c["workload"], c["claim"]): c["verdict"] for c in result["cells"]}
+    assert {v for (w, c), v in verdicts.items() if w == "crash"} == {"not run"}
+    assert {c for (w, c), v in verdicts.items() if v == "not claimed"} == {"no_duplicates"}
+    assert {v for (w, c), v in verdicts.items()
+            if w != "crash" and c != "no_duplicates"} == {"holds"}
+    costs = {c["workload"]: (c["states"], c["transitions"]) for c in result["costs"]}
+    # network: two topics, one duplicated request (Pulsar's resend); consume-produce: one topic
+    assert costs == {"network": (104_388, 433_851), "consume-produce": (639, 1_611)}
