@@ -56,6 +56,7 @@ Abstractions, each made here:
 """
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import NamedTuple
 
 from model.config import Config, Param
@@ -67,7 +68,7 @@ from model.registry import ModelEntry
 from model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, CRASHED, DONE, DROPPED,
                                   ENDED, EXECUTED, EXECUTING, HALF, IDLE, LOCAL, MAXTIME, NONE,
                                   PENDING, PRODUCER, ROLLBACK, ROLLBACK_MESSAGE, ROLLED_BACK, UNKNOW,
-                                  IN_DOUBT, CommitOrRollback, LocalTransactionState, World)
+                                  IN_DOUBT, CommitOrRollback, Local, LocalTransactionState, World)
 
 FAULTS = ("producer_crash", "lost_end_transaction", "lost_check", "broker_restart")
 MUTANTS = {
@@ -164,7 +165,8 @@ def _end(p, w):
     w = w._replace(producer=ENDED)
     if w.state == UNKNOW:
         return w
-    return w._replace(ends=_add(w.ends, (w.state, False)))
+    end = COMMIT if w.state == COMMIT_MESSAGE else ROLLBACK
+    return w._replace(ends=_add(w.ends, (end, False)))
 
 
 def _crash_enabled(p, w):
@@ -345,6 +347,22 @@ class _Codec:
                      LocalTransactionState[v["state"]] if v["state"] else 0, HALF.index(v["half"]), v["check_times"],
                      v["op_pending"], v["real"], v["consumed"], ends, v["checks"],
                      tuple(v["budget"][f] for f in FAULTS), v["faults"])
+
+
+    # Actions in traces name their arguments' values (ExecuteLocalTransaction("COMMIT_MESSAGE")).
+    ARGS = {"ExecuteLocalTransaction": (LocalTransactionState,), "LocalTransactionResolves": (Local,),
+            "DeliverEndTransaction": (CommitOrRollback, bool),
+            "LoseEndTransaction": (CommitOrRollback, bool)}
+
+    @staticmethod
+    def encode_action(p, a):
+        return (a[0], *(x.name if isinstance(x, IntEnum) else x for x in a[1:]))
+
+    @staticmethod
+    def decode_action(p, v):
+        kinds = _Codec.ARGS.get(v[0], ())
+        return (v[0], *(k[x] if isinstance(x, str) and k is not bool else x
+                        for k, x in zip(kinds, v[1:])))
 
 
 SPEC = ProtocolSpec(

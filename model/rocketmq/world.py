@@ -10,8 +10,16 @@ IDLE, EXECUTING, EXECUTED, ENDED, CRASHED = range(5)
 PRODUCER = ("IDLE", "EXECUTING", "EXECUTED", "ENDED", "CRASHED")
 # The application's local transaction, as checkLocalTransaction reads it (IN_DOUBT: running, or
 # its outcome not known to the listener yet)
-NONE, IN_DOUBT, COMMITTED, ROLLED_BACK = range(4)
-LOCAL = ("NONE", "IN_DOUBT", "COMMITTED", "ROLLED_BACK")
+
+class Local(IntEnum):
+    NONE = 0
+    IN_DOUBT = 1
+    COMMITTED = 2
+    ROLLED_BACK = 3
+
+
+NONE, IN_DOUBT, COMMITTED, ROLLED_BACK = Local
+LOCAL = tuple(x.name for x in Local)
 
 
 class LocalTransactionState(IntEnum):
