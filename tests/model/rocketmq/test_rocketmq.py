@@ -200,3 +200,13 @@ def test_spark_agrees_with_bfs_on_the_tiny_config():
     assert (got.stats.distinct, got.stats.generated, got.stats.depth) == (155, 299, 10)
     assert (expected.stats.distinct, expected.stats.generated) == (155, 299)
     assert got.exit_code == expected.exit_code == 0 and got.coverage == expected.coverage
+
+
+def test_stateful_walks_it_and_finds_the_seeded_bug():
+    from explorers.walks.stateful import StatefulOptions, explore
+    out = explore(model(), StatefulOptions(max_examples=50, seed=0))
+    assert out.exit_code == 0 and (out.stats.distinct, out.stats.generated) == (192, 415)
+    out = explore(model(**{"protocol.version": "rocketmq-4.3"}),
+                  StatefulOptions(max_examples=300, seed=0))
+    (v,) = out.violations
+    assert (v.property, len(v.path)) == ("CommittedMessageNotLost", 8)
