@@ -20,7 +20,8 @@ from explorers.web.session import Explorer
 from model import registry
 from model.config import resolve_config_path
 from model.rocketmq import claims
-from model.rocketmq.world import COMMIT, COMMITTED, ROLLBACK_MESSAGE, UNKNOW
+from model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, DONE, PENDING,
+                                  ROLLBACK_MESSAGE, UNKNOW)
 from tests.reachable import bfs_order
 from traces.replay import replay
 from traces.trace import read
@@ -210,3 +211,36 @@ def test_stateful_walks_it_and_finds_the_seeded_bug():
                   StatefulOptions(max_examples=300, seed=0))
     (v,) = out.violations
     assert (v.property, len(v.path)) == ("CommittedMessageNotLost", 8)
+
+
+def _after(m, *actions):
+    s = m.init_states()[0]
+    for a in actions:
+        assert a in m.actions(s), (a, m.actions(s))
+        s = m.step(s, a)
+    return s
+
+
+LATE_COMMIT = (("SendHalfMessage",), ("ExecuteLocalTransaction", COMMIT_MESSAGE),
+               ("EndTransaction",), ("TransactionCheck",), ("DeliverEndTransaction", COMMIT, False))
+
+
+@pytest.mark.parametrize("version, real", [("rocketmq-4.9", 1), ("rocketmq-5.1", 0)])
+def test_a_producers_end_transaction_past_check_immunity_is_refused_from_5_1(version, real):
+    """ISSUE #6402 (5.1.1): rejectCommitOrRollback refuses it once the check-back has begun."""
+    assert _after(model(**{"protocol.version": version}), *LATE_COMMIT).real == real
+
+
+@pytest.mark.parametrize("version, half, pending", [("rocketmq-4.9", DONE, False),
+                                                    ("rocketmq-5.1", PENDING, True)])
+def test_op_messages_wait_for_the_batch_service_from_5_1_and_a_restart_loses_them(
+        version, half, pending):
+    """RIP-50 (5.1.0): deletePrepareMessage queues the op data for TransactionalOpBatchService."""
+    m = model(**{"protocol.version": version})
+    s = _after(m, *LATE_COMMIT[:3], ("DeliverEndTransaction", COMMIT, False))
+    assert (s.real, s.half, s.op_pending) == (1, half, pending)
+    if pending:   # the half message is checked back again: the answer commits it a second time
+        s = _after(m, *LATE_COMMIT[:3], ("DeliverEndTransaction", COMMIT, False),
+                   ("BrokerRestart",), ("TransactionCheck",), ("CheckTransactionState",),
+                   ("DeliverEndTransaction", COMMIT, True))
+        assert s.real == 2
