@@ -41,8 +41,9 @@ Abstractions, each made here:
   ``rejectCommitOrRollback``) is "after the first check-back": the check service checks a
   message only once that time has passed.
 * Requests in flight are a multiset delivered in any order: any one-way EndTransaction may be
-  delayed past any other step. A lost check-back and a lost answer are one fault: answering reads
-  the local transaction and changes nothing else.
+  delayed past any other step. An answer to a check-back is a one-way EndTransaction
+  (``fromTransactionCheck``), lost by the same fault as the producer's own; losing it before it is
+  sent is losing the check-back (answering only reads the local transaction).
 * The producer group answers check-backs whatever happened to the producer instance that sent
   the half message (another instance, or the restarted one, reads the same database). A producer
   crash before its local transaction commits rolls that transaction back (the database aborts
@@ -62,9 +63,9 @@ from typing import NamedTuple
 from model.config import Config, Param
 from model.core import Event, WF
 from model.protocol import ProtocolSpec, RuleModel, Rule
+from model.registry import ModelEntry
 from model.rocketmq import claims
 from model.rocketmq.versions import DEFAULT_PRESET, PRESETS, RELEASES, Features
-from model.registry import ModelEntry
 from model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, CRASHED, DONE, DROPPED,
                                   ENDED, EXECUTED, EXECUTING, HALF, IDLE, LOCAL, MAXTIME, NONE,
                                   PENDING, PRODUCER, ROLLBACK, ROLLBACK_MESSAGE, ROLLED_BACK, UNKNOW,
@@ -273,7 +274,8 @@ def _lose_check_enabled(p, w):
 
 
 def _lose_check(p, w):
-    """A CheckTransactionState request lost, or the producer's answer to it."""
+    """A CheckTransactionState request lost (an answer already sent is a one-way EndTransaction:
+    LoseEndTransaction loses it)."""
     return _spend(p, w, "lost_check")._replace(checks=w.checks - 1)
 
 

@@ -244,3 +244,8 @@ def test_op_messages_wait_for_the_batch_service_from_5_1_and_a_restart_loses_the
                    ("BrokerRestart",), ("TransactionCheck",), ("CheckTransactionState",),
                    ("DeliverEndTransaction", COMMIT, True))
         assert s.real == 2
+
+
+def test_the_graph_command_writes_its_state_graph(tmp_path):
+    r = kafka_mc("graph", "rocketmq-tiny", "--format", "json", "--out", str(tmp_path / "g.json"))
+    assert r.returncode == 0 and "155 states, 299 edges" in r.stdout + r.stderr
