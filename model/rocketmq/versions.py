@@ -16,6 +16,11 @@ apache/rocketmq at the tags named (``git show <tag>:<file>``):
   ``EndTransactionProcessor.rejectCommitOrRollback`` refuses (``ILLEGAL_OPERATION``) a producer's
   own EndTransaction (not ``fromTransactionCheck``) that arrives after the message's
   ``CHECK_IMMUNITY_TIME_IN_SECONDS``; the model's producer sets that property on every message.
+
+Read and not a difference here: 5.x's escape of half messages (``escapeMessage``, only on a slave
+acting as master: one broker is modelled), ``TransactionMetrics`` (counts, no behaviour), and the
+``checkImmunityTime`` property itself (read by ``check`` since 4.3; time is not modelled).
+5.1.0 has ``op_batch`` without ``reject_late_end`` and maps to no preset.
 """
 from __future__ import annotations
 
