@@ -64,6 +64,7 @@ from model.config import Config, Param
 from model.core import Event, WF
 from model.protocol import ProtocolSpec, RuleModel, Rule
 from model.registry import ModelEntry
+from model.rocketmq import comparison
 from model.rocketmq import claims
 from model.rocketmq.versions import DEFAULT_PRESET, PRESETS, RELEASES, Features
 from model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, CRASHED, DONE, DROPPED,
@@ -446,4 +447,5 @@ def _build(cfg: Config, properties=()):
 MODEL = ModelEntry("rocketmq", SPEC.doc, PARAMS, _build, presets=tuple(PRESETS),
                    preset_docs={name: doc for name, (_, doc) in PRESETS.items()},
                    releases=RELEASES,
-                   mutants=tuple((m, inv, doc) for m, (inv, doc) in MUTANTS.items() if m != "none"))
+                   mutants=tuple((m, inv, doc) for m, (inv, doc) in MUTANTS.items() if m != "none"),
+                   claims=comparison.CLAIMS, comparison=comparison.comparison)

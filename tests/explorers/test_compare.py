@@ -111,3 +111,26 @@ def test_pulsar_holds_what_it_claims_and_does_not_claim_no_duplicates(tmp_path):
     costs = {c["workload"]: (c["states"], c["transitions"]) for c in result["costs"]}
     # network: two topics, one duplicated request (Pulsar's resend); consume-produce: one topic
     assert costs == {"network": (104_388, 433_851), "consume-produce": (639, 1_611)}
+
+
+def test_rocketmq_on_its_vulnerable_preset_loses_a_committed_message(tmp_path):
+    """ISSUE #598 (fixed by PR #633, 4.5.2): on rocketmq-4.3 a committed transaction's message
+    is dropped after transactionCheckMax check-backs; no_duplicates and consume_produce are
+    claims RocketMQ does not make."""
+    run = _compare("--model", "rocketmq", "--set", "rocketmq:protocol.version=rocketmq-4.3",
+                   "--json", "--out", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    cells = {(c["workload"], c["claim"]): c for c in result["cells"]}
+    assert {c for (w, c), cell in cells.items() if cell["verdict"] == "not claimed"} == \
+        {"no_duplicates", "consume_produce"}
+    assert {w for (w, c), cell in cells.items() if cell["verdict"] == "not run"} == \
+        {"consume-produce"}
+    lost = {w: (cells[w, "no_loss"]["steps"], cells[w, "no_loss"]["property"])
+            for w in ("network", "crash")}
+    assert lost == {"network": (9, "CommittedMessageNotLost"),
+                    "crash": (8, "CommittedMessageNotLost")}
+    assert {cells[w, c]["verdict"] for w in ("network", "crash")
+            for c in ("atomicity", "isolation", "resolution")} == {"holds"}
+    costs = {c["workload"]: (c["states"], c["transitions"]) for c in result["costs"]}
+    assert costs == {"network": (614, 1_436), "crash": (470, 963)}
