@@ -378,7 +378,7 @@ def commit_append(K, w: World, tid: int) -> World:
             w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE,
                                            a.reply.request))
     if target.state in PREPARE:
-        w = send_markers(w, tid, target)
+        w = send_markers(K, w, tid, target)
     return w
 
 
@@ -407,7 +407,21 @@ def _logged(target: TxnMetadata) -> TxnMetadata:
     return TxnMetadata() if target.state == T.Dead else target
 
 
-def send_markers(w: World, tid: int, txn: TxnMetadata) -> World:
+def send_markers(K, w: World, tid: int, txn: TxnMetadata) -> World:
+    """TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue: a marker per partition, to
+    the endpoint of its leader (KRaftMetadataCache.getPartitionLeaderEndpoint). For a partition
+    without a leader (the fault ``offline_partitions``, leader NO_LEADER) the metadata cache
+    answered Node.noNode until 4.2, and the marker waits in markersQueueForUnknownBroker until
+    the leader is known (here: sent, and not delivered while the partition is offline,
+    ``network.to_offline_leader``). From 4.3 (KAFKA-17573) it answers Optional.empty, which
+    addTxnMarkersToBrokerQueue takes for a deleted partition: it removes the partition from the
+    transaction (txnMetadata.removePartition) and maybeWriteTxnCompletion completes the
+    transaction with no marker written (``markers_skip_leaderless_partition``; KAFKA-20734)."""
+    if K.features.markers_skip_leaderless_partition:
+        skipped = frozenset(k for k in txn.partitions if w.partitions[k].offline)
+        if skipped:
+            txn = txn._replace(partitions=txn.partitions - skipped)
+            w = _put(w, tid, txn)
     c = w.coordinator
     markers = tuple(WriteTxnMarkers(Rpc.WriteTxnMarkers, k, tid, txn.producer_id, txn.producer_epoch,
                                     txn.state == T.PrepareCommit, c.coordinator_epoch)
@@ -526,5 +540,5 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
                                            a.reply.request))
     for tid, t in enumerate(log):
         if t.state in PREPARE:
-            w = send_markers(w, tid, t)
+            w = send_markers(K, w, tid, t)
     return w

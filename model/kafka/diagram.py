@@ -114,7 +114,7 @@ def _actor(K, a) -> str:
 def _note(s, a, t) -> str:
     name = a[0]
     if name == "CommitTxnLogAppend":
-        txn = t.coordinator.txns[a[1]]
+        txn = t.coordinator.log[a[1]]
         return f"log: {txn.state.name} (epoch {txn.producer_epoch}, partitions {show(txn.partitions)})"
     if name == "Fetch":
         got = t.consumers[a[1]].returned[len(s.consumers[a[1]].returned):]

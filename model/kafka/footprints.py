@@ -69,7 +69,7 @@ FAULT_BUDGETS = {"CrashProducer": "producer_crashes", "DelayRequest": "request_d
                  "LoseProducerState": "producer_state_losses",
                  "ElectCoordinator": "coordinator_failovers",
                  "ExpireTransactionalId": "transactional_id_expirations",
-                 "Rebalance": "rebalances"}
+                 "Rebalance": "rebalances", "PartitionOffline": "offline_partitions"}
 
 
 class Layout:
@@ -105,6 +105,14 @@ class Layout:
             self.sender[c] = self._endpoint(c, receiving=False, coordinator_out=coordinator_out,
                                             group_out=group_out)
         self.coordinator_out = coordinator_out
+        # offline partitions (the fault offline_partitions): a delivery to a leader, and the
+        # faults on a message to it, wait while it is offline (network.to_offline_leader), and
+        # from 4.3 the coordinator's marker send reads which are (coordinator.send_markers)
+        self.leaderless = bool(K.budgets.total and K.budgets.offline_partitions)
+        self.to_leader = {c: F([("L", c[2])]) if self.leaderless and c[0] in network.TO_LEADER
+                          else F() for c in self.conns}
+        self.markers_read = F([("L", k) for k in range(K.partitions)]) \
+            if self.leaderless and K.features.markers_skip_leaderless_partition else F()
         self._tables: dict = {}
 
     def _client(self, i):
@@ -186,12 +194,18 @@ class Layout:
         for c in self.conns:
             reads, writes, tails = self.agent[c]
             chan = self._chan(c, heads)
+            leader = self.to_leader[c]
             out[("deliver", c, False)] = Footprint(
                 reads | chan, writes | tails | {("H", c)},
-                F([("H", c)]) if c in heads else F([("T", c)]))  # only a send fills it
+                (F([("H", c)]) if c in heads else F([("T", c)])) | leader)  # a send fills it
             held = F([("D", c)])
-            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held, held)
-        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]), F([C]) | self.coordinator_out)
+            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held,
+                                                  held | leader)
+        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]) | self.markers_read,
+                                                 F([C]) | self.coordinator_out)
+        if self.leaderless:
+            for k in range(K.partitions):
+                out[("ElectLeader", k)] = Footprint(F([("L", k)]), F([("L", k)]))
         for c in range(K.consumers):
             for k in range(K.partitions):
                 out[("Fetch", c, k)] = Footprint(F([("L", k), ("R", c)]), F([("R", c)]))
@@ -232,7 +246,13 @@ class Layout:
                 out[(r, k)] = Footprint(F([("L", k), B]), F([("L", k), B]))
         elif r in ("ElectCoordinator", "ExpireTransactionalId"):
             w = F([C, B]) | self.coordinator_out | (F([CE]) if r == "ElectCoordinator" else F())
-            out[(r,)] = Footprint(F([C, CE, B]), w)
+            out[(r,)] = Footprint(F([C, CE, B]) | (self.markers_read if r == "ElectCoordinator"
+                                                    else F()), w)
+        elif r == "PartitionOffline":   # enabled while nothing is in flight to or from it
+            for k in range(K.partitions):
+                quiet = F(x for c in self.conns if 2 <= c[0] <= 7 and c[2] == k
+                          for x in self._chan(c, heads) | {("D", c)})
+                out[(r, k)] = Footprint(quiet | {("L", k), B}, F([("L", k), B]))
         elif r == "Rebalance":
             out[(r,)] = Footprint(F([G, B]), F([G, B]))
         else:   # a message fault on one connection
@@ -240,9 +260,10 @@ class Layout:
                 chan, held = F([("H", c), ("T", c)]), ("D", c)
                 if r == "DelayRequest":   # until a message follows the head, a send enables it
                     ends = F([("H", c)]) if c in followed else chan
-                    out[(r, c)] = Footprint(ends | {B}, F([("H", c), held, B]))
+                    out[(r, c)] = Footprint(ends | {B} | self.to_leader[c],
+                                            F([("H", c), held, B]))
                 elif r == "DuplicateRequest":
-                    out[(r, c)] = Footprint(chan | {B, held}, F([held, B]))
+                    out[(r, c)] = Footprint(chan | {B, held} | self.to_leader[c], F([held, B]))
                 else:   # a loss: the message goes, and its sender (or requester) times out
                     sr, sw, st = self.sender[c]
                     rr, rw, rt = self.agent[c]
@@ -287,7 +308,7 @@ class Reduction:
             return (name, a[1])
         if name in ("Fetch",):
             return (name, a[1], a[2])
-        if name == "LoseProducerState":
+        if name in ("LoseProducerState", "PartitionOffline", "ElectLeader"):
             return (name, a[1])
         if name in CLIENT_RULES or name == "ExpireBatch":
             return (name, a[1])

@@ -23,7 +23,7 @@ Abstraction: the high watermark is the log end (see ``Partition``).
 from __future__ import annotations
 
 from model.kafka.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
-                           WriteTxnMarkersResponse, answer, send)
+                           WriteTxnMarkersResponse, answer, connection, send)
 from model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
                          ProducerStateEntry, RecordId, World, replace_at)
 
@@ -280,3 +280,44 @@ def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
     part = w.partitions[k]
     part = part._replace(producers=tuple(e for e in part.producers if e.producer_id != producer_id))
     return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "producer_state_losses")
+
+
+# --- a partition without a leader (the fault offline_partitions) ------------------------------
+
+def partition_offline_enabled(K, w):
+    """A data partition's leader may fail while nothing is in flight to or from it. Abstraction:
+    the broker dies between requests (a request in flight when a broker dies is, to its sender,
+    a lost request or response: ``request_losses`` / ``response_losses``), so no request is
+    handled and no answer sent by the dead leader; the ``__consumer_offsets`` partition (the
+    group coordinator's) stays online."""
+    if not budget(w, "offline_partitions"):
+        return []
+    busy = {connection(m)[2] for m in w.network + w.delayed if 2 <= connection(m)[0] <= 7}
+    return [(k,) for k in range(K.partitions)
+            if not w.partitions[k].offline and k not in busy]
+
+
+def partition_offline(K, w: World, k: int) -> World:
+    """The broker of partition ``k``'s only in-sync replica goes down and the controller fences it
+    (broker.session.timeout.ms): the partition's leader becomes NO_LEADER (-1)
+    (PartitionChangeBuilder with unclean leader election off; KRaftMetadataCache then finds no
+    registered broker for the leader). Its producer state and log stay on the broker's disk;
+    the verification guards (ProducerStateManager's in-memory VerificationStateEntry) are lost
+    with the process. While it is offline nothing is delivered to it
+    (``network.to_offline_leader``) and no consumer fetches from it (``consumer.fetch_enabled``)."""
+    part = w.partitions[k]._replace(offline=True, guards=())
+    return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "offline_partitions")
+
+
+def elect_leader_enabled(K, w):
+    return [(k,) for k, part in enumerate(w.partitions) if part.offline]
+
+
+def elect_leader(K, w: World, k: int) -> World:
+    """The broker restarts, registers and is unfenced; the controller elects it leader of ``k``
+    again (PartitionChangeBuilder.electLeader: the in-sync replica). It reloads the log and the
+    producer state (ProducerStateManager's snapshot and the log after it: every entry the model
+    keeps is recoverable from them), so the partition is as it was; the requests held for it
+    are delivered from now on."""
+    part = w.partitions[k]._replace(offline=False)
+    return w._replace(partitions=replace_at(w.partitions, k, part))

@@ -30,7 +30,8 @@ from model.kafka import (client, components, consumer, coordinator, diagram, fau
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
 from model.kafka.versions import PRESETS, RELEASES, Features
-from model.kafka.world import Consumer, Coordinator, Partition, Producer, TxnMetadata, World
+from model.kafka.world import (Consumer, Coordinator, Partition, Producer, TxnMetadata, World,
+                               offline_partitions)
 from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
 
@@ -141,6 +142,7 @@ def _fused(K):
                        r in CLIENT_RULES))
     handlers = {rpc: (r.name, partial(r.apply, K)) for rpc, r in DELIVERIES.items() if r in rules}
     ctp = K.ctp
+    leaderless = bool(b0.total and b0.offline_partitions)   # can a partition be offline at all
     # what the client's rules read then, and their enabled arguments in order (one tuple, so a
     # thread reading it meanwhile sees one pair or the other)
     last = [((), [])]
@@ -175,15 +177,17 @@ def _fused(K):
     def successors(w):
         out = [((name, *args), apply(w, *args))
                for name, apply, args_list in asked(w) for args in args_list]
-        for held, _, m in network.deliverable(w.network, w.delayed):
+        offline = offline_partitions(w) if leaderless else ()
+        for held, _, m in network.deliverable(w.network, w.delayed, offline):
             name, apply = handlers[m.rpc]
             out.append(((name, m, bool(held)), apply(w, m, bool(held))))
         return out
 
     def actions(w):
         out = [(name, *args) for name, _, args_list in asked(w) for args in args_list]
+        offline = offline_partitions(w) if leaderless else ()
         out += [(handlers[m.rpc][0], m, bool(held))
-                for held, _, m in network.deliverable(w.network, w.delayed)]
+                for held, _, m in network.deliverable(w.network, w.delayed, offline)]
         return out
 
     successors.actions = actions
@@ -255,16 +259,19 @@ TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
+OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
 
 
 def spec_for(K: KafkaParams) -> ProtocolSpec:
     """The rules that exist in the configured version and workload: TV2 clients never send
     AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on; the group
     coordinator's rules only with consume-transform-produce (TV1 still needs AddPartitionsToTxn
-    for its AddOffsetsToTxn)."""
+    for its AddOffsetsToTxn); a partition goes offline and is elected a leader again only with
+    the fault ``offline_partitions`` (``ElectLeader`` spends no budget of its own)."""
     remove = ((TV1_CLIENT_RULES if K.tv2 else ())
               + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
-              + (() if K.ctp else CTP_RULES))
+              + (() if K.ctp else CTP_RULES)
+              + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 
 
@@ -319,7 +326,8 @@ MUTANT = Param("model.mutant", str, mutants.NONE,
 # partition and every fault kind with a budget of one, at most two faults in an execution
 # (tests keep the two equal).
 DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
-            **{f"faults.{f.budget}": 1 for f in faults.FAULTS if f.budget != "rebalances"}}
+            **{f"faults.{f.budget}": 1 for f in faults.FAULTS
+               if f.budget not in ("rebalances", "offline_partitions")}}
 SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
                          "a deliberately broken variant of the symbolic model (model/kafka/symbolic.py)",
                          choices=("none", "no_rotation", "fence_retry_bump"))

@@ -52,6 +52,16 @@ class Features(NamedTuple):
                                            # a marker at the last epoch over an open transaction
     persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
                                            # prevProducerId and nextProducerId across a failover
+    markers_skip_leaderless_partition: bool = False  # KAFKA-17573 (4.3.0, commit 7d13e8b70d):
+                                           # KRaftMetadataCache.getPartitionLeaderEndpoint
+                                           # answers Optional.empty for a partition whose leader
+                                           # is NO_LEADER (Node.noNode before), so the
+                                           # coordinator drops it from the transaction and
+                                           # completes it with no marker written
+                                           # (TransactionMarkerChannelManager
+                                           # .addTxnMarkersToBrokerQueue): a hanging
+                                           # transaction; KAFKA-20734 (apache/kafka#22680,
+                                           # open) restores noNode; found on real 4.4.0
     end_txn_epoch_first: bool = False      # the 4.0 branch before KAFKA-18464 (Jan 2025, never
                                            # released): TV2 EndTxn checks the epoch before the
                                            # pending state, so an empty abort right after a commit
@@ -167,13 +177,24 @@ _preset("kafka-4.3", "kafka-4.2.0",
         "previous and next producer ids, so a failover in the middle of a rotation no longer "
         "forgets it (KAFKA-20310, TransactionLog.valueToBytes). Not modelled: KIP-1251's "
         "member-epoch rule for TxnOffsetCommit (the model's group has generations, no member "
-        "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here).",
-        rotate_on_fence=True, last_epoch_recovery=True, persist_producer_ids=True)
+        "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here). "
+        "And KAFKA-17573 (Move KRaftMetadataCache to the metadata module, Dec 2025): the "
+        "metadata cache answers Optional.empty, not Node.noNode, for the leader endpoint of a "
+        "partition without a leader (its broker down and fenced), which the coordinator's "
+        "TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue takes for a deleted "
+        "partition: it drops the partition from the transaction and writes CompleteCommit / "
+        "CompleteAbort with no marker written, so the partition's transaction hangs and its LSO "
+        "stays below the high watermark for good (KAFKA-20734; found on real 4.4.0).",
+        rotate_on_fence=True, last_epoch_recovery=True, persist_producer_ids=True,
+        markers_skip_leaderless_partition=True)
 _preset("latest", "kafka-4.3",
         "Trunk (Aug 2026): every fix above, and KAFKA-20785: a TV2 commit at the retry epoch "
         "that meets CompleteAbort (the coordinator aborted the transaction on its own) is "
         "answered PRODUCER_FENCED, not INVALID_TXN_STATE. KIP-1319 (TxnOffsetCommit v6, 4.4: "
-        "topic ids and their errors) is not modelled: the model has no topic ids.",
+        "topic ids and their errors) is not modelled: the model has no topic ids. Still with "
+        "KAFKA-17573's leaderless-partition marker skip (markers_skip_leaderless_partition): "
+        "its fix, KAFKA-20734 (apache/kafka#22680, \"Return noNode for known partitions "
+        "without endpoints\"), is open upstream as of June 2026.",
         fenced_commit_after_abort=True)
 DEFAULT_PRESET = "latest"
 
