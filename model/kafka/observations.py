@@ -33,7 +33,7 @@ order, the client matches answers in order) and one per client process of the hi
 | WriteTxnMarkers request, INTERNAL | ``HandleWriteTxnMarkers``, one per partition: producer id, epoch, result, coordinator epoch |
 | a response, CLIENT | ``Receive<Rpc>Response``: error (InitProducerId, EndTxn v5: producer id and epoch; a Produce answered NONE may be the model's DUPLICATE_SEQUENCE_NUMBER, as Kafka answers a duplicate batch) |
 | WriteTxnMarkers response, INTERNAL | ``HandleWriteTxnMarkersResponse``, per partition: error |
-| AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse``, per partition: error |
+| AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse`` or (a TV2 leader past its retry time, answering the produce CONCURRENT_TRANSACTIONS) ``ExpireVerificationRetry``, per partition: error |
 | a request the proxy ``held`` (fault hold / duplicate) | ``DelayRequest`` / ``DuplicateRequest`` of that message, or nothing (nothing overtook it) |
 | a request ``dropped`` by a fault | ``LoseRequest`` of its (first) message; a frame's further messages (the markers of a second partition) lost too or still in flight for the sender's resent frame (one fault, one loss in the model) |
 | a response ``dropped`` by a fault | ``LoseResponse`` likewise |
@@ -74,12 +74,13 @@ consumer's mutants are never caught here: the anomaly checks judge what readers 
 Accepted abstractions, met on real runs (issue 43 item 4): a coordinator request answered
 COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE right after a broker starts (not
 observed: the model's coordinator is loaded from the start); a duplicate batch answered NONE (the
-model's DUPLICATE_SEQUENCE_NUMBER). Found and not accepted (a behaviour the model lacks,
-tests/model/test_kafka_observations.py, conformance_runs/kafka-4.4.0-produce-concurrent): Kafka
-4.4's leader retries a TV2 verification answered CONCURRENT_TRANSACTIONS a few times
-(AddPartitionsToTxnManager, KAFKA-18654) and then answers the Produce CONCURRENT_TRANSACTIONS,
-which the client retries; the model's leader retries without end
-(``verification_retry_at_leader``) and its client would fail such a batch.
+model's DUPLICATE_SEQUENCE_NUMBER). Found and fixed in the model (tests/model/
+test_kafka_observations.py, conformance_runs/kafka-4.4.0-produce-concurrent): Kafka 4.x's leader
+retries a TV2 verification answered CONCURRENT_TRANSACTIONS for a bounded time
+(ReplicaManager.handleProduceAppend, KAFKA-18654) and then answers the Produce
+CONCURRENT_TRANSACTIONS, which the client retries (Sender.canRetry); the model's leader retried
+without end and its client failed such a batch; now the leader may take the answer either way
+(``ExpireVerificationRetry``) and the client retries.
 """
 from __future__ import annotations
 
@@ -349,12 +350,14 @@ def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first
     return None     # queued (its release is the event), or dropped with its connection
 
 
-def _response(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True):
+def _response(label, action: str | tuple, rpc: Rpc, fields: dict, e, instance=None,
+              first=True):
+    """The observation of a response event (``action``: the receiver's rule, or its rules)."""
     match = _as_producer((rpc,), fields, instance)
     what = e.get("action") or "forwarded"
     fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
     if what in ("forwarded", "released"):
-        return step(label, (action,), match)
+        return step(label, (action,) if isinstance(action, str) else action, match)
     if what == "dropped" and fault == "drop":
         return (step if first else either)(label + " dropped", ("LoseResponse",), match)
     if what == "dropped":
@@ -521,6 +524,12 @@ def _produce(run, e, f, req, request, label, instance):
     return out or None
 
 
+# A leader takes a verification's answer in one of two ways: it handles it (a retry, a
+# failure or the append), or, answered CONCURRENT_TRANSACTIONS once its retry time has passed
+# (KAFKA-18654, a TV2 leader), answers the produce with it (partition.expire_verification_retry)
+VERIFICATION_ANSWERED = ("HandleVerifyAddPartitionResponse", "ExpireVerificationRetry")
+
+
 def _verifications(K, run, e, f, req, request, label):
     """AddPartitionsToTxn v4+ (a leader's verification or implicit add): one observation per
     partition of each transaction."""
@@ -552,7 +561,7 @@ def _verifications(K, run, e, f, req, request, label):
                     error = _error(code and _partition_error(e, f"[{k}]", code))
                     if top:
                         error = _error(_first_error(e, f))
-                    o = _response(f"{label} p{part}", "HandleVerifyAddPartitionResponse",
+                    o = _response(f"{label} p{part}", VERIFICATION_ANSWERED,
                                   Rpc.VerifyAddPartitionResponse,
                                   {"partition": part, "error": error,
                                    "producer_id": fields["producer_id"]}, e, first=not out)

@@ -6,7 +6,8 @@ tampered (a marker at a stale epoch accepted, a marker of the right epoch refuse
 before its request) diverges at the tampered event with the field that differs; runs of several
 transactions and producers conform, and take seconds at most. Real runs recorded by `kafka-mc real
 run` (conformance_runs/) conform on 3.6.2 and 4.4.0, tampered they diverge, and one 4.4.0 run
-shows a behaviour the model lacks (a produce answered CONCURRENT_TRANSACTIONS)."""
+shows a behaviour the model lacked (a produce answered CONCURRENT_TRANSACTIONS by a leader past
+its verification retry time: it conforms now, and diverges on the model without the rule)."""
 import json
 import random
 import time
@@ -372,25 +373,54 @@ def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, t
     assert replay(read(file)).steps == len(r.actions)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 43 item 4, a finding: Kafka 4.4's leader gives up "
-                   "retrying a verification answered CONCURRENT_TRANSACTIONS (KAFKA-18654) and "
-                   "answers the produce CONCURRENT_TRANSACTIONS, which the client retries; the "
-                   "model's leader (verification_retry_at_leader) retries without end and its "
-                   "client would fail the batch")
 def test_a_real_produce_answered_concurrent_transactions_conforms():
+    """Real 4.4.0 (TV2): the second transaction's first Produce meets the first's commit still
+    completing; the leader's verification is answered CONCURRENT_TRANSACTIONS three times, it
+    retries (ReplicaManager.handleProduceAppend, KAFKA-18654) and, its retry time past,
+    answers the Produce CONCURRENT_TRANSACTIONS, which the client resends with the same sequence
+    (Sender.canRetry). The model's leader takes one CONCURRENT_TRANSACTIONS answer by
+    ExpireVerificationRetry and its client retries the batch. (Which one: the validator keeps
+    the order of each connection's events, not the order across connections, so the giving up
+    may be matched at the first answer and the two later ones to the resent Produce's own
+    verification.)"""
     model, run = recorded("kafka-4.4.0-produce-concurrent")
     r = validate(model, run)
-    d = r.divergence
-    assert d is None, "\n".join(d.report())
+    assert r.conforms, "\n".join(r.divergence.report())
+    names = [a[0] for a in r.actions]
+    assert names.count("ExpireVerificationRetry") == 1
+    i = names.index("ExpireVerificationRetry")
+    assert r.actions[i][1].error == Errors.CONCURRENT_TRANSACTIONS
+    answered = next(a[1] for a in r.actions[i:] if a[0] == "ReceiveProduceResponse")
+    assert answered.error == Errors.CONCURRENT_TRANSACTIONS
+    resent = [a[1] for a in r.actions[i:] if a[0] == "HandleProduce"][0]
+    assert resent == answered.request          # the same batch, the same sequence
+    assert r.seconds < 5
 
 
-def test_the_real_produce_answered_concurrent_transactions_diverges_there():
+def test_the_real_produce_answered_concurrent_transactions_diverges_on_the_old_model():
+    """The model before the fix: a leader that retries a verification answered
+    CONCURRENT_TRANSACTIONS without end (no ExpireVerificationRetry) cannot answer the Produce
+    as real Kafka did."""
     model, run = recorded("kafka-4.4.0-produce-concurrent")
-    d = validate(model, run).divergence
+    old = registry.bind(model.cfg)
+    old = type(old)(old.spec.derive(old.spec.name, remove=("ExpireVerificationRetry",)),
+                    model.cfg)
+    d = validate(old, run).divergence
     assert run[d.event]["api"] == "Produce" and run[d.event]["direction"] == "response"
     assert [x["name"] for x in run[d.event]["errors"]] == ["CONCURRENT_TRANSACTIONS"]
     assert d.near[0].action.startswith("ReceiveProduceResponse(")
     assert d.near[0].reason == "error: recorded CONCURRENT_TRANSACTIONS, model NONE"
+
+
+def test_a_leader_gives_up_its_verification_retries_only_where_it_has_them():
+    """ExpireVerificationRetry exists with TV2 and KAFKA-18654 only (latest, kafka-4.1 and
+    after); kafka-4.0 (TV2 before the fix) and TV1 presets convert the answer instead."""
+    def rules(preset):
+        return {r.name for r in tiny(preset).spec.rules}
+    assert "ExpireVerificationRetry" in rules("latest")
+    assert "ExpireVerificationRetry" in rules("kafka-4.1")
+    assert "ExpireVerificationRetry" not in rules("kafka-4.0")
+    assert "ExpireVerificationRetry" not in rules("kafka-3.6")
 
 
 def test_the_real_runs_tampered_diverge_at_the_tampered_event():
