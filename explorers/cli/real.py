@@ -23,8 +23,12 @@ from model.observations import NoObservations
 from explorers.conformance import RunError, read_events, validate, write_trace
 from explorers.core.result import EXIT_OK
 from realkafka import cli as real_cli, releases
+from realkafka.proxy import unanswered_at_broker_close
 
 EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
+# The APIs whose requests the Kafka mapping observes (model.kafka.observations.APIS)
+TRANSACTIONAL_APIS = ("InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn",
+                      "WriteTxnMarkers")
 
 
 def add_parser(sub) -> None:
@@ -131,9 +135,10 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
     budgets; its verdict written beside the run (and the behaviour, when it conforms)."""
     # The release's preset; no symmetry (a run names its clients, so states are not identified
     # up to renaming them)
-    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False})
-    model = registry.bind(model_cfg)
     events = read_run(folder)
+    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
+                                   **_broker_losses(cfg, events)})
+    model = registry.bind(model_cfg)
     kw = {"max_nodes": args.max_nodes} if args.max_nodes else {}
     verdict = validate(model, events, **kw)
     (folder / "conformance.json").write_text(json.dumps(verdict.to_dict(), indent=1) + "\n")
@@ -150,6 +155,20 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
             "validation_seconds": round(verdict.seconds, 2),
             "anomalies": [a.name for a in result.anomalies] if result is not None else None,
             "folder": str(folder)}
+
+
+def _broker_losses(cfg, events) -> dict:
+    """The budgets of the losses a killed broker caused in the run (the transactional requests
+    it left unanswered, ``realkafka.proxy.unanswered_at_broker_close``: one request and one
+    response loss each, whichever the model's mapping takes), on top of the config's."""
+    n = len(unanswered_at_broker_close(events, TRANSACTIONAL_APIS))
+    if not n:
+        return {}
+    out = {"faults.request_losses": cfg["faults.request_losses"] + n,
+           "faults.response_losses": cfg["faults.response_losses"] + n}
+    if cfg.get("faults.total") is not None:
+        out["faults.total"] = cfg["faults.total"] + 2 * n
+    return out
 
 
 def _report(rows, release, out, args, started) -> int:

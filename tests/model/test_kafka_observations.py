@@ -18,8 +18,10 @@ import pytest
 
 from model import registry
 from model.config import resolve_config_path
-from model.kafka.observations import norm, observations
+from model.kafka.observations import APIS, died_with_broker, norm, observations
+from model.kafka.network import Rpc
 from model.kafka.world import Errors
+from realkafka.proxy import unanswered_at_broker_close
 from realkafka.releases import BY_VERSION
 from explorers.conformance import read_events, validate, write_trace
 from traces.replay import replay
@@ -337,6 +339,9 @@ def recorded(name):
     version = json.loads((folder / "report.json").read_text())["version"]
     budgets = Counter(BUDGETS[f["kind"]] for f in plan["network"])
     budgets["coordinator_failovers"] += len(plan["failovers"])
+    died = len(died_with_broker(run))    # requests a killed broker left unanswered
+    budgets["request_losses"] += died
+    budgets["response_losses"] += died
     overrides = {"protocol.version": BY_VERSION[version].preset,
                  "cluster.partitions": plan["partitions"],
                  "workload.transactions_per_producer": max(len(i["txns"])
@@ -351,7 +356,7 @@ def recorded(name):
 @pytest.mark.parametrize("name, observed, faults", [
     ("kafka-3.6.2-commit", 19, set()),
     ("kafka-4.4.0-faults", 43, {"LoseRequest", "LoseResponse"}),
-    ("kafka-4.4.0-hold-duplicate", 47, {"LoseResponse", "DuplicateRequest"}),
+    ("kafka-4.4.0-hold-duplicate", 48, {"LoseResponse", "DuplicateRequest"}),
     ("kafka-4.4.0-marker-frame-dropped", 46, {"LoseRequest"})])
 def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, tmp_path):
     """3.6.2: a committed transaction (TV1, verify-only), its first InitProducerId answered
@@ -360,7 +365,9 @@ def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, t
     and an EndTxn response dropped by the proxy (LoseRequest, LoseResponse); an abort and a
     commit with a Produce answer dropped (the retry answered NONE: the model's duplicate), an
     EndTxn held past nothing (no step), and one duplicated (its copy handled after the client's
-    retry on a new connection, its answer dropped: DuplicateRequest); a WriteTxnMarkers frame
+    retry on a new connection, its answer dropped: DuplicateRequest), and a marker in flight
+    when the failover killed the broker (died_with_broker: two observations, the marker handled
+    or lost, and its answer lost or not); a WriteTxnMarkers frame
     carrying the markers of two partitions dropped (one fault: one marker lost, the other
     delivered by the coordinator's resent frame)."""
     model, run = recorded(name)
@@ -464,10 +471,31 @@ def test_mutants_lacking_a_behaviour_of_real_kafka_are_caught_on_a_real_run(run,
     assert r.verdict == "diverges" and r.divergence.label.startswith(where)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 43, an open divergence (docs/conformance.md #5): on "
-                   "4.4.0 the second transaction's first Produce after a lost EndTxn answer, its "
-                   "retry and a killed coordinator matches no step of the model; not explained yet")
 def test_a_real_run_with_a_lost_end_txn_answer_and_a_failover_conforms():
+    """Real 4.4.0, network faults seed 304 (docs/conformance.md #5): the first commit's EndTxn
+    answer dropped, the client's retry answered NONE at the bumped epoch, then the second
+    transaction's first Produce (epoch 1, sequence 0) forwarded just as the failover killed the
+    one broker (coordinator and leader at once): the broker closed the connection unanswered,
+    and the client resent the batch to the restarted broker. No fault of the plan lost it: the
+    broker's death did, which the mapping sees as a loss (died_with_broker), so the model
+    explains it with LoseRequest and the resent Produce, and the failover with ElectCoordinator
+    (the markers at the new coordinator epoch)."""
     model, run = recorded("kafka-4.4.0-failover-open")
+    died = died_with_broker(run)
+    assert [(run[i]["api"], run[i]["seq"]) for i, e in enumerate(run)
+            if (e.get("endpoint"), e.get("conn"), e.get("correlation_id")) in died
+            and e.get("direction") == "request"] == [("Produce", 54)]
+    assert died == unanswered_at_broker_close(run, APIS)     # what the CLI adds to the budgets
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
+    names = [a[0] for a in r.actions]
+    lost = next(a[1] for a in r.actions if a[0] == "LoseRequest")
+    assert (lost.rpc, lost.partition, lost.producer_epoch, lost.base_sequence) == (
+        Rpc.Produce, 0, 1, 0)
+    assert names.count("ElectCoordinator") == 1 and r.seconds < 5
+    # without the broker's death seen as a loss (the mapping before: the connection as if the
+    # client closed it) no behaviour of the model gets past that Produce
+    blind = [dict(e, by="client") if e.get("direction") == "connection" else e for e in run]
+    assert not died_with_broker(blind)
+    d = validate(model, run, observations=observations(model, blind)).divergence
+    assert run[d.event]["api"] == "Produce" and run[d.event]["seq"] == 54
