@@ -127,29 +127,6 @@ class Fault:
         return {"kind": self.kind, "id": self.id}
 
 
-def unanswered_at_broker_close(events, apis=None) -> frozenset:
-    """(endpoint, conn, correlation id) of every request this proxy forwarded (of ``apis``, or
-    any) that had no response when the broker closed its connection: a killed broker's
-    (``run``'s hard failover) requests in flight, which their senders see fail and retry. The
-    model's mapping sees each as a loss (``model.kafka.observations.died_with_broker``), so a
-    run's validation adds one request and one response loss per request to its budgets."""
-    pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
-    died = set()
-    for e in events:
-        conn = (e.get("endpoint"), e.get("conn"))
-        direction = e.get("direction")
-        if direction == "connection" and e.get("action") == "closed":
-            if e.get("by") == "broker":
-                died.update(pending.get(conn, ()))
-            pending.pop(conn, None)
-        elif (direction == "request" and e.get("action") == "forwarded"
-              and (apis is None or e.get("api") in apis)):
-            pending.setdefault(conn, set()).add(conn + (e.get("correlation_id"),))
-        elif direction == "response":
-            pending.get(conn, set()).discard(conn + (e.get("correlation_id"),))
-    return frozenset(died)
-
-
 def fault_for(nf) -> Fault:
     """The proxy fault for a run plan's ``realkafka.plan.NetworkFault`` (kind delay | duplicate |
     drop-request | drop-response, api, occurrence, hold_ms)."""

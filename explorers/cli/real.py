@@ -22,13 +22,9 @@ from model import registry
 from model.observations import NoObservations
 from explorers.conformance import RunError, read_events, validate, write_trace
 from explorers.core.result import EXIT_OK
-from realkafka import cli as real_cli, releases
-from realkafka.proxy import unanswered_at_broker_close
+from realkafka import cli as real_cli, losses, releases
 
 EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
-# The APIs whose requests the Kafka mapping observes (model.kafka.observations.APIS)
-TRANSACTIONAL_APIS = ("InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn",
-                      "WriteTxnMarkers")
 
 
 def add_parser(sub) -> None:
@@ -158,17 +154,8 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
 
 
 def _broker_losses(cfg, events) -> dict:
-    """The budgets of the losses a killed broker caused in the run (the transactional requests
-    it left unanswered, ``realkafka.proxy.unanswered_at_broker_close``: one request and one
-    response loss each, whichever the model's mapping takes), on top of the config's."""
-    n = len(unanswered_at_broker_close(events, TRANSACTIONAL_APIS))
-    if not n:
-        return {}
-    out = {"faults.request_losses": cfg["faults.request_losses"] + n,
-           "faults.response_losses": cfg["faults.response_losses"] + n}
-    if cfg.get("faults.total") is not None:
-        out["faults.total"] = cfg["faults.total"] + 2 * n
-    return out
+    """The budgets raised by what the run's killed brokers cost (``realkafka.losses``)."""
+    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events)
 
 
 def _report(rows, release, out, args, started) -> int:

@@ -268,7 +268,7 @@ def died_with_broker(events) -> frozenset:
     coordinator's marker channel, retry) and the broker's restart forgot whatever the request
     started in memory (a verification and its guard, a callback waiting for an append), so the
     model sees it as lost: ``LoseRequest`` (or handled, and its answer lost: ``LoseResponse``),
-    and a run's budgets allow one of each per such request (``realkafka.proxy.
+    and a run's budgets allow one of each per such request (``realkafka.losses.
     unanswered_at_broker_close`` finds the same requests for ``kafka-mc real conform``; the
     model does not import the harness, tests/model/test_kafka_observations.py holds the two
     equal). Abstraction: the model's failover moves the coordinator alone; a killed broker that
