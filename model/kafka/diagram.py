@@ -119,6 +119,8 @@ def _note(s, a, t) -> str:
     if name == "Fetch":
         got = t.consumers[a[1]].returned[len(s.consumers[a[1]].returned):]
         return f"read_committed from leader-{a[2]}: {len(got)} record(s)"
+    if name == "ExpireVerificationRetry":
+        return "verification retry time passed: the produce is answered CONCURRENT_TRANSACTIONS"
     if name == "OffsetFetch":
         return f"OffsetFetch: position {t.producers[a[1]].position}"
     return {"BeginTransaction": "beginTransaction()", "Send": f"send() to partition {a[2]}"

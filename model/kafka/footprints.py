@@ -21,7 +21,8 @@ Locations are the components of ``World`` and the ends of its connections:
 
 Groups: a client rule per producer instance (``(rule, i)``), a delivery per connection and
 whether the message was held back (``("deliver", conn, held)``: whichever handler the message's
-Rpc goes to), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
+Rpc goes to, and ``ExpireVerificationRetry``, the leader's other way to take a verification's
+answer), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
 place. A fault group exists only while its budget lasts (budgets only shrink), so once the faults
 are spent they no longer tie the components together. ``ExpireTransaction`` also fires, without a
 budget, once nothing else can happen (``client.idle``); while something is in flight its guard is
@@ -302,6 +303,8 @@ class Reduction:
         name = a[0]
         if name in DELIVERY_RULES:
             return ("deliver", connection(a[1]), a[2])
+        if name == "ExpireVerificationRetry":   # the leader's other way to take the answer
+            return ("deliver", connection(a[1]), False)
         if name in ("DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse"):
             return (name, connection(a[1]))
         if name == "CrashProducer":

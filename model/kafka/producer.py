@@ -351,8 +351,9 @@ def receive_txn_offset_commit_response(K, w, i, m):
 
 
 def receive_produce_response(K, w, i, m):
-    """Sender.completeBatch: success (a duplicate is one); NOT_ENOUGH_REPLICAS or NETWORK_EXCEPTION,
-    retriable, resends the batch with its sequence number (Sender.canRetry, reenqueueBatch); a
+    """Sender.completeBatch: success (a duplicate is one); NOT_ENOUGH_REPLICAS, NETWORK_EXCEPTION or
+    CONCURRENT_TRANSACTIONS, retriable, resends the batch with its sequence number
+    (Sender.canRetry, reenqueueBatch); a
     fenced producer is fatal; any other error fails the batch (Sender.failBatch ->
     TransactionManager.handleFailedBatch)."""
     p = w.producers[i]
@@ -379,9 +380,13 @@ def _completion(features, p, m) -> int:
     an InvalidProducerEpochException, which maybeTransitionToErrorState makes abortable."""
     if m.request not in p.in_flight:
         return STALE
-    if m.error in (Errors.NOT_ENOUGH_REPLICAS, Errors.NETWORK_EXCEPTION):
-        return RETRY        # RetriableExceptions (Sender.canRetry); NETWORK_EXCEPTION: 3.6's
-                            # leader before KAFKA-16386 (the client also refreshes its metadata)
+    if m.error in (Errors.NOT_ENOUGH_REPLICAS, Errors.NETWORK_EXCEPTION,
+                   Errors.CONCURRENT_TRANSACTIONS):
+        return RETRY        # RetriableExceptions (Sender.canRetry -> TransactionManager.canRetry:
+                            # ``error.exception() instanceof RetriableException``); NETWORK_EXCEPTION:
+                            # 3.6's leader before KAFKA-16386 (the client also refreshes its
+                            # metadata); CONCURRENT_TRANSACTIONS: a 4.x TV2 leader whose retry
+                            # time passed (partition.expire_verification_retry)
     if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
         return DONE
     if m.error == Errors.PRODUCER_FENCED or (m.error == Errors.INVALID_PRODUCER_EPOCH

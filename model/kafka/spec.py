@@ -4,12 +4,12 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 ``BeginTransaction``, ``Send``, ``CommitTransaction``, ``AbortTransaction``), the client's
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
-``Fetch``) and the faults of ``model.kafka.faults`` (the coordinator's ``ExpireTransaction``,
-``ElectCoordinator`` and ``ExpireTransactionalId`` among its rules; ``CrashProducer``,
-``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``, ``LoseResponse``, ``ExpireBatch``,
-``LoseProducerState`` and ``Rebalance`` last). A delivery action's arguments are the message and
-whether it was held back. The rule order is the order of successors, so it decides which of
-several shortest counterexamples the BFS reports.
+``ExpireVerificationRetry``, ``Fetch``) and the faults of ``model.kafka.faults`` (the
+coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
+rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
+``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last). A delivery
+action's arguments are the message and whether it was held back. The rule order is the order
+of successors, so it decides which of several shortest counterexamples the BFS reports.
 
 The spec carries no property: ``invariants/`` registers the Kafka properties for the model
 ``kafka`` and the registry adds them (``_build``) when it binds a configuration.
@@ -92,6 +92,10 @@ RULES = CLIENT_RULES + (
     _deliver_rule("HandleWriteTxnMarkers", Rpc.WriteTxnMarkers, partition.handle_write_txn_markers),
     _deliver_rule("HandleVerifyAddPartitionResponse", Rpc.VerifyAddPartitionResponse,
                   partition.handle_verify_response),
+    # (not a delivery rule: the other way a leader may handle a CONCURRENT_TRANSACTIONS answer,
+    # once its retry time has passed; no fairness: retrying for ever is what it stands against)
+    Rule("ExpireVerificationRetry", ("message",), partition.expire_verification_retry_enabled,
+         partition.expire_verification_retry),
     # the group coordinator
     _deliver_rule("HandleTxnOffsetCommit", Rpc.TxnOffsetCommit,
                   group_coordinator.handle_txn_offset_commit),
@@ -257,6 +261,7 @@ SPEC = build_spec()
 TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
                     "ReceiveAddPartitionsToTxnResponse")
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
+RETRY_AT_LEADER_RULES = ("ExpireVerificationRetry",)
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
 OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
@@ -264,12 +269,15 @@ OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
 
 def spec_for(K: KafkaParams) -> ProtocolSpec:
     """The rules that exist in the configured version and workload: TV2 clients never send
-    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on; the group
-    coordinator's rules only with consume-transform-produce (TV1 still needs AddPartitionsToTxn
-    for its AddOffsetsToTxn); a partition goes offline and is elected a leader again only with
-    the fault ``offline_partitions`` (``ElectLeader`` spends no budget of its own)."""
+    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on, and retry a
+    verification themselves only with TV2 from KAFKA-18654; the group coordinator's rules only
+    with consume-transform-produce (TV1 still needs AddPartitionsToTxn for its
+    AddOffsetsToTxn); a partition goes offline and is elected a leader again only with the fault
+    ``offline_partitions`` (``ElectLeader`` spends no budget of its own)."""
+    retry = K.tv2 and K.features.verification_retry_at_leader
     remove = ((TV1_CLIENT_RULES if K.tv2 else ())
               + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
+              + (() if retry else RETRY_AT_LEADER_RULES)
               + (() if K.ctp else CTP_RULES)
               + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
