@@ -161,6 +161,8 @@ def handle_init_producer_id(K, w: World, m) -> World:
     reply = lambda w, e: respond(w, m, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
     if m.coordinator_epoch != c.coordinator_epoch:
         return reply(w, Errors.NOT_COORDINATOR)
+    if m.keep_prepared_txn:   # KIP-939: "the feature hasn't been implemented yet" (any branch)
+        return reply(w, Errors.UNSUPPORTED_VERSION)
     txn = c.txns[m.tid]
     if txn.producer_id == -1:  # no metadata: a new producer id, epoch -1, Empty (not yet logged)
         txn = TxnMetadata(producer_id=c.next_producer_id)
@@ -472,11 +474,21 @@ def marker_timed_out(K, w: World, m) -> World:
 def expire_transaction_enabled(K, w, idle: bool = False):
     """A transaction may time out while the producer is still active (within the budget), and
     always once nothing else can happen (time passes until transaction.timeout.ms expires)."""
-    if not (budget(w, "transaction_timeouts") or idle):
+    if not (budget(w, "transaction_timeouts") or idle) or two_phase_no_timeout(K):
         return []
     return [(tid,) for tid, t in enumerate(w.coordinator.txns)
             if t.state == T.Ongoing and t.pending_state == -1
             and (not K.features.bump_epoch_on_timeout or fence_epoch(K, t) != -1)]
+
+
+def two_phase_no_timeout(K) -> bool:
+    """KIP-939 (KAFKA-18953): an InitProducerId with enable2Pc sets the transaction's
+    txnTimeoutMs to Int.MaxValue, which timedOutTransactions skips (isDistributedTwoPhaseCommitTxn).
+    Abstraction: every instance of the 2PC workload asks enable2Pc, so every transaction has it
+    and the metadata needs no field for it; the broker's transaction.two.phase.commit.enable is
+    on and the ACL granted (else InitProducerId is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    not modelled)."""
+    return K.two_phase and K.features.two_phase_commit
 
 
 def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:

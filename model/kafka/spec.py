@@ -252,6 +252,7 @@ SPEC = build_spec()
 TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
                     "ReceiveAddPartitionsToTxnResponse")
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
+TWO_PHASE_RULES = ("PrepareTransaction", "CompletePreparedTransaction")
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
 
@@ -263,7 +264,7 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
     for its AddOffsetsToTxn)."""
     remove = ((TV1_CLIENT_RULES if K.tv2 else ())
               + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
-              + (() if K.ctp else CTP_RULES))
+              + (() if K.ctp else CTP_RULES) + (() if K.two_phase else TWO_PHASE_RULES))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 
 
@@ -288,7 +289,7 @@ class KafkaModel(RuleModel):
     def machines(self):
         """The coordinator's and the client's state machines, against Kafka's tables for the
         configured version."""
-        return tables.machines(self.params.features)
+        return tables.machines(self.params.features, self.params.two_phase)
 
     def settings(self):
         """The protocol flags the configured preset (and explicit flags) stand for."""
