@@ -157,3 +157,18 @@ def test_an_init_producer_id_without_keep_prepared_txn_is_written_as_before():
     m = InitProducerId(Rpc.InitProducerId, 0, 0, 0, -1, -1)
     assert "keep_prepared_txn" not in dict(to_itf(m))
     assert dict(to_itf(m._replace(keep_prepared_txn=True)))["keep_prepared_txn"] is True
+
+
+@pytest.mark.parametrize("settings", [TWO_PC, {**TWO_PC, **TIMEOUT, **WITHOUT_KAFKA_18953}])
+def test_the_reduction_keeps_the_declaration_and_the_verdicts(settings):
+    """The new client rules' footprints (model.kafka.footprints' generic client groups) pass the
+    self-check, and the reduced search says what the full one does."""
+    from explorers.reductions.por import sample_states, self_check
+    from tests.explorers.test_por import replays, verdicts
+    m = bind(**settings)
+    assert self_check(m, sample_states(m, 400, seed=7)) == []
+    full = explore(m, BfsOptions(keep_going=True))
+    red = explore(m, BfsOptions(keep_going=True, por=True))
+    assert verdicts(full) == verdicts(red) and red.stats.distinct <= full.stats.distinct
+    for v in red.violations:
+        replays(m, v.path)
