@@ -40,8 +40,9 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
   epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367) is the flag ``fence_double_bump``, on no
   preset;
 - a reload keeps lastProducerEpoch, which TransactionLog never writes (readTxnRecord sets it
-  to -1 in every version since 2.5): a KIP-360 retry of a completed bump across a failover is
-  fenced in Kafka and accepted here (kept so that no pinned count moves);
+  to -1 in every version since 2.5, 4.4 and trunk included): a KIP-360 retry of a completed bump
+  across a failover is fenced in Kafka and accepted here, unless the flag
+  ``forget_last_producer_epoch`` is set (on no preset yet: it moves the pinned counts);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
@@ -395,8 +396,11 @@ def _completed_id(txn: TxnMetadata) -> tuple[int, int]:
 def written(K, txn: TxnMetadata) -> TxnMetadata:
     """What TransactionLog.valueToBytes writes of the metadata, hence what a new coordinator
     reloads (readTxnRecord): until 4.3 not prevProducerId nor nextProducerId, read back as -1
-    (KAFKA-20310). (lastProducerEpoch is never written and read back as -1 in any version; the
-    model still keeps it, see the module's audit notes.)"""
+    (KAFKA-20310). lastProducerEpoch is never written and read back as -1 in any version (4.4 and
+    trunk included): the flag ``forget_last_producer_epoch`` forgets it, on no preset yet (see
+    the module's audit notes)."""
+    if K.features.forget_last_producer_epoch and txn.last_producer_epoch != -1:
+        txn = txn._replace(last_producer_epoch=-1)      # readTxnRecord: NO_PRODUCER_EPOCH
     if K.features.persist_producer_ids or (txn.prev_producer_id == -1
                                            and txn.next_producer_id == -1):
         return txn

@@ -64,6 +64,12 @@ class Features(NamedTuple):
                                            # surfaces as TransactionAbortableException; no rule
                                            # reads it (the client's state is the same), the
                                            # availability claim does
+    forget_last_producer_epoch: bool = False  # what every Kafka since KIP-360 does, on no preset
+                                           # yet: TransactionLog.valueToBytes never writes
+                                           # lastProducerEpoch and readTxnRecord reads it back as
+                                           # NO_PRODUCER_EPOCH, so a failover forgets it (a KIP-360
+                                           # retry of a completed bump is then fenced); off, the
+                                           # model keeps it (the presets' pinned counts)
     two_phase_commit: bool = False         # KIP-939's coordinator side, KAFKA-18953 #19193
                                            # (4.1.0): InitProducerId with enable2Pc sets
                                            # txnTimeoutMs to Int.MaxValue and
