@@ -11,6 +11,13 @@ coordinator's for it. The TV2 leader's answer is KIP-1228 (a marker's epoch must
 the stored one, 4.2.0); TV1 relies on the next transaction never having the same epoch and result
 open while an old marker is in flight.
 
+Where it stops short: "its own" is the coordinator's view. Before KIP-890 (kafka-0.11 .. 2.7) a
+batch can land after its own transaction's abort marker (the hanging transaction that
+``no_hanging_transactions`` reports first, at a smaller depth); a late copy of that marker then
+closes it and is reported here (small: 19 steps on 0.11, 22 on 1.0 .. 2.7) although the batch is
+the same client transaction's. Telling those apart needs a ghost naming the client transaction
+each marker ends (not modelled: it would change every trace).
+
 Kafka's carve-outs: an equal-epoch marker with no open transaction is accepted as a no-op
 (KAFKA-19999, 4.2.0): it closes nothing, so this property does not speak of it and it is safe;
 a marker at the last epoch equal to the stored one is accepted over an open transaction
