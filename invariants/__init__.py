@@ -12,8 +12,8 @@ from dataclasses import replace
 from functools import partial
 
 import model   # noqa: F401  (first: it installs the compiled builds' finder, model/build/compiled.py)
-from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, offsets,
-                        transitions)
+from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, markers,
+                        offsets, transitions, two_phase)
 from model.kafka.footprints import locations
 
 # What each property reads, as kinds of model.kafka.footprints locations (partial-order reduction:
@@ -29,6 +29,8 @@ READS = {
     "client_transitions": "P", "no_hanging_transactions": "CLND", "quiescent_completion": "CL",
     "exactly_once_offsets": "PL", "an_offset_commit_is_committed": "L", "no_lost_writes": "OL",
     "no_aborted_reads": "OR", "aborted_writes_stay_aborted": "OL", "read_committed_polls": "LR",
+    "prepared_transaction_kept": "PC", "a_transaction_is_prepared": "P",
+    "marker_closes_its_own_transaction": "CL",
 }
 
 
@@ -40,4 +42,5 @@ PROPERTIES = tuple(
     replace(p, reads=partial(_reads, READS[p.name])) if p.name in READS else p
     for p in (atomicity.PROPERTIES + isolation.PROPERTIES + fencing.PROPERTIES
               + duplicates.PROPERTIES + transitions.PROPERTIES + hanging.PROPERTIES
-              + offsets.PROPERTIES + anomalies.PROPERTIES))
+              + offsets.PROPERTIES + anomalies.PROPERTIES + two_phase.PROPERTIES
+              + markers.PROPERTIES))

@@ -34,6 +34,7 @@ class InitProducerId(NamedTuple):
     producer_id: int            # v3+ (KIP-360): the client's id and epoch for an epoch bump,
     producer_epoch: int         # -1 for initTransactions
     disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
+    keep_prepared_txn: bool = False   # v6 (KIP-939): initTransactions(keepPreparedTxn=true)
 
 
 class InitProducerIdResponse(NamedTuple):
@@ -169,6 +170,7 @@ class TxnOffsetCommitResponse(NamedTuple):
 for _request in (InitProducerId, AddPartitionsToTxn, EndTxn, Produce, WriteTxnMarkers,
                  VerifyAddPartition, TxnOffsetCommit):
     _request._only_if_set = ("disconnected",)   # actions and traces name a copy, not every request
+InitProducerId._only_if_set = ("disconnected", "keep_prepared_txn")   # (traces before KIP-939)
 
 REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.Produce, Rpc.WriteTxnMarkers,
             Rpc.VerifyAddPartition, Rpc.TxnOffsetCommit)

@@ -262,6 +262,7 @@ TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
                     "ReceiveAddPartitionsToTxnResponse")
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
 RETRY_AT_LEADER_RULES = ("ExpireVerificationRetry",)
+TWO_PHASE_RULES = ("PrepareTransaction", "CompletePreparedTransaction")
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
 OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
@@ -279,6 +280,7 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
               + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
               + (() if retry else RETRY_AT_LEADER_RULES)
               + (() if K.ctp else CTP_RULES)
+              + (() if K.two_phase else TWO_PHASE_RULES)
               + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 
@@ -304,7 +306,7 @@ class KafkaModel(RuleModel):
     def machines(self):
         """The coordinator's and the client's state machines, against Kafka's tables for the
         configured version."""
-        return tables.machines(self.params.features)
+        return tables.machines(self.params.features, self.params.two_phase)
 
     def settings(self):
         """The protocol flags the configured preset (and explicit flags) stand for."""

@@ -41,6 +41,8 @@ class ClientState(IntEnum):
     ABORTING_TRANSACTION = 5
     ABORTABLE_ERROR = 6
     FATAL_ERROR = 7
+    PREPARED_TRANSACTION = 8   # KIP-939 (4.4, trunk): prepareTransaction(); numbered last so
+                               # that the older states keep their values in traces
 
 
 class Errors(IntEnum):
@@ -63,6 +65,8 @@ class Errors(IntEnum):
                                        # (maybeConvertOffsetCommitError)
     UNKNOWN_SERVER_ERROR = 15        # an IllegalStateException / IllegalArgumentException of the
                                      # coordinator (Errors.forException): an epoch past the last
+    UNSUPPORTED_VERSION = 16         # InitProducerId with keepPreparedTxn (KIP-939): not
+                                     # implemented by any coordinator (handleInitProducerId)
 
 
 class Rpc(IntEnum):

@@ -73,7 +73,8 @@ def test_twophase_agrees_with_bfs(spark, tmp_path, n, partitions):
     assert [f.name for f in (tmp_path / "run").iterdir()] == [".lock"]
 
 
-@pytest.mark.parametrize("name, settings", [("tiny", {}), ("small", {"faults.total": 1})])
+@pytest.mark.parametrize("name, settings", [("tiny", {}), ("small", {"faults.total": 1}),
+                                            ("tiny", {"workload.two_phase_commit": True})])
 def test_shipped_kafka_config_agrees_with_bfs(spark, name, settings):
     cfg = registry.load(resolve_config_path(name), overrides=settings)
     expected = bfs.explore(registry.bind(cfg))
