@@ -31,8 +31,8 @@ def test_every_claim_of_latest_kafka_holds_on_every_workload(tmp_path):
     costs = {c["workload"]: (c["states"], c["transitions"]) for c in result["costs"]}
     # network: one transaction of two records on two partitions, a request and a response lost;
     # crash: configs/tiny.toml exactly (the pinned tiny counts); consume-produce: one input
-    assert costs == {"network": (11_145, 32_145), "crash": (15_802, 46_109),
-                     "consume-produce": (433, 960)}
+    assert costs == {"network": (12_225, 36_105), "crash": (16_420, 48_189),
+                     "consume-produce": (469, 1_062)}
 
 
 def test_a_broken_kafka_fails_its_claim_with_the_shortest_counterexample(tmp_path):

@@ -61,7 +61,7 @@ def test_without_the_workload_nothing_moves():
     assert not {"PrepareTransaction", "CompletePreparedTransaction"} & names()
     assert {"PrepareTransaction", "CompletePreparedTransaction"} <= names(**TWO_PC)
     out = explore(bind())
-    assert counts(out) == (15802, 46109, 44) and not out.violations
+    assert counts(out) == (16420, 48189, 44) and not out.violations
 
 
 def test_a_prepared_transaction_is_kept_on_latest():
@@ -119,17 +119,17 @@ def test_a_late_duplicate_of_the_first_init_producer_id_aborts_a_prepared_transa
     out = explore(bind("small", **TWO_PC))
     (v,) = out.violations
     assert v.property == "prepared_transaction_kept" and len(v.path) == 15
-    assert counts(out) == (5669, 11903, 15)
+    assert counts(out) == (5882, 12452, 15)
     names = [a[0] for a in v.path.actions]
     assert names[1] == "DuplicateRequest" and v.path.actions[1][1].rpc == Rpc.InitProducerId
     last = v.path.actions[-1]
     assert last[0] == "HandleInitProducerId" and last[1].disconnected and last[2] is True
     clean = explore(bind("small", **TWO_PC, **{"faults.request_duplicates": 0}))
-    assert counts(clean) == (11262, 30262, 29) and clean.exit_code == 0, clean.violations
+    assert counts(clean) == (11572, 31279, 29) and clean.exit_code == 0, clean.violations
     broken = explore(bind("small", **TWO_PC, **WITHOUT_KAFKA_18953,
                           **{"faults.request_duplicates": 0}),
                      BfsOptions(properties=["prepared_transaction_kept"]))
-    assert counts(broken) == (2412, 4864, 14)
+    assert counts(broken) == (2460, 4998, 14)
     assert [v.property for v in broken.violations] == ["prepared_transaction_kept"]
 
 

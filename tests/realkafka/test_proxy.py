@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import io
 import json
-import os
 import socket
 import struct
 import time
