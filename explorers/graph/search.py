@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from model.capabilities import offers
 from model.core import Expectation, Model
 from explorers.bfs.search import BfsOptions
 from explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
@@ -250,7 +251,7 @@ def _search(model: Model, options: GraphOptions, always_graph: bool = False,
         expanded=np.frombuffer(bytes(expanded), dtype=np.bool_),
         src=np.frombuffer(src, dtype=np.int32), dst=np.frombuffer(dst, dtype=np.int32),
         act=np.frombuffer(act, dtype=np.int32), actions=tuple(actions))
-    kinds = list(getattr(model, "action_kinds", lambda: ())())
+    kinds = list(model.action_kinds())
     fired = np.bincount(graph.act, minlength=len(actions))
     if cut_at is not None:   # the transition a transition property stopped the search at
         fired[cut_at] += 1
@@ -286,9 +287,10 @@ def _by_name(actions, counts) -> dict[str, int]:
 
 def _liveness(model, outcome: Outcome, g: StateGraph, live, options) -> Outcome:
     t0 = time.perf_counter()
-    declared = dict(getattr(model, "fairness", lambda: {})())
+    fair_model = offers(model, "fairness")   # without it, no behaviour owes a step
+    declared = dict(model.fairness()) if fair_model else {}
     families = [(name, f.kind.value) for name, f in declared.items()]
-    family_of = getattr(model, "fair_family", lambda a: None)
+    family_of = model.fair_family if fair_model else (lambda a: None)
     fair = fairness_bits(g, families, family_of)
     violations = list(outcome.violations)
     for p, holds, when in live:
