@@ -243,7 +243,7 @@ def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
-        reduction=footprints.Reduction, symmetry=symmetry.KafkaSymmetry(RULES),
+        reduction=footprints.Reduction(DELIVERY_NAMES), symmetry=symmetry.KafkaSymmetry(RULES),
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 
