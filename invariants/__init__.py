@@ -9,11 +9,12 @@ modules import the model; nothing in ``model/`` imports them. A new concern: a m
 from __future__ import annotations
 
 import model   # noqa: F401  (first: it installs the compiled builds' finder, model/build/compiled.py)
-from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, offsets,
-                        transitions)
+from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, markers,
+                        offsets, transitions, two_phase)
 
 # Each property declares what it reads where it is defined (``reads=reads("OL")``:
 # model.kafka.footprints.reads); one without (an ``eventually`` property) reads everything.
 PROPERTIES = (atomicity.PROPERTIES + isolation.PROPERTIES + fencing.PROPERTIES
               + duplicates.PROPERTIES + transitions.PROPERTIES + hanging.PROPERTIES
-              + offsets.PROPERTIES + anomalies.PROPERTIES)
+              + offsets.PROPERTIES + anomalies.PROPERTIES + two_phase.PROPERTIES
+              + markers.PROPERTIES)

@@ -99,8 +99,10 @@ PROPERTIES = (
     Property("a_zombie_is_fenced", Expectation.SOMETIMES,
              lambda K, w: any(p.replaced and p.state == ClientState.FATAL_ERROR for p in w.producers),
              "a replaced producer instance is fenced (fatal error)",
-             # a zombie needs a second instance of a transactional.id and a crash to start it
+             # a zombie needs a second instance of a transactional.id and a crash to start it;
+             # under two-phase commit the new instance asks keepPreparedTxn, which no
+             # coordinator implements (UNSUPPORTED_VERSION): it never fences the old one
              applies=lambda K: K.producers_per_id > 1 and K.budgets.producer_crashes > 0
-             and K.budgets.total > 0,
+             and K.budgets.total > 0 and not K.two_phase,
              reads=reads("P")),
 )

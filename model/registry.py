@@ -52,6 +52,10 @@ class ModelEntry:
     releases: Mapping[str, str] = field(default_factory=dict)  # a real release -> its preset
     mutants: tuple[tuple[str, str, str], ...] = ()  # (model.mutant, invariant catching it, what)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the built-in configuration
+    # kafka-mc compare (model/comparison.py): claim -> Claim, and a Workload -> the model's
+    # configuration overrides for it (None: the system has no such workload)
+    claims: Mapping[str, Any] = field(default_factory=dict)
+    comparison: Callable[[Any], Mapping[str, Any] | None] | None = None
 
 
 def spec_entry(spec: ProtocolSpec, params: tuple[Param, ...], *, name: str | None = None,

@@ -10,7 +10,8 @@ exit 2, before any search. A trace that cannot be written after a search does no
 result: the verdict and counterexample are printed, then the write error as one line, and the
 exit code is the verdict's.
 
-One module per command group (``check``, ``graph``, ``listing``, ``traces``, ``explore``), each
+One module per command group (``check``, ``graph``, ``listing``, ``traces``, ``explore``,
+``compare``, ``real``), each
 with ``add_parser(subparsers)`` and ``main(args) -> int``; ``GROUPS`` lists them.
 """
 from __future__ import annotations
@@ -25,7 +26,7 @@ import threading
 from model.capabilities import MissingCapability
 from model.config import ConfigError
 from explorers import _interrupted_early
-from explorers.cli import check, explore, graph, listing, real, traces
+from explorers.cli import check, compare, explore, graph, listing, real, traces
 from explorers.cli.common import UsageError, Parser, error, version
 from explorers.core import interrupts
 from explorers.core.result import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
@@ -34,7 +35,7 @@ from traces.trace import TraceError
 # The command groups, in the order ``--help`` lists their commands. Each adds its commands to the
 # parser (``add_parser(subparsers)``) and runs the one parsed (``main(args) -> int``). A group of
 # another package plugs in the same way: import it and add it here.
-GROUPS = (check, graph, listing, traces, explore, real)
+GROUPS = (check, graph, listing, traces, explore, compare, real)
 
 
 def build_parser() -> argparse.ArgumentParser:

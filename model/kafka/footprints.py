@@ -21,7 +21,8 @@ Locations are the components of ``World`` and the ends of its connections:
 
 Groups: a client rule per producer instance (``(rule, i)``), a delivery per connection and
 whether the message was held back (``("deliver", conn, held)``: whichever handler the message's
-Rpc goes to), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
+Rpc goes to, and ``ExpireVerificationRetry``, the leader's other way to take a verification's
+answer), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
 place. A fault group exists only while its budget lasts (budgets only shrink), so once the faults
 are spent they no longer tie the components together. ``ExpireTransaction`` also fires, without a
 budget, once nothing else can happen (``client.idle``); while something is in flight its guard is
@@ -98,6 +99,14 @@ class Layout:
             self.sender[c] = self._endpoint(c, receiving=False, coordinator_out=coordinator_out,
                                             group_out=group_out)
         self.coordinator_out = coordinator_out
+        # offline partitions (the fault offline_partitions): a delivery to a leader, and the
+        # faults on a message to it, wait while it is offline (network.to_offline_leader), and
+        # from 4.3 the coordinator's marker send reads which are (coordinator.send_markers)
+        self.leaderless = bool(K.budgets.total and K.budgets.offline_partitions)
+        self.to_leader = {c: F([("L", c[2])]) if self.leaderless and c[0] in network.TO_LEADER
+                          else F() for c in self.conns}
+        self.markers_read = F([("L", k) for k in range(K.partitions)]) \
+            if self.leaderless and K.features.markers_skip_leaderless_partition else F()
         self._tables: dict = {}
 
     def _client(self, i):
@@ -179,12 +188,18 @@ class Layout:
         for c in self.conns:
             reads, writes, tails = self.agent[c]
             chan = self._chan(c, heads)
+            leader = self.to_leader[c]
             out[("deliver", c, False)] = Footprint(
                 reads | chan, writes | tails | {("H", c)},
-                F([("H", c)]) if c in heads else F([("T", c)]))  # only a send fills it
+                (F([("H", c)]) if c in heads else F([("T", c)])) | leader)  # a send fills it
             held = F([("D", c)])
-            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held, held)
-        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]), F([C]) | self.coordinator_out)
+            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held,
+                                                  held | leader)
+        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]) | self.markers_read,
+                                                 F([C]) | self.coordinator_out)
+        if self.leaderless:
+            for k in range(K.partitions):
+                out[("ElectLeader", k)] = Footprint(F([("L", k)]), F([("L", k)]))
         for c in range(K.consumers):
             for k in range(K.partitions):
                 out[("Fetch", c, k)] = Footprint(F([("L", k), ("R", c)]), F([("R", c)]))
@@ -225,7 +240,13 @@ class Layout:
                 out[(r, k)] = Footprint(F([("L", k), B]), F([("L", k), B]))
         elif r in ("ElectCoordinator", "ExpireTransactionalId"):
             w = F([C, B]) | self.coordinator_out | (F([CE]) if r == "ElectCoordinator" else F())
-            out[(r,)] = Footprint(F([C, CE, B]), w)
+            out[(r,)] = Footprint(F([C, CE, B]) | (self.markers_read if r == "ElectCoordinator"
+                                                    else F()), w)
+        elif r == "PartitionOffline":   # enabled while nothing is in flight to or from it
+            for k in range(K.partitions):
+                quiet = F(x for c in self.conns if 2 <= c[0] <= 7 and c[2] == k
+                          for x in self._chan(c, heads) | {("D", c)})
+                out[(r, k)] = Footprint(quiet | {("L", k), B}, F([("L", k), B]))
         elif r == "Rebalance":
             out[(r,)] = Footprint(F([G, B]), F([G, B]))
         else:   # a message fault on one connection
@@ -233,9 +254,10 @@ class Layout:
                 chan, held = F([("H", c), ("T", c)]), ("D", c)
                 if r == "DelayRequest":   # until a message follows the head, a send enables it
                     ends = F([("H", c)]) if c in followed else chan
-                    out[(r, c)] = Footprint(ends | {B}, F([("H", c), held, B]))
+                    out[(r, c)] = Footprint(ends | {B} | self.to_leader[c],
+                                            F([("H", c), held, B]))
                 elif r == "DuplicateRequest":
-                    out[(r, c)] = Footprint(chan | {B, held}, F([held, B]))
+                    out[(r, c)] = Footprint(chan | {B, held} | self.to_leader[c], F([held, B]))
                 else:   # a loss: the message goes, and its sender (or requester) times out
                     sr, sw, st = self.sender[c]
                     rr, rw, rt = self.agent[c]
@@ -278,13 +300,15 @@ class Reduction:
         name = a[0]
         if name in self.delivery:
             return ("deliver", connection(a[1]), a[2])
+        if name == "ExpireVerificationRetry":   # the leader's other way to take the answer
+            return ("deliver", connection(a[1]), False)
         if name in ("DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse"):
             return (name, connection(a[1]))
         if name == "CrashProducer":
             return (name, a[1])
         if name in ("Fetch",):
             return (name, a[1], a[2])
-        if name == "LoseProducerState":
+        if name in ("LoseProducerState", "PartitionOffline", "ElectLeader"):
             return (name, a[1])
         if name in CLIENT_RULES or name == "ExpireBatch":
             return (name, a[1])

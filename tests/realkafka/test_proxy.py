@@ -18,7 +18,6 @@ import pytest
 from realkafka import releases, wire
 from realkafka.proxy import DROP, DUPLICATE, HOLD, Fault, Proxy
 
-os.environ.setdefault("KAFKA_MC_KAFKA_CACHE", "/work/kafka-cache")
 RELEASE = releases.NEWEST
 
 pytestmark = pytest.mark.skipif(not releases.fetched(RELEASE),
