@@ -30,6 +30,7 @@ delayed over a failover closes the next transaction, 29 steps).
 from __future__ import annotations
 
 from model.core import Expectation, Property
+from model.kafka.footprints import reads
 from model.kafka.partition import entry_of
 from model.kafka.world import TxnState
 
@@ -56,5 +57,6 @@ PROPERTIES = (
              marker_closes_its_own_transaction,
              "a marker appended over an open transaction ends the transaction its coordinator "
              "is ending with it (PrepareCommit / PrepareAbort for its result, producer id and "
-             "epoch), never the producer id's next one"),
+             "epoch), never the producer id's next one",
+             reads=reads("CL")),
 )

@@ -16,6 +16,7 @@ prepared transaction (tests/model/test_two_phase.py).
 from __future__ import annotations
 
 from model.core import Expectation, Property
+from model.kafka.footprints import reads
 from model.kafka.world import ClientState, TxnState
 
 PREPARED = ClientState.PREPARED_TRANSACTION
@@ -39,8 +40,9 @@ PROPERTIES = (
     Property("prepared_transaction_kept", Expectation.ALWAYS, prepared_transaction_kept,
              "a prepared transaction stays Ongoing at its coordinator, at the producer's id and "
              "epoch, until completeTransaction decides it (no timeout or abort of the "
-             "coordinator's own: KIP-939)"),
+             "coordinator's own: KIP-939)",
+             reads=reads("PC")),
     Property("a_transaction_is_prepared", Expectation.SOMETIMES, a_transaction_is_prepared,
              "some producer prepares a transaction (prepareTransaction)",
-             applies=lambda K: K.two_phase),
+             applies=lambda K: K.two_phase, reads=reads("P")),
 )

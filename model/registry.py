@@ -30,7 +30,8 @@ from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
 from model.canonical import with_symmetry
-from model.core import Property
+from model.capabilities import MissingCapability, check_declared
+from model.core import ModelBase, Property
 from model.symmetry import SymmetryError
 from model.protocol import DuplicateName, ProtocolSpec, RuleModel
 
@@ -181,7 +182,8 @@ def from_dict(sections: Mapping[str, Any], source: str = "<dict>") -> Config:
 
 def bind(cfg: Config):
     """The Model for a configuration, with the properties registered for it; with ``[check]
-    symmetry``, its view canonicalises under the symmetries it declares (``with_symmetry``)."""
+    symmetry``, its view canonicalises under the symmetries it declares (``with_symmetry``).
+    A model defining hooks of a capability it does not declare is refused (``check_declared``)."""
     props = properties_for(cfg.model)
     names = [p.name for p in props]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -193,6 +195,10 @@ def bind(cfg: Config):
     except DuplicateName as e:   # a registered property named like one of the model's own
         raise ConfigError(f"model {cfg.model}: {e} (a property set of {PROPERTIES_GROUP} "
                           "repeats one of the model's own)") from None
+    try:
+        check_declared(model, ModelBase)
+    except MissingCapability as e:
+        raise ConfigError(str(e)) from None
     if cfg.get("check.symmetry"):
         try:
             return with_symmetry(model)

@@ -103,7 +103,7 @@ def test_the_import_graph_has_no_circle():
 CONTRACT = {"model", "model.core", "model.protocol", "model.config", "model.codec",
             "model.registry", "model.build.compiled", "model.fingerprints", "model.display",
             "model.symmetry", "model.canonical", "model.symbolic", "model.observations",
-            "model.comparison"}
+            "model.capabilities", "model.comparison"}
 
 
 def test_explorers_and_trace_tools_import_only_the_contract():

@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 
+from model.capabilities import MissingCapability
 from model.config import ConfigError
 from explorers import _interrupted_early
 from explorers.cli import check, compare, explore, graph, listing, real, traces
@@ -211,7 +212,7 @@ def _command(argv) -> tuple[int, str | None]:
             raise UsageError(f"a command is required: {', '.join(names)} or {last} "
                              "(see kafka-mc --help)")
         return parser.groups[args.command].main(args), command
-    except (UsageError, ConfigError, TraceError) as e:
+    except (UsageError, ConfigError, TraceError, MissingCapability) as e:
         error(str(e))
         return EXIT_USAGE, command
     except KeyboardInterrupt:

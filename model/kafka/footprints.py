@@ -32,7 +32,10 @@ The declaration is checked by ``explorers.por.self_check`` (tests/explorers/test
 """
 from __future__ import annotations
 
-from model.kafka import client, network, producer
+from functools import partial
+from typing import Callable
+
+from model.kafka import client, faults, network, producer
 from model.kafka.network import Rpc, connection
 from model.kafka.world import Errors, World
 from model.core import Footprint
@@ -56,21 +59,11 @@ def _alike() -> dict:
 
 ALIKE = _alike()
 
-# the delivery rules (their actions are (name, message, held))
-DELIVERY_RULES = frozenset({
-    "HandleInitProducerId", "HandleAddPartitionsToTxn", "HandleEndTxn", "HandleVerifyAddPartition",
-    "HandleWriteTxnMarkersResponse", "HandleProduce", "HandleWriteTxnMarkers",
-    "HandleVerifyAddPartitionResponse", "HandleTxnOffsetCommit", "ReceiveInitProducerIdResponse",
-    "ReceiveAddPartitionsToTxnResponse", "ReceiveEndTxnResponse", "ReceiveProduceResponse",
-    "ReceiveTxnOffsetCommitResponse"})
 CLIENT_RULES = tuple(r.name for r in client.CLIENT_RULES)
-FAULT_BUDGETS = {"CrashProducer": "producer_crashes", "DelayRequest": "request_delays",
-                 "DuplicateRequest": "request_duplicates", "LoseRequest": "request_losses",
-                 "LoseResponse": "response_losses", "ExpireBatch": "batch_expiries",
-                 "LoseProducerState": "producer_state_losses",
-                 "ElectCoordinator": "coordinator_failovers",
-                 "ExpireTransactionalId": "transactional_id_expirations",
-                 "Rebalance": "rebalances", "PartitionOffline": "offline_partitions"}
+# the fault rules and the budget each spends, from the fault table (faults.FAULTS), but the one
+# that may fire without its budget (faults.UNBUDGETED: its footprint is declared apart)
+FAULT_BUDGETS = {r.name: f.budget for f in faults.FAULTS for r in f.rules
+                 if r.name not in faults.UNBUDGETED}
 
 
 class Layout:
@@ -288,7 +281,12 @@ _LAYOUTS: dict = {}
 
 
 class Reduction:
-    """The Kafka model's partial-order reduction hooks (``ProtocolSpec.reduction``)."""
+    """The Kafka model's partial-order reduction hooks (``ProtocolSpec.reduction``), for the
+    spec's delivery rules (``delivery``: their names; their actions are ``(name, message,
+    held)``), which the spec gives it as it assembles them (``spec.DELIVERY_NAMES``)."""
+
+    def __init__(self, delivery: frozenset):
+        self.delivery = delivery
 
     @staticmethod
     def footprints(K, w):
@@ -298,10 +296,9 @@ class Reduction:
     def footprints_anywhere(K):
         return _layout(K).anywhere()
 
-    @staticmethod
-    def group(K, a):
+    def group(self, K, a):
         name = a[0]
-        if name in DELIVERY_RULES:
+        if name in self.delivery:
             return ("deliver", connection(a[1]), a[2])
         if name == "ExpireVerificationRetry":   # the leader's other way to take the answer
             return ("deliver", connection(a[1]), False)
@@ -386,4 +383,18 @@ def locations(K, *kinds) -> frozenset:
     return frozenset(out)
 
 
-__all__ = ["Reduction", "locations", "Rpc", "network"]
+def reads(kinds: str) -> Callable:
+    """A property's ``reads`` (``model.core.Property``; partial-order reduction: a step writing
+    one of them is visible to the property), declared beside the property as kinds of locations:
+    P producers, O what their applications were told (``Producer.outcomes``), C the coordinator,
+    L partition logs, R consumers, N connections, D held-back messages. Resolved per
+    configuration by ``RuleModel`` (``K -> locations(K, *kinds)``). A transition property fails
+    only on a step that changes what it reads."""
+    return partial(_reads, kinds)
+
+
+def _reads(kinds: str, K) -> frozenset:
+    return locations(K, *kinds)
+
+
+__all__ = ["Reduction", "locations", "reads", "Rpc", "network"]

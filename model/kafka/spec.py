@@ -20,6 +20,7 @@ import typing
 from functools import partial
 from operator import is_
 
+from model.capabilities import Capabilities
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.core import WF
@@ -251,7 +252,7 @@ def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
-        reduction=footprints.Reduction, symmetry=symmetry.KafkaSymmetry(RULES),
+        reduction=footprints.Reduction(DELIVERY_NAMES), symmetry=symmetry.KafkaSymmetry(RULES),
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 
@@ -286,7 +287,10 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
 
 
 class KafkaModel(RuleModel):
-    """The Kafka spec bound to a configuration, with its sequence diagram."""
+    """The Kafka spec bound to a configuration, with its sequence diagram, its symbolic model and
+    its observations of real runs."""
+
+    capabilities = Capabilities(diagrams=True, symbolic=True, observations=True)
 
     def lifelines(self):
         return diagram.lifelines(self.params)
@@ -321,6 +325,11 @@ class KafkaModel(RuleModel):
     def setting_defaults(self):
         """A flag's default is the behaviour before the Kafka change it names."""
         return {f"protocol.{flag}": value for flag, value in Features()._asdict().items()}
+
+    def observations(self, events):
+        """What a recorded run of real Kafka observes (model/kafka/observations.py)."""
+        from model.kafka import observations
+        return observations.observations(self, events)
 
 
 def _build(cfg: Config, properties=()):

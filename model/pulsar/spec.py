@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.capabilities import Capabilities
 from model.config import Param
 from model.core import WF, Event
 from model.protocol import ProtocolSpec, Rule, RuleModel
@@ -178,6 +179,8 @@ def message_text(m) -> str:
 class PulsarModel(RuleModel):
     """The spec bound to a configuration: claims Pulsar does not make here are set aside
     (``not_claimed``), a sequence diagram, the preset's setting."""
+
+    capabilities = Capabilities(diagrams=True)
 
     def __init__(self, spec, cfg):
         super().__init__(spec, cfg)

@@ -60,6 +60,7 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
+from model.capabilities import Capabilities
 from model.config import Config, Param
 from model.core import Event, WF
 from model.protocol import ProtocolSpec, RuleModel, Rule
@@ -376,6 +377,8 @@ SPEC = ProtocolSpec(
 
 class RocketMQModel(RuleModel):
     """The RocketMQ spec bound to a configuration, with its panels and sequence diagram."""
+
+    capabilities = Capabilities(diagrams=True)
 
     def lifelines(self):
         return ("application", "producer", "broker", "consumer")
