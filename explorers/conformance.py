@@ -141,7 +141,7 @@ class Conformance:
 def _key_function(model):
     """state -> fingerprint of its view (the explorers' dedup key, without symmetry: a run
     names its clients, so states are not identified up to renaming)."""
-    if getattr(model, "packed", False):
+    if model.packed:
         return lambda s: s
     view = model.view
     if getattr(view, "is_identity", False):
@@ -172,7 +172,7 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
              max_nodes: int = MAX_NODES) -> Conformance:
     """Search ``model`` for a behaviour the run ``events`` is a recording of."""
     started = time.perf_counter()
-    if getattr(model, "symmetric", False):
+    if model.symmetric:
         raise ValueError("validate a model bound without [check] symmetry: a run names its "
                          "clients, so states are not the same up to renaming them")
     obs = observations if observations is not None else observations_of(model, events)
@@ -180,8 +180,7 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
     total = len(items)
     lengths = tuple(len(s) for s in streams)
     key_of = _key_function(model)
-    successors = getattr(model, "successors", None) or (
-        lambda s: [(a, model.step(s, a)) for a in model.actions(s)])
+    successors = model.successors
     silent_cache: dict[str, bool] = {}
     skipped = obs.skipped
 
@@ -307,7 +306,7 @@ def _divergence(model, frontier, streams, lengths, items, skipped, silent, best)
     """The report at the furthest nodes the search reached: the earliest (in the run) of the
     events pending there, with its near misses (enabled steps of its kind, or the state, by the
     fewest differing fields), and each other stream's next event with its nearest miss."""
-    fmt = getattr(model, "format_action", lambda a: repr(a))
+    fmt = model.format_action
     near: dict[int, dict[str, str]] = {}     # item -> action (or the state) -> why not
     for s, pos in frontier:
         heads = [streams[j][p] for j, p in enumerate(pos) if p < lengths[j]]
@@ -349,8 +348,7 @@ def _divergence(model, frontier, streams, lengths, items, skipped, silent, best)
 
 
 def _successors(model, s):
-    succ = getattr(model, "successors", None)
-    return succ(s) if succ is not None else [(a, model.step(s, a)) for a in model.actions(s)]
+    return model.successors(s)
 
 
 class RunError(ValueError):

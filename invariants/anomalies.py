@@ -20,6 +20,7 @@ What a transaction's application saw is the ghost ``Producer.outcomes``; a recor
 from __future__ import annotations
 
 from invariants.history import fates, record_fates, txn_fates
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.world import Control, Outcome, RecordId
 
@@ -70,14 +71,18 @@ def read_committed_polls(K, w) -> bool:
 PROPERTIES = (
     Property("no_lost_writes", Expectation.ALWAYS, no_lost_writes,
              "every record of a transaction whose commit the application saw is in its "
-             "partition's log (lost write)"),
+             "partition's log (lost write)",
+             reads=reads("OL")),
     Property("no_aborted_reads", Expectation.ALWAYS, no_aborted_reads,
              "a read_committed consumer never returns a record of a transaction whose abort the "
-             "application saw, even one appended after the abort (aborted read)"),
+             "application saw, even one appended after the abort (aborted read)",
+             reads=reads("OR")),
     Property("aborted_writes_stay_aborted", Expectation.ALWAYS, aborted_writes_stay_aborted,
-             "no record of a transaction whose abort the application saw is ever committed"),
+             "no record of a transaction whose abort the application saw is ever committed",
+             reads=reads("OL")),
     Property("read_committed_polls", Expectation.ALWAYS, read_committed_polls,
              "per partition, a read_committed consumer has returned exactly the committed records "
              "below its position, once each and in log order (no skipped, repeated or "
-             "out-of-order poll)"),
+             "out-of-order poll)",
+             reads=reads("LR")),
 )

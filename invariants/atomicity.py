@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from invariants.history import txn_fates
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.world import Control, Outcome
 
@@ -29,13 +30,17 @@ def can_abort(K) -> bool:
 PROPERTIES = (
     Property("txn_atomicity", Expectation.ALWAYS, txn_atomicity,
              "every client transaction's records end all committed or all aborted, on every "
-             "partition it wrote"),
+             "partition it wrote",
+             reads=reads("L")),
     Property("committed_writes_visible", Expectation.ALWAYS, committed_writes_visible,
-             "a transaction whose commit the client saw succeed never has a record aborted"),
+             "a transaction whose commit the client saw succeed never has a record aborted",
+             reads=reads("OL")),
     Property("a_commit_happens", Expectation.SOMETIMES,
              lambda K, w: any(Outcome.COMMITTED in p.outcomes for p in w.producers),
-             "some application sees commitTransaction succeed"),
+             "some application sees commitTransaction succeed",
+             reads=reads("O")),
     Property("an_abort_happens", Expectation.SOMETIMES,
              lambda K, w: any(b.control == Control.ABORT for part in w.partitions for b in part.log),
-             "some partition gets an ABORT marker", applies=can_abort),
+             "some partition gets an ABORT marker", applies=can_abort,
+             reads=reads("L")),
 )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from invariants.history import fates
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.world import Control
 
@@ -16,5 +17,6 @@ def no_duplicates(K, w) -> bool:
 
 PROPERTIES = (
     Property("no_duplicates", Expectation.ALWAYS, no_duplicates,
-             "a producer record appears at most once among the records a partition exposes"),
+             "a producer record appears at most once among the records a partition exposes",
+             reads=reads("L")),
 )

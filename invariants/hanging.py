@@ -1,6 +1,7 @@
 """Hanging transactions and completion."""
 from __future__ import annotations
 
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.client import CLIENT_RULES
 from model.kafka.network import Rpc
@@ -60,9 +61,11 @@ def stable(K, w) -> bool:
 PROPERTIES = (
     Property("no_hanging_transactions", Expectation.ALWAYS, no_hanging_transactions,
              "an open transaction at a partition is known to its coordinator as ongoing or being "
-             "completed"),
+             "completed",
+             reads=reads("CLND")),
     Property("quiescent_completion", Expectation.TERMINAL, completed,
-             "in a state with no enabled action, no transaction is left open or in Prepare*"),
+             "in a state with no enabled action, no transaction is left open or in Prepare*",
+             reads=reads("CL")),
     Property("eventual_completion", Expectation.EVENTUALLY, completed,
              "every begun transaction is eventually completed", when=not_completed),
     Property("markers_close_transactions", Expectation.EVENTUALLY, closed_at_leaders,

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from invariants.history import open_transactions, record_fates
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.partition import last_stable_offset
 from model.kafka.world import Control
@@ -27,11 +28,14 @@ def lso_safety(K, w) -> bool:
 PROPERTIES = (
     Property("read_committed_isolation", Expectation.ALWAYS, read_committed_isolation,
              "a read_committed consumer never returns a record of an aborted or undecided "
-             "transaction"),
+             "transaction",
+             reads=reads("LR")),
     Property("lso_safety", Expectation.ALWAYS, lso_safety,
              "the LSO never passes the first offset of an open transaction and read_committed "
-             "never reads past the LSO"),
+             "never reads past the LSO",
+             reads=reads("LR")),
     Property("a_read_returns_committed_data", Expectation.SOMETIMES,
              lambda K, w: any(c.returned for c in w.consumers),
-             "a read_committed consumer returns a record", applies=lambda K: K.consumers > 0),
+             "a read_committed consumer returns a record", applies=lambda K: K.consumers > 0,
+             reads=reads("R")),
 )

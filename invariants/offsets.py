@@ -4,6 +4,7 @@ input is skipped (an application never starts past an input whose every processi
 from __future__ import annotations
 
 from invariants.history import offset_commit_fates, output_fates
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.world import Control
 
@@ -37,9 +38,11 @@ PROPERTIES = (
     Property("exactly_once_offsets", Expectation.ALWAYS, exactly_once_offsets,
              "a consumed input offset is committed iff the outputs of the same transaction are "
              "committed: no input offset has committed outputs from two transactions, and none "
-             "below a member's position has only aborted ones"),
+             "below a member's position has only aborted ones",
+             reads=reads("PL")),
     Property("an_offset_commit_is_committed", Expectation.SOMETIMES,
              lambda K, w: any(COMMIT in f for f in offset_commit_fates(K, w).values()),
              "a transactional offset commit is materialised by a COMMIT marker",
-             applies=lambda K: K.ctp),   # only consume-transform-produce commits offsets
+             applies=lambda K: K.ctp,
+             reads=reads("L")),   # only consume-transform-produce commits offsets
 )

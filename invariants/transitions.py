@@ -2,6 +2,7 @@
 the configured version (``model.kafka.tables``, extracted from apache/kafka)."""
 from __future__ import annotations
 
+from model.kafka.footprints import reads
 from model.core import Expectation, Property
 from model.kafka.tables import client_step, client_table, coordinator_step, coordinator_table
 
@@ -19,14 +20,16 @@ def coordinator_transitions(K, s, a, t) -> bool:
 
 
 def client_transitions(K, s, a, t) -> bool:
-    return _allowed(client_table(K.features), client_step(K.features, s, a, t))
+    return _allowed(client_table(K.features, K.two_phase), client_step(K.features, s, a, t))
 
 
 PROPERTIES = (
     Property("coordinator_transitions", Expectation.TRANSITION, coordinator_transitions,
              "every coordinator state change is allowed by Kafka's table for the configured "
-             "version"),
+             "version",
+             reads=reads("C")),
     Property("client_transitions", Expectation.TRANSITION, client_transitions,
              "every producer client state change is allowed by Kafka's table for the configured "
-             "version"),
+             "version",
+             reads=reads("P")),
 )

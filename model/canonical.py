@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
+from model.capabilities import offers
 from model.core import ModelBase
 from model.fingerprints import fingerprint
 from model.symmetry import SymmetryError, group_elements, least_fingerprint
@@ -19,7 +20,7 @@ def with_symmetry(model):
     fingerprint, but no longer the state itself, so the model is no longer ``packed``. With a
     group of order 1 (one transactional.id, one partition) the view is left as it is. A model's
     own ``reduction_view`` (partial-order reduction) is canonicalised likewise."""
-    symmetries = tuple(model.symmetries())
+    symmetries = tuple(model.symmetries()) if offers(model, "symmetry") else ()
     if not symmetries:
         raise SymmetryError(f"model {model.name} declares no symmetry: --symmetry / [check] "
                             "symmetry does not apply to it")
@@ -28,8 +29,8 @@ def with_symmetry(model):
     if len(elements) == 1:
         return model
     view, permute, canonical = model.view, model.permute, model.canonical
-    if "reduction_view" in vars(model) or \
-            type(model).reduction_view is not ModelBase.reduction_view:
+    if offers(model, "reduction") and ("reduction_view" in vars(model) or
+                                       type(model).reduction_view is not ModelBase.reduction_view):
         own = model.reduction_view
         # (a model's canonical form is taken of the view, not of the state: states with equal
         # views then have equal canonical views, so the remembered key is theirs whichever of

@@ -16,6 +16,10 @@ A model is a transition system over immutable values. Explorers see only this mo
   ``permute``; ``model.symmetry``); ``model.canonical.with_symmetry`` makes a bound model's
   ``view`` canonicalise under them (and gives it ``view_fingerprint`` / ``reduction_fingerprint``, the keys explorers then use).
 
+* ``Capabilities``: the optional hooks of ``ModelBase`` grouped by what they serve (reduction,
+  symmetry, fairness, swarm, diagrams, symbolic, observations); a model declares the ones it
+  offers and explorers ask the declaration (``model.capabilities``).
+
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
 build in the hot path and readable in traces. A model names each action's parameters in
 ``action_params`` so traces and reports can print ``RMPrepare(rm=3)``.
@@ -35,6 +39,7 @@ from typing import (Any, Callable, Hashable, Iterable, Mapping, NamedTuple, Prot
 # module: fingerprints (``model.fingerprints``), actions and values as people read them
 # (``model.display``), symmetry (``model.symmetry``; canonical views: ``model.canonical``) and the
 # symbolic hook (``model.symbolic``).
+from model.capabilities import Capabilities  # noqa: F401
 from model.display import Action, action_name, format_action, show  # noqa: F401
 from model.fingerprints import (INT_MAX, INT_MIN, ViewError, check_view,  # noqa: F401
                                 collision_probability, fingerprint)
@@ -194,6 +199,11 @@ identity_view.is_identity = True
 class ModelBase:
     """Defaults for the optional parts of the contract.
 
+    ``capabilities``: what the model offers beyond the core (``model.capabilities``): the hook
+    methods below are grouped into capabilities (reduction, symmetry, fairness, swarm, diagrams,
+    symbolic, observations), and explorers call a capability's hooks only when the model
+    declares it, in this value (their defaults below stand for "not offered").
+
     ``packed``: a model whose states are ints in ``[0, 2**61 - 1)`` and are their own view sets it,
     and explorers then use the state itself as its fingerprint (``hash`` of such an int is the int:
     no collisions, no hashing work). ``check_deadlock``: whether a state without enabled actions is
@@ -207,12 +217,22 @@ class ModelBase:
     """
 
     name = "model"
+    capabilities = Capabilities()
     packed = False
     check_deadlock = True
     locality: Callable[[Any], Hashable] | None = None
     action_params: Mapping[str, tuple[str, ...]] = {}
 
     view = identity_view
+
+    @classmethod   # (implicit in Python; said for the compiled build)
+    def __init_subclass__(cls, **kw):
+        """A subclass's ``capabilities`` adds to what its bases declare (a subclass of
+        ``RuleModel`` declaring ``diagrams`` keeps ``fairness`` and ``swarm``)."""
+        super().__init_subclass__(**kw)
+        if "capabilities" in vars(cls):
+            for base in cls.__mro__[1:]:
+                cls.capabilities = cls.capabilities | getattr(base, "capabilities", Capabilities())
 
     def within_bounds(self, s) -> bool:
         return True
@@ -227,6 +247,8 @@ class ModelBase:
 
     def format_action(self, a: Action) -> str:
         return format_action(a, self.action_params.get(a[0], ()))
+
+    # Fairness (capability ``fairness``; explorers/graph): liveness is checked under it.
 
     def fairness(self) -> Mapping[str, Fair]:
         """The fairness conditions, by family name: liveness is checked on the behaviours that
@@ -252,7 +274,7 @@ class ModelBase:
         stands for): a trace that records settings but not this one meant that value."""
         return {}
 
-    # Swarm simulation (optional; explorers/walks/swarm.py). A model that declares nothing gets swarm
+    # Swarm simulation (capability ``swarm``; explorers/walks/swarm.py). A model that declares nothing gets swarm
     # walks that only reweight its actions: no family is ever left out.
 
     def swarm_families(self) -> tuple[str, ...]:
@@ -270,7 +292,7 @@ class ModelBase:
         may deliver such messages late, after many other steps)."""
         return False
 
-    # Partial-order reduction (optional; explorers/reductions/por.py). A model that declares nothing is
+    # Partial-order reduction (capability ``reduction``; explorers/reductions/por.py). A model that declares nothing is
     # reduced to nothing: every action is dependent on every other.
 
     def footprints(self, s) -> Mapping[Hashable, Footprint] | None:
@@ -324,16 +346,20 @@ class ModelBase:
         producer, partition leader and consumer, each leader with its last stable offset)."""
         return dict(self.itf_encode(s))
 
-    # The sequence-diagram hook (optional): lifelines, left to right, and what a step does.
+    # Sequence diagrams (capability ``diagrams``): lifelines, left to right, and what a step does.
     # Producers, coordinators, partition leaders, the group coordinator and consumers are
     # lifelines of the Kafka model; by default the model is one lifeline and a step one note.
 
     def lifelines(self) -> tuple[str, ...]:
         return (self.name,)
 
-    # Symmetry reduction (optional; ``model.canonical.with_symmetry``). A model that declares nothing has none.
+    # Symmetry reduction (capability ``symmetry``; ``model.canonical.with_symmetry``). A model that declares nothing has none.
 
     symmetric = False   # set by ``with_symmetry``: ``view`` canonicalises under ``symmetries``
+    # set by ``with_symmetry`` (``model.canonical.remembered``): state -> fingerprint of its
+    # canonical view (reduction view), the keys explorers then use; None: fingerprint the view
+    view_fingerprint: Callable[[Any], int] | None = None
+    reduction_fingerprint: Callable[[Any], int] | None = None
 
     def symmetries(self) -> tuple["Symmetry", ...]:
         """The sets of interchangeable identifiers in this configuration (none by default)."""
@@ -353,9 +379,13 @@ class ModelBase:
     # ``with_symmetry`` tries them all.
     canonical: Callable[[Any], Any] | None = None
 
+    # Observations (optional, capability ``observations``; ``model.observations``): a model that
+    # can be held against recorded runs of the real system defines ``observations(events) ->
+    # Observations`` (no default: ``model.observations.observations_of`` refuses a model without).
+
     def symbolic(self) -> "SymbolicSystem | None":
         """The model's symbolic transition system (``SymbolicSystem``), for the symbolic
-        explorer; None: the model offers none."""
+        explorer (capability ``symbolic``); None: none in this configuration."""
         return None
 
     def describe(self, s, a: Action, t) -> tuple[Event, ...]:

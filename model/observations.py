@@ -25,21 +25,20 @@ Real identifiers are renamed to the model's by the mapping itself: it sees the w
 it is built (``observations(events)``), so it can number a system's allocated identifiers in
 allocation order (``in_order``: real producer ids 1000, 1001 -> the model's 0, 1).
 
-How a model offers its mapping: a bound model's ``observations(events) -> Observations``
-(``observations_of`` finds it). Until the models carry that method (and, after the explorers'
-reshape, a capability of the model contract), ``INTERIM`` names the mapping of the models that
-have one, by model name.
+How a model offers its mapping: the ``observations`` capability (``model.capabilities``), a
+bound model's ``observations(events) -> Observations``; ``observations_of`` asks for it.
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
+
+from model.capabilities import MissingCapability, offers
 
 Event = Mapping[str, Any]
 
 __all__ = ["Observation", "Observations", "NoObservations", "step", "state", "either",
-           "differs", "in_order", "observations_of", "INTERIM"]
+           "differs", "in_order", "observations_of"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ class Observations:
     unseen: str = ""
 
 
-class NoObservations(ValueError):
+class NoObservations(MissingCapability):
     """The model declares no observations (one line)."""
 
 
@@ -124,23 +123,10 @@ def in_order(values: Iterable[int], keep: Iterable[int] = (-1,)) -> dict[int, in
     return {v: i for i, v in enumerate(sorted(set(values) - keep))} | {k: k for k in keep}
 
 
-# model name -> "module:function" of its mapping, ``function(model, events) -> Observations``;
-# until the models offer ``observations`` themselves (see the module docstring).
-INTERIM = {"kafka": "model.kafka.observations:observations",
-           "twophase": "model.toys.twophase_observations:observations",
-           "twophase-broken": "model.toys.twophase_observations:observations"}
-
-
 def observations_of(model, events: Sequence[Event]) -> Observations:
-    """The model's mapping for the run ``events``; ``NoObservations`` when it declares none."""
-    offered = getattr(model, "observations", None)
-    if callable(offered):
-        return offered(events)
-    # the registered model's name (a mutant's own name is "kafka+<mutant>")
-    target = INTERIM.get(getattr(getattr(model, "cfg", None), "model", None)) or \
-        INTERIM.get(getattr(model, "name", ""))
-    if target is None:
+    """The model's mapping for the run ``events``; ``NoObservations`` when it offers none."""
+    if not offers(model, "observations"):
         raise NoObservations(f"model {getattr(model, 'name', model)!r} declares no observations: "
-                             "it cannot be held against a recorded run")
-    module, function = target.split(":")
-    return getattr(importlib.import_module(module), function)(model, events)
+                             "it cannot be held against a recorded run (the observations "
+                             "capability, model.capabilities)")
+    return model.observations(events)

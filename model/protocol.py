@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace as dc_replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from model.capabilities import Capabilities
 from model.core import Action, Fair, ModelBase, Property
 
 
@@ -104,9 +105,15 @@ def _edit(kind, items, replace, add, remove):
 
 
 class RuleModel(ModelBase):
-    """A ``ProtocolSpec`` bound to a configuration: the ``Model`` explorers run."""
+    """A ``ProtocolSpec`` bound to a configuration: the ``Model`` explorers run. It offers the
+    fairness and swarm capabilities (derived from its rules), reduction and symmetry when its
+    spec carries them, and what a subclass declares (``model.capabilities``)."""
+
+    capabilities = Capabilities(fairness=True, swarm=True)
 
     def __init__(self, spec: ProtocolSpec, cfg: Any):
+        self.capabilities = type(self).capabilities | Capabilities(
+            reduction=spec.reduction is not None, symmetry=spec.symmetry is not None)
         self.spec, self.cfg, self.name = spec, cfg, spec.name
         self.params = p = spec.params(cfg) if spec.params else cfg
         self.packed, self.check_deadlock = spec.packed, spec.check_deadlock

@@ -30,7 +30,8 @@ from typing import Any, Callable, Mapping
 
 from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
 from model.canonical import with_symmetry
-from model.core import Property
+from model.capabilities import MissingCapability, check_declared
+from model.core import ModelBase, Property
 from model.symmetry import SymmetryError
 from model.protocol import DuplicateName, ProtocolSpec, RuleModel
 
@@ -51,6 +52,10 @@ class ModelEntry:
     releases: Mapping[str, str] = field(default_factory=dict)  # a real release -> its preset
     mutants: tuple[tuple[str, str, str], ...] = ()  # (model.mutant, invariant catching it, what)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # the built-in configuration
+    # kafka-mc compare (model/comparison.py): claim -> Claim, and a Workload -> the model's
+    # configuration overrides for it (None: the system has no such workload)
+    claims: Mapping[str, Any] = field(default_factory=dict)
+    comparison: Callable[[Any], Mapping[str, Any] | None] | None = None
 
 
 def spec_entry(spec: ProtocolSpec, params: tuple[Param, ...], *, name: str | None = None,
@@ -177,7 +182,8 @@ def from_dict(sections: Mapping[str, Any], source: str = "<dict>") -> Config:
 
 def bind(cfg: Config):
     """The Model for a configuration, with the properties registered for it; with ``[check]
-    symmetry``, its view canonicalises under the symmetries it declares (``with_symmetry``)."""
+    symmetry``, its view canonicalises under the symmetries it declares (``with_symmetry``).
+    A model defining hooks of a capability it does not declare is refused (``check_declared``)."""
     props = properties_for(cfg.model)
     names = [p.name for p in props]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -189,6 +195,10 @@ def bind(cfg: Config):
     except DuplicateName as e:   # a registered property named like one of the model's own
         raise ConfigError(f"model {cfg.model}: {e} (a property set of {PROPERTIES_GROUP} "
                           "repeats one of the model's own)") from None
+    try:
+        check_declared(model, ModelBase)
+    except MissingCapability as e:
+        raise ConfigError(str(e)) from None
     if cfg.get("check.symmetry"):
         try:
             return with_symmetry(model)

@@ -78,7 +78,7 @@ def least_fingerprint(images: Iterable) -> Any:
 
 def symmetry_note(model) -> dict | None:
     """What a report says about a search under symmetry (None: it was off)."""
-    if not getattr(model, "symmetric", False):
+    if not model.symmetric:
         return None
     symmetries = tuple(model.symmetries())
     return {"groups": [{"name": x.name, "size": x.size} for x in symmetries],

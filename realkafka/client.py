@@ -341,17 +341,26 @@ class Admin(_Client):
     kind = "admin"
 
     def create_topics(self, topics: dict[str, int], replication: int = 1, config: dict | None = None,
-                      exist_ok: bool = False, timeout: float | None = None) -> dict:
-        """{name: partitions} created with ``replication``; {name: "created" | "exists"}."""
+                      exist_ok: bool = False, timeout: float | None = None,
+                      assignment: dict[int, list[int]] | None = None) -> dict:
+        """{name: partitions} created with ``replication`` (or, with ``assignment``, each
+        partition's replicas on the brokers it names, the first its preferred leader: then
+        ``partitions`` must be its size); {name: "created" | "exists"}."""
+        if assignment is not None and any(len(assignment) != int(p) for p in topics.values()):
+            raise ValueError("an assignment names every partition of the topic")
         rows = [{"name": n, "partitions": int(p), "replication": int(replication),
-                 "config": {k: str(v) for k, v in (config or {}).items()} or None}
+                 "config": {k: str(v) for k, v in (config or {}).items()} or None,
+                 "assignment": None if assignment is None else
+                 {str(k): [int(b) for b in v] for k, v in assignment.items()}}
                 for n, p in topics.items()]
         return self._call("create_topics", {"topics": rows, "exist_ok": exist_ok}, timeout)
 
     def create_topic(self, name: str, partitions: int = 1, replication: int = 1,
                      config: dict | None = None, exist_ok: bool = False,
-                     timeout: float | None = None) -> str:
-        return self.create_topics({name: partitions}, replication, config, exist_ok, timeout)[name]
+                     timeout: float | None = None,
+                     assignment: dict[int, list[int]] | None = None) -> str:
+        return self.create_topics({name: partitions}, replication, config, exist_ok, timeout,
+                                  assignment)[name]
 
     def describe_topics(self, topics: Iterable[str], timeout: float | None = None) -> dict:
         """{topic: [{partition, leader, replicas, isr}]}."""

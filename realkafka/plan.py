@@ -16,6 +16,7 @@ on a real cluster:
 | coordinator_failovers | the coordinator's broker restarted (clean or killed) after an EndTxn was answered |
 | transaction_timeouts | the application pauses inside a transaction past transaction.timeout.ms |
 | producer_crashes | an instance is abandoned mid-way (a zombie that later tries to go on) and the next instance of its transactional.id starts |
+| offline_partitions | (`--brokers 3`: each partition's only replica on a broker other than the coordinator's) once a Produce to the partition is answered, its broker is killed and kept down until the controller fenced it (the partition's leader is -1), then started again after the next EndTxn answer (or when the workload ends) |
 
 Budgets the real harness cannot spend (``UNSUPPORTED``) make the config one it cannot run.
 """
@@ -71,6 +72,11 @@ class Failover:
 
 
 @dataclass(frozen=True)
+class Outage:
+    partition: int       # its only replica's broker killed (until fenced) after a Produce to it
+
+
+@dataclass(frozen=True)
 class Plan:
     seed: int
     partitions: int
@@ -79,9 +85,13 @@ class Plan:
     network: tuple[NetworkFault, ...] = ()
     failovers: tuple[Failover, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    outages: tuple[Outage, ...] = ()
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, indent=1) + "\n"
+        d = asdict(self)
+        if not self.outages:      # the plans of configs without the budget keep their bytes
+            del d["outages"]
+        return json.dumps(d, sort_keys=True, indent=1) + "\n"
 
     @property
     def transactions(self) -> int:
@@ -101,7 +111,8 @@ def make_plan(cfg, seed: int, *, transaction_version: int = 2) -> Plan:
             raise PlanError(f"faults.{budget} cannot be injected on a real cluster yet "
                             "(supported: " + ", ".join(sorted((*NETWORK_KINDS, "coordinator_failovers",
                                                                "transaction_timeouts",
-                                                               "producer_crashes"))) + ")")
+                                                               "producer_crashes",
+                                                               "offline_partitions"))) + ")")
     if cfg["workload.consume_transform_produce"]:
         raise PlanError("workload.consume_transform_produce is not run on a real cluster yet")
     rng = random.Random(seed)
@@ -150,5 +161,8 @@ def make_plan(cfg, seed: int, *, transaction_version: int = 2) -> Plan:
                                         rng.randrange(100, 1500) if kind == "delay" else 0))
     failovers = [Failover(rng.randrange(max(1, total)) + 1, rng.random() < 0.5)
                  for _ in range(rng.randint(0, cfg["faults.coordinator_failovers"]))]
+    # A partition offline: each at most once (the budget is at most the partitions).
+    offline = sorted(rng.sample(range(partitions), min(partitions, rng.randint(
+        0, cfg.get("faults.offline_partitions", 0) or 0))))
     return Plan(seed, partitions, cfg["cluster.consumers"], tuple(instances), tuple(network),
-                tuple(failovers))
+                tuple(failovers), outages=tuple(Outage(k) for k in offline))

@@ -294,6 +294,11 @@ class Proxy:
             return [h for c in self._conns for q in c.queues.values() for h in q if h.held]
         return self._call(do)
 
+    def drop(self, held: Held) -> None:
+        """Drop a held frame and close its connection (as a lost request or response: the sender
+        sees the connection fail and retries on a new one)."""
+        self._call(self._shut, held.conn, "proxy")
+
     def release(self, what: "Fault | Held | str | None" = None) -> int:
         """Send the frames held by a fault (a ``Fault`` or its id), one held frame, or (None)
         every held frame; the number released. A released frame behind another frame still held

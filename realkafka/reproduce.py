@@ -30,6 +30,8 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 | LoseRequest(msg) / LoseResponse(msg) | the held frame's connection is closed (the frame dropped): the sender retries |
 | CrashProducer(p) | instance p is closed at once and abandoned; the next instance of its transactional.id starts at its InitTransactions |
 | ElectCoordinator | the coordinator's broker restarted (clean shutdown) |
+| PartitionOffline(k) | (``--brokers 3``; every partition then placed on a broker other than the coordinator's) partition k's only replica's broker killed and kept down until the controller fenced it: the partition's leader is -1 (NO_LEADER) |
+| ElectLeader(k) | that broker started again and elected partition k's leader (waited for); a broker still down when the trace ends is started before the evidence is read |
 | Fetch(c, k) | a read_committed consumer's poll (its records kept in steps.jsonl, not compared) |
 | a lasso stuttering in its last state (liveness) | the stem run as above; then every gate lifted and the transaction watched for LASSO_BOUND_S (30 s, 7x the marker channel's request.timeout.ms: a coordinator that would retry has retried several times by then): stuck in the loop's Prepare*/Ongoing state all along is reproduced, with the WriteTxnMarkers sent meanwhile counted; a lasso whose loop has steps is refused (exit 2) |
 
@@ -134,7 +136,8 @@ BROKER_APIS = ("WriteTxnMarkers",)
 CLIENT_OPS = {"InitTransactions", "BeginTransaction", "Send", "CommitTransaction",
               "AbortTransaction"}
 FAULTS = {"DuplicateRequest", "DelayRequest", "LoseRequest", "LoseResponse", "CrashProducer",
-          "ElectCoordinator"}
+          "ElectCoordinator", "PartitionOffline", "ElectLeader"}
+OFFLINE_WAIT_S = 30.0   # past FENCED_AFTER_S: a loaded controller may take longer to fence
 INTERNAL = {"CommitTxnLogAppend", "Fetch", "SendProduce", "HandleProduce", "HandleVerifyAddPartition",
             "HandleVerifyAddPartitionResponse", "ReceiveProduceResponse",
             "HandleWriteTxnMarkers", "HandleWriteTxnMarkersResponse"}
@@ -298,6 +301,7 @@ class _Run:
         self.outcomes: dict[tuple, str] = {}
         self.sent: dict[tuple, list[str]] = {}
         self.stale: dict[tuple, Any] = {}         # a DuplicateRequest's old copy (a Held)
+        self.down: dict[int, int] = {}            # partition -> its broker, killed (offline)
         self.delivered: list[dict] = []           # released WriteTxnMarkers: result, parts left
         self.seen_produce: set[tuple] = set()
         self.notes: list[str] = []
@@ -501,9 +505,33 @@ class _Run:
             node = self.cluster.coordinator_node()
             self.cluster.restart(node)
             done["mapped"] = f"broker {node} (the coordinator) restarted"
+        elif name == "PartitionOffline":
+            k = action[1]
+            node = self.leaders[k]
+            self.cluster.kill(node)
+            self.down[k] = node
+            deadline = time.monotonic() + OFFLINE_WAIT_S
+            while self._leader_of(k) is not None:
+                if time.monotonic() > deadline:
+                    raise Diverged(i, name, f"partition {k} still has a leader "
+                                            f"{OFFLINE_WAIT_S:g} s after broker {node} was killed")
+                time.sleep(0.5)
+            done["mapped"] = f"broker {node} (partition {k}'s only replica) killed and fenced: " \
+                             "no leader"
+        elif name == "ElectLeader":
+            k = action[1]
+            node = self.down.pop(k)
+            self.cluster.start_node(node)
+            done["leader"] = self.cluster.leader(self.topic, k, timeout=60)
+            done["mapped"] = f"broker {node} started again, partition {k}'s leader elected"
         else:   # load() refuses these
             raise ReproduceError(f"step {i} {name}: no real counterpart")
         self._step_log(i, action, label, **done)
+
+    def _leader_of(self, k: int):
+        """Partition k's leader as the controller's metadata says (None: NO_LEADER)."""
+        return next(p["leader"] for p in self.admin.describe_topics([self.topic])[self.topic]
+                    if p["partition"] == k)
 
     def _rpc_match(self, api: str, msg: dict):
         if api == "WriteTxnMarkers":
@@ -614,7 +642,7 @@ class _Run:
             match = self._client_frame(msg.get("producer"), api, "response")
         h = self._held(lambda h: match(h) and h.event["direction"] == direction,
                        f"the {api} {direction}")
-        self.proxy._call(self.proxy._shut, h.conn, "proxy")   # drop it, close its connection
+        self.proxy.drop(h)
         return {"dropped": h.event["seq"], "conn_closed": h.event["conn"]}
 
     def _stutter(self, last: dict) -> dict:
@@ -705,7 +733,14 @@ class _Run:
                 Driver(self.release, self.cluster.bootstrap, history_path=out / "history.jsonl",
                        origin_ns=self.proxy.origin_ns) as self.driver:
             self.admin = self.driver.admin()
-            self.admin.create_topic(self.topic, self.loaded.partitions, 1)
+            if any(a[0] == "PartitionOffline" for a in self.t.actions):
+                # a partition that goes offline must not take the coordinator with it
+                coordinator = self.cluster.coordinator_node()
+                others = [n for n in sorted(self.cluster.nodes) if n != coordinator]
+                self.admin.create_topic(self.topic, self.loaded.partitions, 1, assignment={
+                    k: [others[k % len(others)]] for k in range(self.loaded.partitions)})
+            else:
+                self.admin.create_topic(self.topic, self.loaded.partitions, 1)
             self.leaders = {k: self.cluster.leader(self.topic, k)
                             for k in range(self.loaded.partitions)}
             shared = len(set(self.leaders.values())) < len(self.leaders)
@@ -763,12 +798,18 @@ class _Run:
                         tid, inst, txn, commit = self.ops[("end-ident", key[1])]
                         self.outcomes.setdefault((tid, inst, txn), (
                             "committed" if commit else "aborted") if err is None else "unknown")
+            for k, node in sorted(self.down.items()):   # offline when the trace ended
+                self.cluster.start_node(node)
+                self.cluster.leader(self.topic, k, timeout=60)
+                self.notes.append(f"partition {k} was offline when the trace ended: broker "
+                                  f"{node} started again to read the evidence")
+            self.down.clear()
             tids = sorted({self.tid_name(pr["tid"]) for pr in self.t.states[0]["producers"]})
             partitions = list(range(self.loaded.partitions))
-            open_, state = runs._quiesce(self.admin, tids, partitions, self.topic)
+            open_, state = runs.quiesce(self.admin, tids, partitions, self.topic)
             state["producers"] = {p: self.admin.describe_producers(self.topic, p)
                                   for p in partitions}
-            reads = runs._read_all(self.driver, self.topic, partitions, state["offsets"],
+            reads = runs.read_all(self.driver, self.topic, partitions, state["offsets"],
                                    "read_committed")
             state["read_committed"] = reads
             state["logs"] = {p: partition_log(self.cluster, self.topic, p) for p in partitions}
@@ -861,6 +902,10 @@ def reproduce(path: str, version: str | None = None, out: Path | None = None,
     out = out or Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
     if out.exists() and not out.is_dir():
         raise ReproduceError(f"--out {str(out)[:200]}: not a folder")
+    offline = [i for i, a in enumerate(loaded.trace.actions, 1) if a[0] == "PartitionOffline"]
+    if offline and brokers < 3:
+        raise ReproduceError(f"{path}: step {offline[0]} PartitionOffline needs the partition on "
+                             "a broker of its own, other than the coordinator's: --brokers 3")
     return _Run(loaded, release, out, log, brokers).run()
 
 

@@ -251,7 +251,57 @@ def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event) 
     return th
 
 
-def _quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool, dict]:
+def _outages(proxy, cluster, admin, plan: planning.Plan, topic: str, log,
+             stop: threading.Event) -> threading.Thread:
+    """For each outage: once a Produce to its partition is answered, kill the partition's only
+    replica's broker and keep it down until the controller fenced it (leader -1, NO_LEADER: the
+    model's PartitionOffline), then start it again after the next EndTxn answer or when the
+    workload ends (the model's ElectLeader)."""
+    def leader(k):
+        return next(p["leader"] for p in admin.describe_topics([topic])[topic]
+                    if p["partition"] == k)
+
+    def watch():
+        for o in plan.outages:
+            def produced(e, k=o.partition):
+                return (e.get("api") == "Produce" and e.get("direction") == "response"
+                        and any(pr.get("index") == k and pr.get("error_code") == 0
+                                for t in (e.get("fields") or {}).get("responses") or ()
+                                for pr in t.get("partition_responses") or ()))
+            try:
+                proxy.wait_for(produced, timeout=120)
+            except Exception:
+                return
+            if stop.is_set():
+                return
+            node = cluster.leader(topic, o.partition)
+            ends = sum(1 for e in proxy.events()
+                       if e.get("api") == "EndTxn" and e.get("direction") == "response")
+            log(f"  outage: partition {o.partition}'s broker {node} killed until fenced")
+            cluster.kill(node)
+            deadline = time.monotonic() + 30
+            while leader(o.partition) is not None and time.monotonic() < deadline:
+                time.sleep(0.5)
+
+            # down until the next EndTxn is answered (its markers then meet the partition
+            # without a leader) and a little more, or until the workload ended
+            until = time.monotonic() + 60
+            while not stop.is_set() and time.monotonic() < until:
+                answered = sum(1 for e in proxy.events() if e.get("api") == "EndTxn"
+                               and e.get("direction") == "response")
+                if answered > ends:
+                    time.sleep(3)
+                    break
+                time.sleep(0.2)
+            log(f"  outage: broker {node} started again")
+            cluster.start_node(node)
+            cluster.leader(topic, o.partition, timeout=60)
+    th = threading.Thread(target=watch, name="outages", daemon=True)
+    th.start()
+    return th
+
+
+def quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool, dict]:
     """Wait until no transaction is ongoing or being completed at its coordinator and every LSO
     reached its high watermark (or QUIESCE_S passed); the last states seen."""
     deadline = time.monotonic() + QUIESCE_S
@@ -267,7 +317,7 @@ def _quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool
         time.sleep(0.5)
 
 
-def _read_all(driver, topic: str, partitions: list, offsets: dict, isolation: str) -> list[dict]:
+def read_all(driver, topic: str, partitions: list, offsets: dict, isolation: str) -> list[dict]:
     consumer = driver.consumer(f"reader-{isolation}", f"kmc-reader-{secrets.token_hex(3)}",
                                isolation=isolation)
     try:
@@ -303,6 +353,9 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
 
     started = time.monotonic()
     the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
+    if the_plan.outages and brokers < 3:
+        raise planning.PlanError("faults.offline_partitions needs a partition on a broker of its "
+                                 "own, other than the coordinator's: --brokers 3")
     out.mkdir(parents=True, exist_ok=True)
     for old in (*RUN_FILES, *out.glob("*.log")):   # a folder used before holds this run only
         (out / old).unlink(missing_ok=True)
@@ -317,16 +370,24 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
             Cluster(release, brokers=brokers, proxy=proxy, settings=BROKER_SETTINGS) as cluster, \
             Driver(release, cluster.bootstrap, history_path=out / "history.jsonl") as driver:
         admin = driver.admin()
-        admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
+        if the_plan.outages:    # one replica each, none on the coordinator's broker
+            coordinator = cluster.coordinator_node()
+            others = [n for n in sorted(cluster.nodes) if n != coordinator]
+            admin.create_topic(topic, the_plan.partitions, 1, assignment={
+                k: [others[k % len(others)]] for k in partitions})
+        else:
+            admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
         installed = _install_faults(proxy, the_plan)
         watcher = _failovers(proxy, cluster, the_plan, log, stop)
+        outages = _outages(proxy, cluster, admin, the_plan, topic, log, stop)
         work = _Workload(the_plan, driver, topic, run_id, log)
         work.run()
         stop.set()
+        outages.join(timeout=150)     # every broker back before the end state is read
         tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
-        open_, state = _quiesce(admin, tids, partitions, topic)
+        open_, state = quiesce(admin, tids, partitions, topic)
         state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
-        reads = _read_all(driver, topic, partitions, state["offsets"], "read_committed")
+        reads = read_all(driver, topic, partitions, state["offsets"], "read_committed")
         state["read_committed"] = reads
         state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
         found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)

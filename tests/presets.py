@@ -52,21 +52,21 @@ PINNED = {
                         IDEMPOTENT | KIP_890),
     "kafka-4.0": Pinned((18768, 55197, 44), (1199319, 4223353, 48), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((18150, 53279, 44), (1169756, 4114570, 49), (),
+    "kafka-4.1": Pinned((18768, 55359, 44), (1228502, 4368888, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.0.2": Pinned((18150, 53279, 44), (1166476, 4102864, 49), (),
+    "kafka-4.0.2": Pinned((18768, 55359, 44), (1225222, 4357182, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1.1": Pinned((15782, 46059, 44), (875648, 3033307, 49), (),
+    "kafka-4.1.1": Pinned((16400, 48139, 44), (928744, 3262145, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
     # KAFKA-19999: the marker the coordinator retries once the copy on the connection it closed
     # was written (or after a lost response) is rejected by KIP-1228's strict epoch check (23
     # steps; after a failover, 24).
-    "kafka-4.2": Pinned((18150, 53279, 44), (203491, 626567, 24), ("quiescent_completion",),
+    "kafka-4.2": Pinned((18768, 55359, 44), (221150, 691854, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.2.0": Pinned((15782, 46059, 44), (801199, 2801139, 49), (),
+    "kafka-4.2.0": Pinned((16400, 48139, 44), (853719, 3027901, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.3": Pinned((15782, 46059, 44), (801199, 2801139, 49), (),
+    "kafka-4.3": Pinned((16400, 48139, 44), (853719, 3027901, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((15802, 46109, 44), (802855, 2805881, 49), (),
+    "latest": Pinned((16420, 48189, 44), (855399, 3032719, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

@@ -116,7 +116,8 @@ def test_the_import_graph_has_no_circle():
 
 CONTRACT = {model.__name__, "model.core", "model.protocol", "model.config", "model.codec",
             "model.registry", "model.build.compiled", "model.fingerprints", "model.display",
-            "model.symmetry", "model.canonical", "model.symbolic", "model.observations"}
+            "model.symmetry", "model.canonical", "model.symbolic", "model.observations",
+            "model.capabilities", "model.comparison"}
 
 
 def test_explorers_and_trace_tools_import_only_the_contract():

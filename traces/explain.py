@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from model.capabilities import offers
 from model.core import Event, ModelBase
 
 MARK = "<- "  # marks the violating step
@@ -30,7 +31,7 @@ def events(model, s, a, t) -> tuple[Event, ...]:
 def events_text(model, s, a, t) -> str:
     """The step's events as text; "" for a model without its own ``describe`` (the action says
     as much)."""
-    if getattr(type(model), "describe", ModelBase.describe) is ModelBase.describe:
+    if not offers(model, "diagrams"):
         return ""
     return "; ".join(map(event_text, events(model, s, a, t)))
 

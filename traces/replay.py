@@ -202,8 +202,7 @@ def violation_check(model, prop: Any, kind: Any) -> Callable[[Any, Any, Any], bo
     if kind == "deadlock":
         return lambda s, a, t: model.within_bounds(t) and not list(model.actions(t))
     if kind == "model_error":
-        succ = getattr(model, "successors", None) or (
-            lambda t: [(a, model.step(t, a)) for a in model.actions(t)])
+        succ = model.successors
 
         def raises(s, a, t):
             try:

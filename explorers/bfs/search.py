@@ -513,7 +513,7 @@ class Search:
         seconds = time.perf_counter() - setup.t0
         depth = self.depth + bool(self.levels.open_size)  # a level cut short by a violation
         fired = dict(setup.fired)
-        kinds = list(getattr(model, "action_kinds", lambda: ())())
+        kinds = list(model.action_kinds())
         stats = search_stats(self.generated - self.rewound, len(self.visited) - self.overcount,
                              depth, seconds, self.rss0, self.packed)
         memory = {"visited_bytes": self.visited.nbytes, "tree_bytes": self.levels.nbytes,

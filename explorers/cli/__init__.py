@@ -10,7 +10,8 @@ exit 2, before any search. A trace that cannot be written after a search does no
 result: the verdict and counterexample are printed, then the write error as one line, and the
 exit code is the verdict's.
 
-One module per command group (``check``, ``graph``, ``listing``, ``traces``, ``explore``), each
+One module per command group (``check``, ``graph``, ``listing``, ``traces``, ``explore``,
+``compare``, ``real``), each
 with ``add_parser(subparsers)`` and ``main(args) -> int``; ``GROUPS`` lists them.
 """
 from __future__ import annotations
@@ -22,8 +23,9 @@ import signal
 import sys
 import threading
 
+from model.capabilities import MissingCapability
 from model.config import ConfigError
-from explorers.cli import check, explore, graph, listing, real, traces
+from explorers.cli import check, compare, explore, graph, listing, real, traces
 from explorers.cli.common import UsageError, Parser, error, missing_extra, version
 from explorers.core import interrupts
 from explorers.core.interrupts import interrupted_early
@@ -33,7 +35,7 @@ from traces.trace import TraceError
 # The command groups, in the order ``--help`` lists their commands. Each adds its commands to the
 # parser (``add_parser(subparsers)``) and runs the one parsed (``main(args) -> int``). A group of
 # another package plugs in the same way: import it and add it here.
-GROUPS = (check, graph, listing, traces, explore, real)
+GROUPS = (check, graph, listing, traces, explore, compare, real)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,7 +212,7 @@ def _command(argv) -> tuple[int, str | None]:
             raise UsageError(f"a command is required: {', '.join(names)} or {last} "
                              "(see kafka-mc --help)")
         return parser.groups[args.command].main(args), command
-    except (UsageError, ConfigError, TraceError) as e:
+    except (UsageError, ConfigError, TraceError, MissingCapability) as e:
         error(str(e))
         return EXIT_USAGE, command
     except ImportError as e:   # an optional dependency not installed (pyproject.toml's extras)

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from model import registry
+from model.capabilities import require
 from model.config import shown
 from explorers.bfs.search import BfsOptions, explore
 from explorers.cli.common import (UsageError, config_arguments, cores, error, minutes, nonneg,
@@ -96,6 +97,8 @@ def main(args) -> int:
         raise UsageError("--out is empty")
     cfg = load_config(args)
     model = registry.bind(cfg)
+    if cfg.get("check.por") and args.explorer in ("bfs", "spark"):   # asked for, not the default
+        require(model, "reduction", "--por / [check] por")
     if cfg.get("check.symmetry"):
         check_symmetry(cfg, model, args.explorer)
     if args.explorer == "symbolic":

@@ -22,7 +22,7 @@ from model import registry
 from model.observations import NoObservations
 from explorers.conformance import RunError, read_events, validate, write_trace
 from explorers.core.result import EXIT_OK
-from realkafka import cli as real_cli, releases
+from realkafka import cli as real_cli, losses, releases
 
 EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
 
@@ -131,9 +131,10 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
     budgets; its verdict written beside the run (and the behaviour, when it conforms)."""
     # The release's preset; no symmetry (a run names its clients, so states are not identified
     # up to renaming them)
-    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False})
-    model = registry.bind(model_cfg)
     events = read_run(folder)
+    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
+                                   **_broker_losses(cfg, events)})
+    model = registry.bind(model_cfg)
     kw = {"max_nodes": args.max_nodes} if args.max_nodes else {}
     verdict = validate(model, events, **kw)
     (folder / "conformance.json").write_text(json.dumps(verdict.to_dict(), indent=1) + "\n")
@@ -150,6 +151,11 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
             "validation_seconds": round(verdict.seconds, 2),
             "anomalies": [a.name for a in result.anomalies] if result is not None else None,
             "folder": str(folder)}
+
+
+def _broker_losses(cfg, events) -> dict:
+    """The budgets raised by what the run's killed brokers cost (``realkafka.losses``)."""
+    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events)
 
 
 def _report(rows, release, out, args, started) -> int:

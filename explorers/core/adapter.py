@@ -17,9 +17,9 @@ from explorers.core.result import Path
 
 def key_function(model: Model) -> Callable:
     """state -> fingerprint, as the explorers compute it."""
-    if getattr(model, "packed", False):
+    if model.packed:
         return lambda s: s
-    remembered = getattr(model, "view_fingerprint", None)   # (model.canonical.remembered)
+    remembered = model.view_fingerprint   # (model.canonical.remembered)
     if remembered is not None:
         return remembered
     view = model.view
@@ -45,10 +45,9 @@ def gc_paused() -> Iterator[None]:
 
 
 def successors_of(model: Model) -> Callable:
-    succ = getattr(model, "successors", None)
-    if succ is not None:
-        return succ
-    return lambda s: [(a, model.step(s, a)) for a in model.actions(s)]
+    """The model's successor function (``ModelBase.successors``: its fused fast path, or
+    ``actions`` / ``step``)."""
+    return model.successors
 
 
 def rebuild(model: Model, fps: Sequence[int], key: Callable | None = None,
@@ -85,7 +84,7 @@ def follow(model: Model, positions: Sequence[int]) -> Path:
 def check_fingerprint_contract(model: Model) -> None:
     """Raise ``ViewError`` if a view of the first states would not fingerprint stably (checked
     where it is cheap: the initial states and their first successors)."""
-    if getattr(model, "packed", False):
+    if model.packed:
         return
     succ = successors_of(model)
     for s in model.init_states():

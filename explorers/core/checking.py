@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy
 from typing import Callable, Iterable, Iterator, Sequence
 
+from model.capabilities import offers
 from model.config import brief
 from model.core import Expectation, Model, Property
 from explorers.core.result import Violation
@@ -97,9 +98,10 @@ class Relevance:
 
     @classmethod
     def of_model(cls, model: Model) -> "Relevance | None":
-        anywhere = getattr(model, "footprints_anywhere", lambda: None)()
-        group = getattr(model, "group", None)
-        return None if anywhere is None or group is None else cls(group, anywhere)
+        if not offers(model, "reduction"):
+            return None
+        anywhere = model.footprints_anywhere()
+        return None if anywhere is None else cls(model.group, anywhere)
 
     def of(self, a, props: tuple) -> tuple:
         entry = self._tables.get(id(props))
@@ -133,7 +135,7 @@ class Checks:
         self.sometimes = tuple((p, h) for p, h in of[Expectation.SOMETIMES]
                                if p.name not in self.not_applicable)
         self.eventually = tuple(p for p, _ in of[Expectation.EVENTUALLY])
-        self.deadlock = (getattr(model, "check_deadlock", True) if check_deadlock is None
+        self.deadlock = (model.check_deadlock if check_deadlock is None
                          else check_deadlock)
 
     @property

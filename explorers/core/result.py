@@ -80,7 +80,7 @@ class EdgeCoverage:
 
 def machines_of(model) -> tuple:
     """The model's state machines whose edge coverage is reported (``ModelBase.machines``)."""
-    return tuple(getattr(model, "machines", lambda: ())())
+    return tuple(model.machines())
 
 
 def edge_coverage(machines: Sequence, taken: Sequence[set]) -> tuple[EdgeCoverage, ...]:

@@ -28,7 +28,7 @@ class SearchSetup:
         self.model = model
         self.checks = Checks(model, properties, check_deadlock)
         self.successors, self.key = successors_of(model), key_function(model)
-        self.packed = getattr(model, "packed", False)
+        self.packed = model.packed
         self.within = model.within_bounds
         self.bounded = getattr(self.within, "__func__", None) is not ModelBase.within_bounds
         self.machines = machines_of(model)

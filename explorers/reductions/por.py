@@ -41,22 +41,23 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
+from model.capabilities import offers
 from model.core import Expectation, Model, ModelBase, dependent, fingerprint
 from explorers.core.adapter import key_function, successors_of
 
 
 def supports_reduction(model: Model) -> bool:
-    """Whether the model declares footprints (otherwise a reduced search is the full one)."""
-    fp = getattr(type(model), "footprints", None)
-    return (fp is not None and fp is not ModelBase.footprints) or "footprints" in vars(model)
+    """Whether the model offers the reduction capability (otherwise a reduced search is the full
+    one: every action is dependent on every other)."""
+    return offers(model, "reduction")
 
 
 def reduction_key(model: Model) -> Callable:
     """state -> fingerprint of its ``reduction_view`` (what a reduced search deduplicates on)."""
-    view = getattr(model, "reduction_view", None)
-    if view is None or getattr(model, "packed", False):
+    if model.packed:
         return key_function(model)
-    remembered = getattr(model, "reduction_fingerprint", None)   # (model.canonical.remembered)
+    view = model.reduction_view
+    remembered = model.reduction_fingerprint   # (model.canonical.remembered)
     if remembered is not None:
         return remembered
     return lambda s: fingerprint(view(s))
@@ -98,13 +99,13 @@ class Reducer:
         self.all_successors = successors_of(model)
         self.footprints = model.footprints
         props = [p for p, _ in checks.always + checks.transition + checks.sometimes]
-        reads = [getattr(p, "reads", None) for p in props]
+        reads = [p.reads for p in props]
         self.reads_all = any(r is None for r in reads)
         self.reads = frozenset().union(*[r for r in reads if r is not None])
         within = getattr(model, "within_bounds", None)
         self.bounded = getattr(within, "__func__", None) not in (None, ModelBase.within_bounds)
         self.enabled = supports_reduction(model) and not self.reads_all and not self.bounded
-        anywhere = getattr(model, "footprints_anywhere", _unsaid)() if self.enabled else None
+        anywhere = model.footprints_anywhere() if self.enabled else None
         # every group visible wherever it occurs: no stubborn set can leave one out, so skip them
         # (this only ever turns the reduction off: a wrong bound costs reductions, not verdicts)
         self.all_visible = anywhere is not None and all(
@@ -252,7 +253,7 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
     """Check the footprint declaration on ``states``; the breaches found (none: consistent)."""
     key = reduction_key(model)
     group = model.group
-    anywhere = getattr(model, "footprints_anywhere", _unsaid)()
+    anywhere = model.footprints_anywhere() if supports_reduction(model) else None
     breaches: list[Breach] = []
     for s in states:
         table = model.footprints(s)
@@ -316,10 +317,6 @@ def self_check(model: Model, states: Sequence, max_pairs: int = 200) -> list[Bre
     return breaches
 
 
-def _unsaid():
-    return None
-
-
 def _changed(model, s, t, table) -> list:
     locs = set()
     for f in table.values():
@@ -344,7 +341,7 @@ def report_note(reducer: Reducer, reduced_states: int) -> dict:
 def properties_read(checks) -> str:
     """A short note for reports: which checked properties make every action visible."""
     names = [p.name for p, _ in checks.always + checks.transition + checks.sometimes
-             if getattr(p, "reads", None) is None]
+             if p.reads is None]
     return ", ".join(names)
 
 

@@ -458,9 +458,9 @@ class _Search:
         if complete:
             named = {p.name: p for p, _ in checks.sometimes}
             violations += checks.unwitnessed([named[n] for n in self.pending])
-        kinds = list(getattr(model, "action_kinds", lambda: ())())
+        kinds = list(model.action_kinds())
         stats = search_stats(self.generated, self.distinct, self.depth, seconds, rss0,
-                             getattr(model, "packed", False))
+                             model.packed)
         return Outcome(
             model=model.name, explorer="spark", stats=stats,
             coverage=action_coverage(self.fired, self.found, kinds),

@@ -84,7 +84,7 @@ def owner(fp: int, partitions: int) -> int:
 def placement(model, partitions: int) -> Callable[[Any, int], int]:
     """``(state, fingerprint) -> the partition that owns the state``: the one its fingerprint
     picks, or the one the fingerprint of its ``locality`` picks when the model has one."""
-    locality = getattr(model, "locality", None)
+    locality = model.locality
     if locality is None:
         return lambda s, fp: owner(fp, partitions)
     view = model.view  # states with one fingerprint (one view) must have one owner

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import z3
 
+from model.capabilities import require
 from model.symbolic import SymbolicAction, SymbolicClaim, SymbolicSystem
 from explorers.core import interrupts
 
@@ -399,10 +400,10 @@ def run(model, cfg, names, depth: int | None, induction: int, out, meta: Mapping
 
     from traces.files import write_atomically
 
-    hook = getattr(model, "symbolic", None)
     try:
-        system = hook() if hook else None
-    except ValueError as e:
+        require(model, "symbolic", "--explorer symbolic")
+        system = model.symbolic()
+    except ValueError as e:   # (MissingCapability is one)
         raise SymbolicUsageError(str(e)) from None
     if system is None:
         raise SymbolicUsageError(f"model {model.name} offers no symbolic system")

@@ -70,7 +70,7 @@ class Walks:
         self.witnesses = checks.witnesses()
         self.bounded = setup.bounded
         self.key, self.packed = setup.key, setup.packed
-        self.kinds = tuple(getattr(model, "action_kinds", lambda: ())())
+        self.kinds = tuple(model.action_kinds())
         self.unseen_kinds = set(self.kinds)  # never enabled so far
         self.seen: set[int] = set()
         self.taken: dict = {}       # action -> steps that took it

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import NamedTuple
 
+from model.capabilities import offers
 from model.core import Model
 from explorers.core.result import Outcome, Path
 from explorers.walks.simulate import SimulateOptions, Walks, model_error, walk
@@ -112,9 +113,11 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
         raise ValueError("simulate needs depth >= 1 and runs >= 0")
     walks = Walks(model, options.properties, options.check_deadlock, options.progress,
                   options.progress_interval)
-    families = tuple(getattr(model, "swarm_families", lambda: ())())
-    family_of = getattr(model, "swarm_family", lambda a: None)
-    held_back = getattr(model, "held_back", lambda a: False)
+    if offers(model, "swarm"):
+        families, family_of = tuple(model.swarm_families()), model.swarm_family
+        held_back = model.held_back
+    else:   # walks that only reweight actions: no family is left out, nothing held back
+        families, family_of, held_back = (), (lambda a: None), (lambda a: False)
     inits = list(model.init_states())
     machines, overall = walks.machines, walks.edges
     per: dict[frozenset, Family] = {}

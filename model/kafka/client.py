@@ -36,6 +36,13 @@ CLIENT_RULES = (
          fair=ENDS),
     Rule("AbortTransaction", P, producer.abort_transaction_enabled, producer.abort_transaction,
          fair=ENDS),
+    # KIP-939: KafkaProducer.prepareTransaction and completeTransaction(PreparedTxnState) (named
+    # apart from CompleteTransaction below, TransactionManager's completion without EndTxn)
+    Rule("PrepareTransaction", P, producer.prepare_transaction_enabled,
+         producer.prepare_transaction, fair=APPLICATION),
+    Rule("CompletePreparedTransaction", ("producer", "matches"),
+         producer.complete_prepared_transaction_enabled, producer.complete_prepared_transaction,
+         fair=ENDS),
     Rule("OffsetFetch", P, group_coordinator.offset_fetch_enabled, group_coordinator.offset_fetch,
          fair=APPLICATION),
     Rule("SendOffsetsToTransaction", P, producer.send_offsets_enabled,

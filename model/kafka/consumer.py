@@ -15,9 +15,12 @@ from model.kafka.world import Control, World, replace_at
 
 
 def fetch_enabled(K, w):
+    """A consumer fetches what it has not read below the LSO, from a partition with a leader (one
+    without, the fault ``offline_partitions``, answers NOT_LEADER_OR_FOLLOWER: nothing to read)."""
     return [(c, k) for c, consumer in enumerate(w.consumers)
             for k in range(K.partitions)
-            if consumer.positions[k] < last_stable_offset(w.partitions[k])]
+            if consumer.positions[k] < last_stable_offset(w.partitions[k])
+            and not w.partitions[k].offline]
 
 
 def fetch(K, w: World, c: int, k: int) -> World:

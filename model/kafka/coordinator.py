@@ -40,8 +40,9 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
   epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367) is the flag ``fence_double_bump``, on no
   preset;
 - a reload keeps lastProducerEpoch, which TransactionLog never writes (readTxnRecord sets it
-  to -1 in every version since 2.5): a KIP-360 retry of a completed bump across a failover is
-  fenced in Kafka and accepted here (kept so that no pinned count moves);
+  to -1 in every version since 2.5, 4.4 and trunk included): a KIP-360 retry of a completed bump
+  across a failover is fenced in Kafka and accepted here, unless the flag
+  ``forget_last_producer_epoch`` is set (on no preset yet: it moves the pinned counts);
 - a deposed coordinator stops at once (its callbacks answer NOT_COORDINATOR): it does not keep
   retrying markers or timing transactions out under its old coordinator epoch for a while; a
   transaction-log append never fails without a failover (``appendTransactionToLog`` errors,
@@ -161,6 +162,8 @@ def handle_init_producer_id(K, w: World, m) -> World:
     reply = lambda w, e: respond(w, m, _error_reply(Rpc.InitProducerIdResponse, m.producer, e))
     if m.coordinator_epoch != c.coordinator_epoch:
         return reply(w, Errors.NOT_COORDINATOR)
+    if m.keep_prepared_txn:   # KIP-939: "the feature hasn't been implemented yet" (any branch)
+        return reply(w, Errors.UNSUPPORTED_VERSION)
     txn = c.txns[m.tid]
     if txn.producer_id == -1:  # no metadata: a new producer id, epoch -1, Empty (not yet logged)
         txn = TxnMetadata(producer_id=c.next_producer_id)
@@ -378,7 +381,7 @@ def commit_append(K, w: World, tid: int) -> World:
             w = send_reply(w, _error_reply(a.reply.rpc, a.reply.producer, Errors.NONE,
                                            a.reply.request))
     if target.state in PREPARE:
-        w = send_markers(w, tid, target)
+        w = send_markers(K, w, tid, target)
     return w
 
 
@@ -393,8 +396,11 @@ def _completed_id(txn: TxnMetadata) -> tuple[int, int]:
 def written(K, txn: TxnMetadata) -> TxnMetadata:
     """What TransactionLog.valueToBytes writes of the metadata, hence what a new coordinator
     reloads (readTxnRecord): until 4.3 not prevProducerId nor nextProducerId, read back as -1
-    (KAFKA-20310). (lastProducerEpoch is never written and read back as -1 in any version; the
-    model still keeps it, see the module's audit notes.)"""
+    (KAFKA-20310). lastProducerEpoch is never written and read back as -1 in any version (4.4 and
+    trunk included): the flag ``forget_last_producer_epoch`` forgets it, on no preset yet (see
+    the module's audit notes)."""
+    if K.features.forget_last_producer_epoch and txn.last_producer_epoch != -1:
+        txn = txn._replace(last_producer_epoch=-1)      # readTxnRecord: NO_PRODUCER_EPOCH
     if K.features.persist_producer_ids or (txn.prev_producer_id == -1
                                            and txn.next_producer_id == -1):
         return txn
@@ -407,7 +413,21 @@ def _logged(target: TxnMetadata) -> TxnMetadata:
     return TxnMetadata() if target.state == T.Dead else target
 
 
-def send_markers(w: World, tid: int, txn: TxnMetadata) -> World:
+def send_markers(K, w: World, tid: int, txn: TxnMetadata) -> World:
+    """TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue: a marker per partition, to
+    the endpoint of its leader (KRaftMetadataCache.getPartitionLeaderEndpoint). For a partition
+    without a leader (the fault ``offline_partitions``, leader NO_LEADER) the metadata cache
+    answered Node.noNode until 4.2, and the marker waits in markersQueueForUnknownBroker until
+    the leader is known (here: sent, and not delivered while the partition is offline,
+    ``network.to_offline_leader``). From 4.3 (KAFKA-17573) it answers Optional.empty, which
+    addTxnMarkersToBrokerQueue takes for a deleted partition: it removes the partition from the
+    transaction (txnMetadata.removePartition) and maybeWriteTxnCompletion completes the
+    transaction with no marker written (``markers_skip_leaderless_partition``; KAFKA-20734)."""
+    if K.features.markers_skip_leaderless_partition:
+        skipped = frozenset(k for k in txn.partitions if w.partitions[k].offline)
+        if skipped:
+            txn = txn._replace(partitions=txn.partitions - skipped)
+            w = _put(w, tid, txn)
     c = w.coordinator
     markers = tuple(WriteTxnMarkers(Rpc.WriteTxnMarkers, k, tid, txn.producer_id, txn.producer_epoch,
                                     txn.state == T.PrepareCommit, c.coordinator_epoch)
@@ -472,11 +492,21 @@ def marker_timed_out(K, w: World, m) -> World:
 def expire_transaction_enabled(K, w, idle: bool = False):
     """A transaction may time out while the producer is still active (within the budget), and
     always once nothing else can happen (time passes until transaction.timeout.ms expires)."""
-    if not (budget(w, "transaction_timeouts") or idle):
+    if not (budget(w, "transaction_timeouts") or idle) or two_phase_no_timeout(K):
         return []
     return [(tid,) for tid, t in enumerate(w.coordinator.txns)
             if t.state == T.Ongoing and t.pending_state == -1
             and (not K.features.bump_epoch_on_timeout or fence_epoch(K, t) != -1)]
+
+
+def two_phase_no_timeout(K) -> bool:
+    """KIP-939 (KAFKA-18953): an InitProducerId with enable2Pc sets the transaction's
+    txnTimeoutMs to Int.MaxValue, which timedOutTransactions skips (isDistributedTwoPhaseCommitTxn).
+    Abstraction: every instance of the 2PC workload asks enable2Pc, so every transaction has it
+    and the metadata needs no field for it; the broker's transaction.two.phase.commit.enable is
+    on and the ACL granted (else InitProducerId is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    not modelled)."""
+    return K.two_phase and K.features.two_phase_commit
 
 
 def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
@@ -526,5 +556,5 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
                                            a.reply.request))
     for tid, t in enumerate(log):
         if t.state in PREPARE:
-            w = send_markers(w, tid, t)
+            w = send_markers(K, w, tid, t)
     return w

@@ -114,11 +114,13 @@ def _actor(K, a) -> str:
 def _note(s, a, t) -> str:
     name = a[0]
     if name == "CommitTxnLogAppend":
-        txn = t.coordinator.txns[a[1]]
+        txn = t.coordinator.log[a[1]]
         return f"log: {txn.state.name} (epoch {txn.producer_epoch}, partitions {show(txn.partitions)})"
     if name == "Fetch":
         got = t.consumers[a[1]].returned[len(s.consumers[a[1]].returned):]
         return f"read_committed from leader-{a[2]}: {len(got)} record(s)"
+    if name == "ExpireVerificationRetry":
+        return "verification retry time passed: the produce is answered CONCURRENT_TRANSACTIONS"
     if name == "OffsetFetch":
         return f"OffsetFetch: position {t.producers[a[1]].position}"
     return {"BeginTransaction": "beginTransaction()", "Send": f"send() to partition {a[2]}"

@@ -157,15 +157,31 @@ FAULTS = (
                 group_coordinator.rebalance),),
           GROUP, lambda K, a: diagram.GROUP_COORDINATOR,
           lambda a: "rebalance: the input partition moves to the next application, generation + 1"),
+    Fault("offline_partitions",
+          "a data partition has no leader for a while (NO_LEADER: its only in-sync replica's "
+          "broker is down and fenced) until the broker is back and elected leader again; "
+          "requests to it wait (the producer's batches, the coordinator's markers: "
+          "markersQueueForUnknownBroker, or dropped from the transaction from 4.3, KAFKA-17573)",
+          (Rule("PartitionOffline", ("partition",), partition.partition_offline_enabled,
+                partition.partition_offline),
+           Rule("ElectLeader", ("partition",), partition.elect_leader_enabled,
+                partition.elect_leader,
+                fair=WF("the broker restarts and the controller elects its replica leader "
+                        "again (PartitionChangeBuilder.electLeader)"))),
+          LEADER, lambda K, a: diagram.leader(K, a[1]),
+          lambda a: (f"partition {a[1]}: no leader (its broker down and fenced)"
+                     if a[0] == "PartitionOffline" else
+                     f"partition {a[1]}: its broker is back, elected leader")),
 )
 
 BY_RULE = {r.name: f for f in FAULTS for r in f.rules}
 
 # The fault rules that may fire without their budget: the transaction timeout once nothing else
-# can happen (``client.idle``). Every other fault rule is enabled only while its budget and the
+# can happen (``client.idle``), and the election that ends a partition's offline period (the
+# budget was spent when it went offline). Every other fault rule is enabled only while its budget and the
 # total last (each enabled function asks ``world.budget`` first; tests/model/test_kafka.py checks
 # it), which the fused successor function uses to skip them (``gate``).
-UNBUDGETED = frozenset({"ExpireTransaction"})
+UNBUDGETED = frozenset({"ExpireTransaction", "ElectLeader"})
 
 # Remaining fault budgets, per kind and in total (faults.total: at most that many faults of any
 # kinds in one execution; by default the budgets' sum). Every field defaults to 0 (no fault), so
@@ -175,6 +191,8 @@ Budgets.__module__ = __name__   # (said outright: compiled, the caller's frame i
 Budgets.__new__.__defaults__ = (0,) * len(Budgets._fields)
 Budgets._field_defaults = dict.fromkeys(Budgets._fields, 0)
 Budgets._replace = fast_replacer(Budgets)
+# (written in a trace only when set: the traces of configurations without it keep their bytes)
+Budgets._only_if_set = ("offline_partitions",)
 
 PARAMS = tuple(Param(f"faults.{f.budget}", int, f.default, f.doc, min=0, max=f.max)
                for f in FAULTS) + (

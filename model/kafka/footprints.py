@@ -21,7 +21,8 @@ Locations are the components of ``World`` and the ends of its connections:
 
 Groups: a client rule per producer instance (``(rule, i)``), a delivery per connection and
 whether the message was held back (``("deliver", conn, held)``: whichever handler the message's
-Rpc goes to), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
+Rpc goes to, and ``ExpireVerificationRetry``, the leader's other way to take a verification's
+answer), ``CommitTxnLogAppend``, ``Fetch`` per consumer and partition, and each fault per
 place. A fault group exists only while its budget lasts (budgets only shrink), so once the faults
 are spent they no longer tie the components together. ``ExpireTransaction`` also fires, without a
 budget, once nothing else can happen (``client.idle``); while something is in flight its guard is
@@ -31,7 +32,10 @@ The declaration is checked by ``explorers.por.self_check`` (tests/explorers/test
 """
 from __future__ import annotations
 
-from model.kafka import client, network, producer
+from functools import partial
+from typing import Callable
+
+from model.kafka import client, faults, network, producer
 from model.kafka.network import Rpc, connection
 from model.kafka.world import Errors, World
 from model.core import Footprint
@@ -55,21 +59,11 @@ def _alike() -> dict:
 
 ALIKE = _alike()
 
-# the delivery rules (their actions are (name, message, held))
-DELIVERY_RULES = frozenset({
-    "HandleInitProducerId", "HandleAddPartitionsToTxn", "HandleEndTxn", "HandleVerifyAddPartition",
-    "HandleWriteTxnMarkersResponse", "HandleProduce", "HandleWriteTxnMarkers",
-    "HandleVerifyAddPartitionResponse", "HandleTxnOffsetCommit", "ReceiveInitProducerIdResponse",
-    "ReceiveAddPartitionsToTxnResponse", "ReceiveEndTxnResponse", "ReceiveProduceResponse",
-    "ReceiveTxnOffsetCommitResponse"})
 CLIENT_RULES = tuple(r.name for r in client.CLIENT_RULES)
-FAULT_BUDGETS = {"CrashProducer": "producer_crashes", "DelayRequest": "request_delays",
-                 "DuplicateRequest": "request_duplicates", "LoseRequest": "request_losses",
-                 "LoseResponse": "response_losses", "ExpireBatch": "batch_expiries",
-                 "LoseProducerState": "producer_state_losses",
-                 "ElectCoordinator": "coordinator_failovers",
-                 "ExpireTransactionalId": "transactional_id_expirations",
-                 "Rebalance": "rebalances"}
+# the fault rules and the budget each spends, from the fault table (faults.FAULTS), but the one
+# that may fire without its budget (faults.UNBUDGETED: its footprint is declared apart)
+FAULT_BUDGETS = {r.name: f.budget for f in faults.FAULTS for r in f.rules
+                 if r.name not in faults.UNBUDGETED}
 
 
 class Layout:
@@ -105,6 +99,14 @@ class Layout:
             self.sender[c] = self._endpoint(c, receiving=False, coordinator_out=coordinator_out,
                                             group_out=group_out)
         self.coordinator_out = coordinator_out
+        # offline partitions (the fault offline_partitions): a delivery to a leader, and the
+        # faults on a message to it, wait while it is offline (network.to_offline_leader), and
+        # from 4.3 the coordinator's marker send reads which are (coordinator.send_markers)
+        self.leaderless = bool(K.budgets.total and K.budgets.offline_partitions)
+        self.to_leader = {c: F([("L", c[2])]) if self.leaderless and c[0] in network.TO_LEADER
+                          else F() for c in self.conns}
+        self.markers_read = F([("L", k) for k in range(K.partitions)]) \
+            if self.leaderless and K.features.markers_skip_leaderless_partition else F()
         self._tables: dict = {}
 
     def _client(self, i):
@@ -186,12 +188,18 @@ class Layout:
         for c in self.conns:
             reads, writes, tails = self.agent[c]
             chan = self._chan(c, heads)
+            leader = self.to_leader[c]
             out[("deliver", c, False)] = Footprint(
                 reads | chan, writes | tails | {("H", c)},
-                F([("H", c)]) if c in heads else F([("T", c)]))  # only a send fills it
+                (F([("H", c)]) if c in heads else F([("T", c)])) | leader)  # a send fills it
             held = F([("D", c)])
-            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held, held)
-        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]), F([C]) | self.coordinator_out)
+            out[("deliver", c, True)] = Footprint(reads | held, writes | tails | held,
+                                                  held | leader)
+        out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]) | self.markers_read,
+                                                 F([C]) | self.coordinator_out)
+        if self.leaderless:
+            for k in range(K.partitions):
+                out[("ElectLeader", k)] = Footprint(F([("L", k)]), F([("L", k)]))
         for c in range(K.consumers):
             for k in range(K.partitions):
                 out[("Fetch", c, k)] = Footprint(F([("L", k), ("R", c)]), F([("R", c)]))
@@ -232,7 +240,13 @@ class Layout:
                 out[(r, k)] = Footprint(F([("L", k), B]), F([("L", k), B]))
         elif r in ("ElectCoordinator", "ExpireTransactionalId"):
             w = F([C, B]) | self.coordinator_out | (F([CE]) if r == "ElectCoordinator" else F())
-            out[(r,)] = Footprint(F([C, CE, B]), w)
+            out[(r,)] = Footprint(F([C, CE, B]) | (self.markers_read if r == "ElectCoordinator"
+                                                    else F()), w)
+        elif r == "PartitionOffline":   # enabled while nothing is in flight to or from it
+            for k in range(K.partitions):
+                quiet = F(x for c in self.conns if 2 <= c[0] <= 7 and c[2] == k
+                          for x in self._chan(c, heads) | {("D", c)})
+                out[(r, k)] = Footprint(quiet | {("L", k), B}, F([("L", k), B]))
         elif r == "Rebalance":
             out[(r,)] = Footprint(F([G, B]), F([G, B]))
         else:   # a message fault on one connection
@@ -240,9 +254,10 @@ class Layout:
                 chan, held = F([("H", c), ("T", c)]), ("D", c)
                 if r == "DelayRequest":   # until a message follows the head, a send enables it
                     ends = F([("H", c)]) if c in followed else chan
-                    out[(r, c)] = Footprint(ends | {B}, F([("H", c), held, B]))
+                    out[(r, c)] = Footprint(ends | {B} | self.to_leader[c],
+                                            F([("H", c), held, B]))
                 elif r == "DuplicateRequest":
-                    out[(r, c)] = Footprint(chan | {B, held}, F([held, B]))
+                    out[(r, c)] = Footprint(chan | {B, held} | self.to_leader[c], F([held, B]))
                 else:   # a loss: the message goes, and its sender (or requester) times out
                     sr, sw, st = self.sender[c]
                     rr, rw, rt = self.agent[c]
@@ -266,7 +281,12 @@ _LAYOUTS: dict = {}
 
 
 class Reduction:
-    """The Kafka model's partial-order reduction hooks (``ProtocolSpec.reduction``)."""
+    """The Kafka model's partial-order reduction hooks (``ProtocolSpec.reduction``), for the
+    spec's delivery rules (``delivery``: their names; their actions are ``(name, message,
+    held)``), which the spec gives it as it assembles them (``spec.DELIVERY_NAMES``)."""
+
+    def __init__(self, delivery: frozenset):
+        self.delivery = delivery
 
     @staticmethod
     def footprints(K, w):
@@ -276,18 +296,19 @@ class Reduction:
     def footprints_anywhere(K):
         return _layout(K).anywhere()
 
-    @staticmethod
-    def group(K, a):
+    def group(self, K, a):
         name = a[0]
-        if name in DELIVERY_RULES:
+        if name in self.delivery:
             return ("deliver", connection(a[1]), a[2])
+        if name == "ExpireVerificationRetry":   # the leader's other way to take the answer
+            return ("deliver", connection(a[1]), False)
         if name in ("DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse"):
             return (name, connection(a[1]))
         if name == "CrashProducer":
             return (name, a[1])
         if name in ("Fetch",):
             return (name, a[1], a[2])
-        if name == "LoseProducerState":
+        if name in ("LoseProducerState", "PartitionOffline", "ElectLeader"):
             return (name, a[1])
         if name in CLIENT_RULES or name == "ExpireBatch":
             return (name, a[1])
@@ -362,4 +383,18 @@ def locations(K, *kinds) -> frozenset:
     return frozenset(out)
 
 
-__all__ = ["Reduction", "locations", "Rpc", "network"]
+def reads(kinds: str) -> Callable:
+    """A property's ``reads`` (``model.core.Property``; partial-order reduction: a step writing
+    one of them is visible to the property), declared beside the property as kinds of locations:
+    P producers, O what their applications were told (``Producer.outcomes``), C the coordinator,
+    L partition logs, R consumers, N connections, D held-back messages. Resolved per
+    configuration by ``RuleModel`` (``K -> locations(K, *kinds)``). A transition property fails
+    only on a step that changes what it reads."""
+    return partial(_reads, kinds)
+
+
+def _reads(kinds: str, K) -> frozenset:
+    return locations(K, *kinds)
+
+
+__all__ = ["Reduction", "locations", "reads", "Rpc", "network"]

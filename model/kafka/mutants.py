@@ -119,10 +119,10 @@ def _end_txn_answered_before_replication():
 def _markers_skip_a_partition():
     original = coordinator.send_markers
 
-    def mutant(w, tid, txn):
+    def mutant(K, w, tid, txn):
         if len(txn.partitions) > 1:
             txn = txn._replace(partitions=frozenset(sorted(txn.partitions)[:-1]))
-        return original(w, tid, txn)
+        return original(K, w, tid, txn)
     return {(coordinator, "send_markers"): mutant}
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from model.kafka.world import Errors, Rpc, budget, spend
+from model.kafka.world import Errors, Rpc, budget, offline_partitions, spend
 
 
 class InitProducerId(NamedTuple):
@@ -34,6 +34,7 @@ class InitProducerId(NamedTuple):
     producer_id: int            # v3+ (KIP-360): the client's id and epoch for an epoch bump,
     producer_epoch: int         # -1 for initTransactions
     disconnected: bool = False  # a DuplicateRequest copy: its connection was closed
+    keep_prepared_txn: bool = False   # v6 (KIP-939): initTransactions(keepPreparedTxn=true)
 
 
 class InitProducerIdResponse(NamedTuple):
@@ -169,6 +170,7 @@ class TxnOffsetCommitResponse(NamedTuple):
 for _request in (InitProducerId, AddPartitionsToTxn, EndTxn, Produce, WriteTxnMarkers,
                  VerifyAddPartition, TxnOffsetCommit):
     _request._only_if_set = ("disconnected",)   # actions and traces name a copy, not every request
+InitProducerId._only_if_set = ("disconnected", "keep_prepared_txn")   # (traces before KIP-939)
 
 REQUESTS = (Rpc.InitProducerId, Rpc.AddPartitionsToTxn, Rpc.EndTxn, Rpc.Produce, Rpc.WriteTxnMarkers,
             Rpc.VerifyAddPartition, Rpc.TxnOffsetCommit)
@@ -204,16 +206,35 @@ def in_connection_order(net: tuple) -> tuple:
     return net
 
 
-def deliverable(network: tuple, delayed: tuple):
-    """(source, index, message) for every message that can be delivered now."""
+TO_LEADER = (2, 4, 7)   # the directions of Produce, WriteTxnMarkers, VerifyAddPartitionResponse
+
+
+def to_offline_leader(m, offline) -> bool:
+    """Whether ``m`` goes to the leader of a partition in ``offline`` (one without a leader: the
+    fault ``offline_partitions``). It waits until the partition has a leader again: the producer's
+    RecordAccumulator.ready holds a batch whose partition has no known leader, the coordinator's
+    TransactionMarkerChannelManager keeps a marker in markersQueueForUnknownBroker while
+    getPartitionLeaderEndpoint answers Node.noNode (before KAFKA-17573; see
+    ``coordinator.send_markers``). Abstraction: the request is in flight but not delivered."""
+    c = connection(m)
+    return c[0] in TO_LEADER and c[2] in offline
+
+
+def deliverable(network: tuple, delayed: tuple, offline: tuple = ()):
+    """(source, index, message) for every message that can be delivered now: not one to the
+    leader of a partition in ``offline`` (``to_offline_leader``)."""
     heads = set()
     for i, m in enumerate(network):
         c = connection(m)
         if c not in heads:
             heads.add(c)
+            if offline and c[0] in TO_LEADER and c[2] in offline:
+                continue
             yield 0, i, m
     for i, m in enumerate(delayed):
         if i == 0 or m != delayed[i - 1]:   # identical copies: one choice
+            if offline and to_offline_leader(m, offline):
+                continue
             yield 1, i, m
 
 
@@ -249,7 +270,8 @@ def delivery(rpc: Rpc, handler, to_producer: bool = False):
     deliverable one (the oldest of its connection, or one held back), with whether it was held
     back. A handler takes ``(K, w, m)``, or ``(K, w, producer, m)`` for a response to a client."""
     def enabled(K, w):
-        return [(m, bool(held)) for held, _, m in deliverable(w.network, w.delayed)
+        return [(m, bool(held)) for held, _, m in deliverable(w.network, w.delayed,
+                                                              offline_partitions(w))
                 if m.rpc == rpc]
 
     def apply(K, w, m, held):
@@ -276,8 +298,8 @@ def delay_request_enabled(K, w):
     if not budget(w, "request_delays"):
         return []
     behind = followed(w.network)
-    return [(m,) for _, _, m in deliverable(w.network, ()) if m.rpc in REQUESTS
-            and connection(m) in behind]
+    return [(m,) for _, _, m in deliverable(w.network, (), offline_partitions(w))
+            if m.rpc in REQUESTS and connection(m) in behind]
 
 
 def followed(network: tuple) -> frozenset:
@@ -297,8 +319,9 @@ def delay_request(K, w, m):
 def duplicate_request_enabled(K, w):
     if not budget(w, "request_duplicates"):
         return []
+    offline = offline_partitions(w)   # a request waiting for a leader is not sent: no retry
     return [(m,) for m in dict.fromkeys(w.network + w.delayed)
-            if m.rpc in REQUESTS and not m.disconnected]
+            if m.rpc in REQUESTS and not m.disconnected and not to_offline_leader(m, offline)]
 
 
 def without(w, m):
@@ -315,7 +338,7 @@ def loss(budget_name: str, responses: bool, awaited, timed_out):
     def enabled(K, w):
         if not budget(w, budget_name):
             return []
-        return [(m,) for _, _, m in deliverable(w.network, w.delayed)
+        return [(m,) for _, _, m in deliverable(w.network, w.delayed, offline_partitions(w))
                 if bool(m.rpc & 1) == responses and (responses or not m.disconnected)
                 and awaited(w, m)]
 

@@ -33,7 +33,7 @@ order, the client matches answers in order) and one per client process of the hi
 | WriteTxnMarkers request, INTERNAL | ``HandleWriteTxnMarkers``, one per partition: producer id, epoch, result, coordinator epoch |
 | a response, CLIENT | ``Receive<Rpc>Response``: error (InitProducerId, EndTxn v5: producer id and epoch; a Produce answered NONE may be the model's DUPLICATE_SEQUENCE_NUMBER, as Kafka answers a duplicate batch) |
 | WriteTxnMarkers response, INTERNAL | ``HandleWriteTxnMarkersResponse``, per partition: error |
-| AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse``, per partition: error |
+| AddPartitionsToTxn v4+ response, INTERNAL | ``HandleVerifyAddPartitionResponse`` or (a TV2 leader past its retry time, answering the produce CONCURRENT_TRANSACTIONS) ``ExpireVerificationRetry``, per partition: error |
 | a request the proxy ``held`` (fault hold / duplicate) | ``DelayRequest`` / ``DuplicateRequest`` of that message, or nothing (nothing overtook it) |
 | a request ``dropped`` by a fault | ``LoseRequest`` of its (first) message; a frame's further messages (the markers of a second partition) lost too or still in flight for the sender's resent frame (one fault, one loss in the model) |
 | a response ``dropped`` by a fault | ``LoseResponse`` likewise |
@@ -74,12 +74,13 @@ consumer's mutants are never caught here: the anomaly checks judge what readers 
 Accepted abstractions, met on real runs (issue 43 item 4): a coordinator request answered
 COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE right after a broker starts (not
 observed: the model's coordinator is loaded from the start); a duplicate batch answered NONE (the
-model's DUPLICATE_SEQUENCE_NUMBER). Found and not accepted (a behaviour the model lacks,
-tests/model/test_kafka_observations.py, conformance_runs/kafka-4.4.0-produce-concurrent): Kafka
-4.4's leader retries a TV2 verification answered CONCURRENT_TRANSACTIONS a few times
-(AddPartitionsToTxnManager, KAFKA-18654) and then answers the Produce CONCURRENT_TRANSACTIONS,
-which the client retries; the model's leader retries without end
-(``verification_retry_at_leader``) and its client would fail such a batch.
+model's DUPLICATE_SEQUENCE_NUMBER). Found and fixed in the model (tests/model/
+test_kafka_observations.py, conformance_runs/kafka-4.4.0-produce-concurrent): Kafka 4.x's leader
+retries a TV2 verification answered CONCURRENT_TRANSACTIONS for a bounded time
+(ReplicaManager.handleProduceAppend, KAFKA-18654) and then answers the Produce
+CONCURRENT_TRANSACTIONS, which the client retries (Sender.canRetry); the model's leader retried
+without end and its client failed such a batch; now the leader may take the answer either way
+(``ExpireVerificationRetry``) and the client retries.
 """
 from __future__ import annotations
 
@@ -193,6 +194,7 @@ class _Run:
         names, ids = {}, {}           # topic names and topic ids, in order of appearance
         self.requests: dict = {}      # (endpoint, conn, correlation id) -> the request's fields
         self.not_loaded: set = set()  # ... of requests answered "no coordinator loaded yet"
+        self.died = died_with_broker(events)   # ... of requests whose broker died first
         self.history = False
         for e in events:
             if e.get("type") in _HISTORY_TYPES and "f" in e:
@@ -256,6 +258,36 @@ class _Run:
         if tid >= self.K.tids or inst >= self.K.producers_per_id:
             return -2       # an instance the model does not have: matches nothing
         return tid * self.K.producers_per_id + inst
+
+
+def died_with_broker(events) -> frozenset:
+    """(endpoint, conn, correlation id) of every observed request the proxy forwarded that was
+    never answered because its broker died: the broker closed the connection (a killed broker,
+    ``realkafka.run``'s hard failover) with the request still unanswered. The sender sees the
+    connection fail (NetworkClient: disconnected; a client's Sender and TxnRequestHandler, the
+    coordinator's marker channel, retry) and the broker's restart forgot whatever the request
+    started in memory (a verification and its guard, a callback waiting for an append), so the
+    model sees it as lost: ``LoseRequest`` (or handled, and its answer lost: ``LoseResponse``),
+    and a run's budgets allow one of each per such request (``realkafka.losses.
+    unanswered_at_broker_close`` finds the same requests for ``kafka-mc real conform``; the
+    model does not import the harness, tests/model/test_kafka_observations.py holds the two
+    equal). Abstraction: the model's failover moves the coordinator alone; a killed broker that
+    also leads the data partitions (one broker) restarts them with their logs, and what dies
+    with it is what was in flight, which the model has as losses."""
+    pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
+    died = set()
+    for e in events:
+        conn = (e.get("endpoint"), e.get("conn"))
+        direction = e.get("direction")
+        if direction == "connection" and e.get("action") == "closed":
+            if e.get("by") == "broker":
+                died.update(pending.get(conn, ()))
+            pending.pop(conn, None)
+        elif direction == "request" and _api(e) in APIS and e.get("action") == "forwarded":
+            pending.setdefault(conn, set()).add(conn + (e.get("correlation_id"),))
+        elif direction == "response":
+            pending.get(conn, set()).discard(conn + (e.get("correlation_id"),))
+    return frozenset(died)
 
 
 def _values(x, key):
@@ -330,14 +362,27 @@ def _as_producer(rpcs, fields, instance):
 
 
 REQUEST_FAULTS = ("DelayRequest", "DuplicateRequest")
+# The request fields an answer carries (itself, or in the request it names) that the mapping
+# compares when the answer is lost with a killed broker: its own producer id and epoch are the
+# bumped ones for some (EndTxn v5, InitProducerId), so only these
+_ANSWERED = {Rpc.Produce: ("partition", "producer_id", "producer_epoch", "base_sequence"),
+             Rpc.WriteTxnMarkers: ("partition", "producer_id", "producer_epoch", "committed"),
+             Rpc.VerifyAddPartition: ("partition",)}
 
 
-def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True):
+def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True,
+             died=False):
     """The observation of a request event by the proxy's ``action`` (``first``: of the model's
-    messages the frame carries, the first)."""
+    messages the frame carries, the first; ``died``: its broker died before answering it)."""
     match = _as_producer((rpc,), fields, instance)
     what = e.get("action") or "forwarded"
     fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
+    if what == "forwarded" and died:
+        # lost with its broker, or handled and its answer lost (when it has one yet)
+        answer = {k: v for k, v in fields.items() if k in _ANSWERED.get(rpc, ())}
+        return [step(label + " (its broker died)", (action, "LoseRequest"), match),
+                either(label + " (its answer lost with the broker)", ("LoseResponse",),
+                       _as_producer((rpc + 1,), answer, instance))]
     if what in ("forwarded", "released", "duplicated-copy"):
         return step(label, (action,), match)
     if what == "held":
@@ -349,12 +394,14 @@ def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first
     return None     # queued (its release is the event), or dropped with its connection
 
 
-def _response(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True):
+def _response(label, action: str | tuple, rpc: Rpc, fields: dict, e, instance=None,
+              first=True):
+    """The observation of a response event (``action``: the receiver's rule, or its rules)."""
     match = _as_producer((rpc,), fields, instance)
     what = e.get("action") or "forwarded"
     fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
     if what in ("forwarded", "released"):
-        return step(label, (action,), match)
+        return step(label, (action,) if isinstance(action, str) else action, match)
     if what == "dropped" and fault == "drop":
         return (step if first else either)(label + " dropped", ("LoseResponse",), match)
     if what == "dropped":
@@ -423,12 +470,14 @@ def _proxy(K, run: _Run, e):
         req_event, req = e, f
     instance = run.instance(req_event.get("client_id"))
     label = _label(e)
+    died = request and (e.get("endpoint"), e.get("conn"), e.get("correlation_id")) in run.died
     if api == "InitProducerId":
         tid = run.tids.get(req.get("transactional_id"))
         if request:
             return _request(label, "HandleInitProducerId", Rpc.InitProducerId,
                             {"tid": tid, "producer_id": run.pid(req.get("producer_id", -1)),
-                             "producer_epoch": req.get("producer_epoch", -1)}, e, instance)
+                             "producer_epoch": req.get("producer_epoch", -1)}, e, instance,
+                            died=died)
         fields = {"tid": tid, "error": _error(_first_error(e, f)),
                   "producer_id": run.pid(f.get("producer_id", -1)),
                   "producer_epoch": f.get("producer_epoch", -1)}
@@ -440,7 +489,7 @@ def _proxy(K, run: _Run, e):
             return _request(label, "HandleEndTxn", Rpc.EndTxn,
                             {"tid": tid, "producer_id": run.pid(req.get("producer_id")),
                              "producer_epoch": req.get("producer_epoch"),
-                             "committed": bool(req.get("committed"))}, e, instance)
+                             "committed": bool(req.get("committed"))}, e, instance, died=died)
         fields = {"tid": tid, "error": _error(_first_error(e, f))}
         if "producer_id" in f and K.tv2:     # v5 (TV2): the bumped epoch
             fields |= {"producer_id": run.pid(f["producer_id"]),
@@ -454,16 +503,16 @@ def _proxy(K, run: _Run, e):
             return _request(label, "HandleAddPartitionsToTxn", Rpc.AddPartitionsToTxn,
                             {"tid": tid, "producer_id": run.pid(req.get("producer_id")),
                              "producer_epoch": req.get("producer_epoch"), "partitions": parts},
-                            e, instance)
+                            e, instance, died=died)
         return _response(label, "ReceiveAddPartitionsToTxnResponse",
                          Rpc.AddPartitionsToTxnResponse,
                          {"tid": tid, "error": _error(_first_error(e, f))}, e, instance)
     if api == "AddPartitionsToTxn":
-        return _verifications(K, run, e, f, req, request, label)
+        return _verifications(K, run, e, f, req, request, label, died)
     if api == "Produce":
-        return _produce(run, e, f, req, request, label, instance)
+        return _produce(run, e, f, req, request, label, instance, died)
     if api == "WriteTxnMarkers":
-        return _markers(run, e, f, req, request, label)
+        return _markers(run, e, f, req, request, label, died)
     return None
 
 
@@ -484,7 +533,15 @@ def _partition_error(e, path_part: str, default=0):
     return default
 
 
-def _produce(run, e, f, req, request, label, instance):
+def _add(out: list, o) -> None:
+    """Append an observation, or the observations one message makes (``_request``)."""
+    if isinstance(o, list):
+        out.extend(o)
+    elif o is not None:
+        out.append(o)
+
+
+def _produce(run, e, f, req, request, label, instance, died=False):
     """One observation per partition of a Produce request (or its response), in order."""
     batches = {}
     for t in req.get("topic_data") or ():
@@ -499,10 +556,8 @@ def _produce(run, e, f, req, request, label, instance):
             fields = {"partition": k, "producer_id": run.pid(b.get("producer_id")),
                       "producer_epoch": b.get("producer_epoch"),
                       "base_sequence": b.get("base_sequence")}
-            o = _request(f"{label} p{k}", "HandleProduce", Rpc.Produce, fields, e, instance,
-                         first=not out)
-            if o is not None:
-                out.append(o)
+            _add(out, _request(f"{label} p{k}", "HandleProduce", Rpc.Produce, fields, e,
+                               instance, first=not out, died=died))
         return out or None
     for t in f.get("responses") or ():
         for p in t.get("partition_responses") or ():
@@ -521,7 +576,13 @@ def _produce(run, e, f, req, request, label, instance):
     return out or None
 
 
-def _verifications(K, run, e, f, req, request, label):
+# A leader takes a verification's answer in one of two ways: it handles it (a retry, a
+# failure or the append), or, answered CONCURRENT_TRANSACTIONS once its retry time has passed
+# (KAFKA-18654, a TV2 leader), answers the produce with it (partition.expire_verification_retry)
+VERIFICATION_ANSWERED = ("HandleVerifyAddPartitionResponse", "ExpireVerificationRetry")
+
+
+def _verifications(K, run, e, f, req, request, label, died=False):
     """AddPartitionsToTxn v4+ (a leader's verification or implicit add): one observation per
     partition of each transaction."""
     out = []
@@ -546,22 +607,21 @@ def _verifications(K, run, e, f, req, request, label):
                 if request:
                     fields["verify_only"] = bool(x.get("verify_only"))
                     o = _request(f"{label} p{part}", "HandleVerifyAddPartition",
-                                 Rpc.VerifyAddPartition, fields, e, first=not out)
+                                 Rpc.VerifyAddPartition, fields, e, first=not out, died=died)
                 else:
                     code = top or errors.get((x.get("transactional_id"), _topic(t), k), 0)
                     error = _error(code and _partition_error(e, f"[{k}]", code))
                     if top:
                         error = _error(_first_error(e, f))
-                    o = _response(f"{label} p{part}", "HandleVerifyAddPartitionResponse",
+                    o = _response(f"{label} p{part}", VERIFICATION_ANSWERED,
                                   Rpc.VerifyAddPartitionResponse,
                                   {"partition": part, "error": error,
                                    "producer_id": fields["producer_id"]}, e, first=not out)
-                if o is not None:
-                    out.append(o)
+                _add(out, o)
     return out or None
 
 
-def _markers(run, e, f, req, request, label):
+def _markers(run, e, f, req, request, label, died=False):
     """WriteTxnMarkers: one observation per partition of each marker."""
     out = []
     errors = {}
@@ -584,14 +644,13 @@ def _markers(run, e, f, req, request, label):
                     fields["coordinator_epoch"] = run.coordinator_epochs.get(
                         x.get("coordinator_epoch"), x.get("coordinator_epoch"))
                     o = _request(f"{label} p{part}", "HandleWriteTxnMarkers",
-                                 Rpc.WriteTxnMarkers, fields, e, first=not out)
+                                 Rpc.WriteTxnMarkers, fields, e, first=not out, died=died)
                 else:
                     code = errors.get((x.get("producer_id"), _topic(t), k), 0)
                     fields["error"] = _error(code and _partition_error(e, f"[{k}]", code))
                     o = _response(f"{label} p{part}", "HandleWriteTxnMarkersResponse",
                                   Rpc.WriteTxnMarkersResponse, fields, e, first=not out)
-                if o is not None:
-                    out.append(o)
+                _add(out, o)
     return out or None
 
 

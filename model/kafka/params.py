@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from model.config import Param
+from model.config import ConfigError, Param
 from model.kafka import faults
 from model.kafka.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
 
@@ -29,6 +29,11 @@ PARAMS = (
           "each transaction consumes an input record and commits its offset (a consumer group)"),
     Param("workload.input_records", int, 2, "input records (consume-transform-produce)",
           min=1, max=4),
+    Param("workload.two_phase_commit", bool, False,
+          "KIP-939: the producers set transaction.two.phase.commit.enable and end each "
+          "transaction with prepareTransaction() and completeTransaction(PreparedTxnState) as an "
+          "external transaction manager decides; a restarted instance calls "
+          "initTransactions(keepPreparedTxn=true) (needs protocol.prepare_transaction_api)"),
     *faults.PARAMS,
 )
 
@@ -47,6 +52,7 @@ class KafkaParams(NamedTuple):
     inputs: int                 # input records (ctp)
     budgets: faults.Budgets        # the initial fault budgets
     last_epoch: int = LAST_EPOCH   # Short.MaxValue, or a small stand-in
+    two_phase: bool = False        # KIP-939 (workload.two_phase_commit)
 
     @property
     def producers(self) -> int:
@@ -60,6 +66,10 @@ class KafkaParams(NamedTuple):
 def kafka_params(cfg) -> KafkaParams:
     version = cfg["protocol.version"]
     flags = {f: cfg[f"protocol.{f}"] for f in FLAGS if cfg.get(f"protocol.{f}") is not None}
+    two_phase = bool(cfg.get("workload.two_phase_commit"))
+    if two_phase and not features(version, flags).prepare_transaction_api:
+        raise ConfigError(f"workload.two_phase_commit needs KafkaProducer.prepareTransaction "
+                          f"(protocol.prepare_transaction_api: latest, or 4.4), not in {version}")
     return KafkaParams(
         version=version, features=features(version, flags),
         tids=cfg["cluster.transactional_ids"], producers_per_id=cfg["cluster.producers_per_id"],
@@ -68,4 +78,4 @@ def kafka_params(cfg) -> KafkaParams:
         records=cfg["workload.records_per_transaction"],
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
-        budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"])
+        budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"], two_phase=two_phase)

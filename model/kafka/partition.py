@@ -12,7 +12,9 @@ no open transaction here (TV2: none with this epoch), the leader parks the reque
 unique verification guard and asks the coordinator -- verify only (part 1, TV1) or add the
 partition (part 2, TV2); the append happens on a successful answer only if the guard is still
 there. A marker clears the producer's guard (KAFKA-14884). Without ``verification_guard`` the
-answer is trusted whatever happened meanwhile.
+answer is trusted whatever happened meanwhile. From 4.0.0 (KAFKA-18654) a TV2 leader retries a
+verification answered CONCURRENT_TRANSACTIONS itself for a bounded time, then answers the produce
+CONCURRENT_TRANSACTIONS (``ExpireVerificationRetry``: time abstracted, a choice).
 
 The ``__consumer_offsets`` partition of consume-transform-produce goes through the same code:
 a TxnOffsetCommit is appended with origin COORDINATOR (``AppendOrigin.COORDINATOR``: the epoch is
@@ -23,7 +25,7 @@ Abstraction: the high watermark is the log end (see ``Partition``).
 from __future__ import annotations
 
 from model.kafka.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
-                           WriteTxnMarkersResponse, answer, send)
+                           WriteTxnMarkersResponse, answer, connection, deliverable, remove, send)
 from model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
                          ProducerStateEntry, RecordId, World, replace_at)
 
@@ -137,15 +139,26 @@ def _retriable(K, m, error: Errors) -> Errors:
     return Errors.NOT_ENOUGH_REPLICAS
 
 
+def retried_at_leader(K, r) -> bool:
+    """Whether the leader may retry verification answer ``r`` itself: from KAFKA-18654 (4.0.0;
+    flag ``verification_retry_at_leader``) a TV2 leader's produce path
+    (``ReplicaManager.handleProduceAppend``, its callback ``maybeRetryOnConcurrentTransactions``)
+    resends a verification answered CONCURRENT_TRANSACTIONS after
+    add.partitions.to.txn.retry.backoff.ms, until min(add.partitions.to.txn.retry.backoff.max.ms,
+    request.timeout.ms) has passed since the verification started."""
+    return (r.error == Errors.CONCURRENT_TRANSACTIONS and K.tv2 and r.produce.rpc == Rpc.Produce
+            and K.features.verification_retry_at_leader)
+
+
 def handle_verify_response(K, w: World, r) -> World:
-    """The coordinator answered a verification (AddPartitionsToTxnManager's callback). From 4.1
+    """The coordinator answered a verification (AddPartitionsToTxnManager's callback). From 4.0.0
     a TV2 leader retries a produce's CONCURRENT_TRANSACTIONS itself (KAFKA-18654, in the produce
-    path); other retriable errors fail the request for the client to resend it, which reuses the
-    producer id's guard."""
+    path: ``retried_at_leader``) while its retry time lasts (``expire_verification_retry`` is
+    the answer once it has passed); other retriable errors fail the request for the client to
+    resend it, which reuses the producer id's guard."""
     m = r.produce
     part = w.partitions[m.partition]
-    if (r.error == Errors.CONCURRENT_TRANSACTIONS and K.tv2 and m.rpc == Rpc.Produce
-            and K.features.verification_retry_at_leader):
+    if retried_at_leader(K, r):
         return w._replace(network=send(w.network, verification_request(K, w, m, r.guard)))
     if r.error in VERIFICATION_RETRIABLE:
         return w._replace(network=answer(w.network, m, _response(m, _retriable(K, m, r.error))))
@@ -160,6 +173,28 @@ def handle_verify_response(K, w: World, r) -> World:
     error = (Errors.INVALID_PRODUCER_EPOCH if r.error == Errors.PRODUCER_FENCED
              else Errors.INVALID_TXN_STATE)
     return w._replace(network=answer(w.network, m, _response(m, error)))
+
+
+def expire_verification_retry_enabled(K, w: World):
+    """The answers to a produce's verification the leader would retry (``retried_at_leader``),
+    first on their connection: one may come after the retry time has passed."""
+    return [(m,) for _, _, m in deliverable(w.network, ())
+            if m.rpc == Rpc.VerifyAddPartitionResponse and retried_at_leader(K, m)]
+
+
+def expire_verification_retry(K, w: World, r) -> World:
+    """The leader receives verification answer ``r`` (CONCURRENT_TRANSACTIONS) once its retry
+    time has passed: ``ReplicaManager.handleProduceAppend``'s ``maybeRetryOnConcurrentTransactions``
+    ("We've exceeded the retry timeout") hands the result to ``postVerificationCallback``, which
+    does not convert CONCURRENT_TRANSACTIONS for a TV2 request (``supportsEpochBump``), so the
+    produce is answered CONCURRENT_TRANSACTIONS (the client retries it: ``producer._completion``)
+    and the guard stays for the retry. Abstraction: the retry time (add.partitions.to.txn.retry.
+    backoff.max.ms, 100 ms by default, bounded by request.timeout.ms) is time, which the model
+    does not have; any CONCURRENT_TRANSACTIONS answer, the first one included, may arrive after
+    it has passed, so the leader chooses between this and a retry (``handle_verify_response``)."""
+    w = w._replace(network=remove(w.network, w.network.index(r)))
+    m = r.produce
+    return w._replace(network=answer(w.network, m, _response(m, Errors.CONCURRENT_TRANSACTIONS)))
 
 
 def verification_awaited(w: World, m) -> bool:
@@ -280,3 +315,44 @@ def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
     part = w.partitions[k]
     part = part._replace(producers=tuple(e for e in part.producers if e.producer_id != producer_id))
     return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "producer_state_losses")
+
+
+# --- a partition without a leader (the fault offline_partitions) ------------------------------
+
+def partition_offline_enabled(K, w):
+    """A data partition's leader may fail while nothing is in flight to or from it. Abstraction:
+    the broker dies between requests (a request in flight when a broker dies is, to its sender,
+    a lost request or response: ``request_losses`` / ``response_losses``), so no request is
+    handled and no answer sent by the dead leader; the ``__consumer_offsets`` partition (the
+    group coordinator's) stays online."""
+    if not budget(w, "offline_partitions"):
+        return []
+    busy = {connection(m)[2] for m in w.network + w.delayed if 2 <= connection(m)[0] <= 7}
+    return [(k,) for k in range(K.partitions)
+            if not w.partitions[k].offline and k not in busy]
+
+
+def partition_offline(K, w: World, k: int) -> World:
+    """The broker of partition ``k``'s only in-sync replica goes down and the controller fences it
+    (broker.session.timeout.ms): the partition's leader becomes NO_LEADER (-1)
+    (PartitionChangeBuilder with unclean leader election off; KRaftMetadataCache then finds no
+    registered broker for the leader). Its producer state and log stay on the broker's disk;
+    the verification guards (ProducerStateManager's in-memory VerificationStateEntry) are lost
+    with the process. While it is offline nothing is delivered to it
+    (``network.to_offline_leader``) and no consumer fetches from it (``consumer.fetch_enabled``)."""
+    part = w.partitions[k]._replace(offline=True, guards=())
+    return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "offline_partitions")
+
+
+def elect_leader_enabled(K, w):
+    return [(k,) for k, part in enumerate(w.partitions) if part.offline]
+
+
+def elect_leader(K, w: World, k: int) -> World:
+    """The broker restarts, registers and is unfenced; the controller elects it leader of ``k``
+    again (PartitionChangeBuilder.electLeader: the in-sync replica). It reloads the log and the
+    producer state (ProducerStateManager's snapshot and the log after it: every entry the model
+    keeps is recoverable from them), so the partition is as it was; the requests held for it
+    are delivered from now on."""
+    part = w.partitions[k]._replace(offline=False)
+    return w._replace(partitions=replace_at(w.partitions, k, part))

@@ -48,7 +48,8 @@ from model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSE
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)
 OFFSET_COMMIT_RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR,
                            Errors.COORDINATOR_LOAD_IN_PROGRESS)
-IN_TXN = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION, C.ABORTABLE_ERROR)
+IN_TXN = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION, C.ABORTABLE_ERROR,
+          C.PREPARED_TRANSACTION)
 
 
 def with_producer(w: World, i: int, **changes) -> World:
@@ -85,7 +86,9 @@ def init_transactions_enabled(K, w):
 
 
 def init_transactions(K, w, i):
-    """KafkaProducer.initTransactions -> TransactionManager.initializeTransactions."""
+    """KafkaProducer.initTransactions -> TransactionManager.initializeTransactions. With
+    two-phase commit a restarted instance asks to keep a prepared transaction
+    (initTransactions(keepPreparedTxn=true), ``coordinator_request``)."""
     return _send(K, with_producer(w, i, state=C.INITIALIZING, in_flight_request=Rpc.InitProducerId), i)
 
 
@@ -125,9 +128,54 @@ def send_record(K, w, i, k):
 
 
 def commit_transaction_enabled(K, w):
+    if K.two_phase:   # the application prepares, and the external decision ends it
+        return []
     return [(i,) for i, p in running(K, w)
             if p.state == C.IN_TRANSACTION and p.records == K.records
             and (not K.ctp or p.offsets != OFFSETS_NONE)]
+
+
+# --- two-phase commit (KIP-939, workload.two_phase_commit) ------------------------------------------
+# The application is a participant of an external transaction manager: it prepares each
+# transaction (prepareTransaction, no RPC) and hands the PreparedTxnState (producer id, epoch) to
+# the manager, whose decision arrives as completeTransaction(preparedTxnState): commit when the
+# state matches the producer's, abort otherwise. Abstractions: the manager's decision is a choice
+# of the step (``matches``); commitTransaction() / abortTransaction() called on a prepared
+# transaction are the same two transitions (TransactionManager.beginCommit / beginAbort from
+# PREPARED_TRANSACTION); a restarted instance always asks keepPreparedTxn, which no coordinator
+# implements yet (UNSUPPORTED_VERSION, fatal to the client: InitProducerIdHandler), so a prepared
+# transaction survives a restart only as an Ongoing one nobody can end (forceTerminateTransaction,
+# the Admin's way out, is not modelled).
+
+def prepare_transaction_enabled(K, w):
+    if not K.two_phase:
+        return []
+    return [(i,) for i, p in running(K, w)
+            if p.state == C.IN_TRANSACTION and p.records == K.records
+            and not p.queued and not p.in_flight and not p.new_partitions
+            and not p.pending_partitions and p.in_flight_request == -1
+            and (not K.ctp or p.offsets == OFFSETS_DONE)]
+
+
+def prepare_transaction(K, w, i):
+    """KafkaProducer.prepareTransaction: flush() (every batch acknowledged: the guard), then
+    TransactionManager.prepareTransaction: IN_TRANSACTION -> PREPARED_TRANSACTION, the
+    preparedTxnState the current producer id and epoch (which stay as they are until the
+    transaction ends, so the model does not keep a copy). No request is sent."""
+    return with_producer(w, i, state=C.PREPARED_TRANSACTION)
+
+
+def complete_prepared_transaction_enabled(K, w):
+    return [(i, matches) for i, p in running(K, w) if p.state == C.PREPARED_TRANSACTION
+            for matches in (True, False)]
+
+
+def complete_prepared_transaction(K, w, i, matches):
+    """KafkaProducer.completeTransaction(preparedTxnState): commitTransaction() when the
+    external manager's state equals the producer's preparedTransactionState, else
+    abortTransaction() (PREPARED_TRANSACTION -> COMMITTING_TRANSACTION / ABORTING_TRANSACTION)."""
+    return with_producer(w, i, state=C.COMMITTING_TRANSACTION if matches
+                         else C.ABORTING_TRANSACTION)
 
 
 def commit_transaction(K, w, i):
@@ -237,7 +285,9 @@ def coordinator_request(K, w: World, i: int):
     p = w.producers[i]
     r, epoch = p.in_flight_request, w.coordinator.coordinator_epoch
     if r == Rpc.InitProducerId:
-        return InitProducerId(r, i, p.tid, epoch, p.producer_id, p.producer_epoch)
+        keep = K.two_phase and p.instance > 0 and p.producer_id == -1
+        return InitProducerId(r, i, p.tid, epoch, p.producer_id, p.producer_epoch,
+                              keep_prepared_txn=keep)
     if r == Rpc.AddPartitionsToTxn:
         return AddPartitionsToTxn(r, i, p.tid, epoch, p.producer_id, p.producer_epoch,
                                   p.pending_partitions)
@@ -351,8 +401,9 @@ def receive_txn_offset_commit_response(K, w, i, m):
 
 
 def receive_produce_response(K, w, i, m):
-    """Sender.completeBatch: success (a duplicate is one); NOT_ENOUGH_REPLICAS or NETWORK_EXCEPTION,
-    retriable, resends the batch with its sequence number (Sender.canRetry, reenqueueBatch); a
+    """Sender.completeBatch: success (a duplicate is one); NOT_ENOUGH_REPLICAS, NETWORK_EXCEPTION or
+    CONCURRENT_TRANSACTIONS, retriable, resends the batch with its sequence number
+    (Sender.canRetry, reenqueueBatch); a
     fenced producer is fatal; any other error fails the batch (Sender.failBatch ->
     TransactionManager.handleFailedBatch)."""
     p = w.producers[i]
@@ -379,9 +430,13 @@ def _completion(features, p, m) -> int:
     an InvalidProducerEpochException, which maybeTransitionToErrorState makes abortable."""
     if m.request not in p.in_flight:
         return STALE
-    if m.error in (Errors.NOT_ENOUGH_REPLICAS, Errors.NETWORK_EXCEPTION):
-        return RETRY        # RetriableExceptions (Sender.canRetry); NETWORK_EXCEPTION: 3.6's
-                            # leader before KAFKA-16386 (the client also refreshes its metadata)
+    if m.error in (Errors.NOT_ENOUGH_REPLICAS, Errors.NETWORK_EXCEPTION,
+                   Errors.CONCURRENT_TRANSACTIONS):
+        return RETRY        # RetriableExceptions (Sender.canRetry -> TransactionManager.canRetry:
+                            # ``error.exception() instanceof RetriableException``); NETWORK_EXCEPTION:
+                            # 3.6's leader before KAFKA-16386 (the client also refreshes its
+                            # metadata); CONCURRENT_TRANSACTIONS: a 4.x TV2 leader whose retry
+                            # time passed (partition.expire_verification_retry)
     if m.error in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
         return DONE
     if m.error == Errors.PRODUCER_FENCED or (m.error == Errors.INVALID_PRODUCER_EPOCH

@@ -4,12 +4,12 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 ``BeginTransaction``, ``Send``, ``CommitTransaction``, ``AbortTransaction``), the client's
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
-``Fetch``) and the faults of ``model.kafka.faults`` (the coordinator's ``ExpireTransaction``,
-``ElectCoordinator`` and ``ExpireTransactionalId`` among its rules; ``CrashProducer``,
-``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``, ``LoseResponse``, ``ExpireBatch``,
-``LoseProducerState`` and ``Rebalance`` last). A delivery action's arguments are the message and
-whether it was held back. The rule order is the order of successors, so it decides which of
-several shortest counterexamples the BFS reports.
+``ExpireVerificationRetry``, ``Fetch``) and the faults of ``model.kafka.faults`` (the
+coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
+rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
+``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last). A delivery
+action's arguments are the message and whether it was held back. The rule order is the order
+of successors, so it decides which of several shortest counterexamples the BFS reports.
 
 The spec carries no property: ``invariants/`` registers the Kafka properties for the model
 ``kafka`` and the registry adds them (``_build``) when it binds a configuration.
@@ -20,16 +20,19 @@ import typing
 from functools import partial
 from operator import is_
 
+from model.capabilities import Capabilities
 from model.codec import from_itf, to_itf
 from model.config import Config, Param
 from model.core import WF
+from model.kafka import comparison
 from model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
                          group_coordinator, mutants, network, partition, producer, symmetry,
                          tables)
 from model.kafka.network import Rpc
 from model.kafka.params import PARAMS, KafkaParams, kafka_params
 from model.kafka.versions import PRESETS, RELEASES, Features
-from model.kafka.world import Consumer, Coordinator, Partition, Producer, TxnMetadata, World
+from model.kafka.world import (Consumer, Coordinator, Partition, Producer, TxnMetadata, World,
+                               offline_partitions)
 from model.protocol import ProtocolSpec, Rule, RuleModel
 from model.registry import ModelEntry
 
@@ -90,6 +93,10 @@ RULES = CLIENT_RULES + (
     _deliver_rule("HandleWriteTxnMarkers", Rpc.WriteTxnMarkers, partition.handle_write_txn_markers),
     _deliver_rule("HandleVerifyAddPartitionResponse", Rpc.VerifyAddPartitionResponse,
                   partition.handle_verify_response),
+    # (not a delivery rule: the other way a leader may handle a CONCURRENT_TRANSACTIONS answer,
+    # once its retry time has passed; no fairness: retrying for ever is what it stands against)
+    Rule("ExpireVerificationRetry", ("message",), partition.expire_verification_retry_enabled,
+         partition.expire_verification_retry),
     # the group coordinator
     _deliver_rule("HandleTxnOffsetCommit", Rpc.TxnOffsetCommit,
                   group_coordinator.handle_txn_offset_commit),
@@ -140,6 +147,7 @@ def _fused(K):
                        r in CLIENT_RULES))
     handlers = {rpc: (r.name, partial(r.apply, K)) for rpc, r in DELIVERIES.items() if r in rules}
     ctp = K.ctp
+    leaderless = bool(b0.total and b0.offline_partitions)   # can a partition be offline at all
     # what the client's rules read then, and their enabled arguments in order (one tuple, so a
     # thread reading it meanwhile sees one pair or the other)
     last = [((), [])]
@@ -174,15 +182,17 @@ def _fused(K):
     def successors(w):
         out = [((name, *args), apply(w, *args))
                for name, apply, args_list in asked(w) for args in args_list]
-        for held, _, m in network.deliverable(w.network, w.delayed):
+        offline = offline_partitions(w) if leaderless else ()
+        for held, _, m in network.deliverable(w.network, w.delayed, offline):
             name, apply = handlers[m.rpc]
             out.append(((name, m, bool(held)), apply(w, m, bool(held))))
         return out
 
     def actions(w):
         out = [(name, *args) for name, _, args_list in asked(w) for args in args_list]
+        offline = offline_partitions(w) if leaderless else ()
         out += [(handlers[m.rpc][0], m, bool(held))
-                for held, _, m in network.deliverable(w.network, w.delayed)]
+                for held, _, m in network.deliverable(w.network, w.delayed, offline)]
         return out
 
     successors.actions = actions
@@ -242,7 +252,7 @@ def build_spec() -> ProtocolSpec:
     return ProtocolSpec(
         name="kafka", init=_init, rules=RULES, params=kafka_params,
         fast_successors=_fused, itf_codec=_Codec, locality=_locality,
-        reduction=footprints.Reduction, symmetry=symmetry.KafkaSymmetry(RULES),
+        reduction=footprints.Reduction(DELIVERY_NAMES), symmetry=symmetry.KafkaSymmetry(RULES),
         check_deadlock=False, doc="Kafka's transaction protocol (producers, coordinator, "
         "partition leaders, read_committed consumers) with faults")
 
@@ -252,23 +262,35 @@ SPEC = build_spec()
 TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
                     "ReceiveAddPartitionsToTxnResponse")
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
+RETRY_AT_LEADER_RULES = ("ExpireVerificationRetry",)
+TWO_PHASE_RULES = ("PrepareTransaction", "CompletePreparedTransaction")
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
+OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
 
 
 def spec_for(K: KafkaParams) -> ProtocolSpec:
     """The rules that exist in the configured version and workload: TV2 clients never send
-    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on; the group
-    coordinator's rules only with consume-transform-produce (TV1 still needs AddPartitionsToTxn
-    for its AddOffsetsToTxn)."""
+    AddPartitionsToTxn; leaders verify only from KIP-890 (3.6, or TV2) on, and retry a
+    verification themselves only with TV2 from KAFKA-18654; the group coordinator's rules only
+    with consume-transform-produce (TV1 still needs AddPartitionsToTxn for its
+    AddOffsetsToTxn); a partition goes offline and is elected a leader again only with the fault
+    ``offline_partitions`` (``ElectLeader`` spends no budget of its own)."""
+    retry = K.tv2 and K.features.verification_retry_at_leader
     remove = ((TV1_CLIENT_RULES if K.tv2 else ())
               + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
-              + (() if K.ctp else CTP_RULES))
+              + (() if retry else RETRY_AT_LEADER_RULES)
+              + (() if K.ctp else CTP_RULES)
+              + (() if K.two_phase else TWO_PHASE_RULES)
+              + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 
 
 class KafkaModel(RuleModel):
-    """The Kafka spec bound to a configuration, with its sequence diagram."""
+    """The Kafka spec bound to a configuration, with its sequence diagram, its symbolic model and
+    its observations of real runs."""
+
+    capabilities = Capabilities(diagrams=True, symbolic=True, observations=True)
 
     def lifelines(self):
         return diagram.lifelines(self.params)
@@ -288,7 +310,7 @@ class KafkaModel(RuleModel):
     def machines(self):
         """The coordinator's and the client's state machines, against Kafka's tables for the
         configured version."""
-        return tables.machines(self.params.features)
+        return tables.machines(self.params.features, self.params.two_phase)
 
     def settings(self):
         """The protocol flags the configured preset (and explicit flags) stand for."""
@@ -304,6 +326,11 @@ class KafkaModel(RuleModel):
         """A flag's default is the behaviour before the Kafka change it names."""
         return {f"protocol.{flag}": value for flag, value in Features()._asdict().items()}
 
+    def observations(self, events):
+        """What a recorded run of real Kafka observes (model/kafka/observations.py)."""
+        from model.kafka import observations
+        return observations.observations(self, events)
+
 
 def _build(cfg: Config, properties=()):
     spec = mutants.mutate(spec_for(kafka_params(cfg)), cfg["model.mutant"])
@@ -318,7 +345,8 @@ MUTANT = Param("model.mutant", str, mutants.NONE,
 # partition and every fault kind with a budget of one, at most two faults in an execution
 # (tests keep the two equal).
 DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
-            **{f"faults.{f.budget}": 1 for f in faults.FAULTS if f.budget != "rebalances"}}
+            **{f"faults.{f.budget}": 1 for f in faults.FAULTS
+               if f.budget not in ("rebalances", "offline_partitions")}}
 SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
                          "a deliberately broken variant of the symbolic model (model/kafka/symbolic.py)",
                          choices=("none", "no_rotation", "fence_retry_bump"))
@@ -326,4 +354,5 @@ MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT, SYMBOLIC_VARIANT), _buil
                    preset_docs={name: doc for name, (_, doc) in PRESETS.items()},
                    releases=RELEASES,
                    mutants=tuple((m.name, m.invariant, m.doc) for m in mutants.MUTANTS),
-                   defaults=DEFAULTS)
+                   defaults=DEFAULTS, claims=comparison.CLAIMS,
+                   comparison=comparison.comparison)

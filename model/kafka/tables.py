@@ -37,12 +37,15 @@ def coordinator_table(features) -> dict[str, list[str]]:
 
 
 @lru_cache(maxsize=None)
-def client_table(features) -> dict:
+def client_table(features, two_phase: bool = False) -> dict:
+    """The client's table for the version; with ``two_phase`` (workload.two_phase_commit) the
+    PREPARED_TRANSACTION edges of KIP-939 (``with_prepared``)."""
     _, client = _tables()
     key = ("Kafka 4.x" if features.transaction_version == 2
            else "Kafka 3.6" if features.partition_verification
            else "Kafka 2.5" if features.producer_epoch_bump else "Kafka 0.11")
-    return next(v for label, v in client.items() if label.startswith(key))
+    table = next(v for label, v in client.items() if label.startswith(key))
+    return with_prepared(table) if two_phase else table
 
 
 def table_edges(table) -> tuple[tuple[str, str], ...]:
@@ -101,7 +104,19 @@ def client_step(features, s, a, t):
 FAILING = frozenset({"ExpireBatch", "ReceiveProduceResponse"})   # steps that can fail a batch
 
 
-def machines(features) -> tuple[Machine, ...]:
+def with_prepared(table: dict) -> dict:
+    """KIP-939's PREPARED_TRANSACTION in TransactionManager.State.isTransitionValid (4.4, trunk):
+    from IN_TRANSACTION (prepareTransaction) or INITIALIZING (keepPreparedTxn), and to
+    COMMITTING_TRANSACTION / ABORTING_TRANSACTION. transitions.json predates it; the edges are
+    listed only where the workload can take them (workload.two_phase_commit)."""
+    t = dict(table)
+    t["PREPARED_TRANSACTION"] = ["IN_TRANSACTION", "INITIALIZING"]
+    for target in ("COMMITTING_TRANSACTION", "ABORTING_TRANSACTION"):
+        t[target] = [*t[target], "PREPARED_TRANSACTION"]
+    return t
+
+
+def machines(features, two_phase: bool = False) -> tuple[Machine, ...]:
     return (Machine("TransactionState", table_edges(coordinator_table(features)), coordinator_step),
-            Machine("TransactionManager.State", table_edges(client_table(features)),
+            Machine("TransactionManager.State", table_edges(client_table(features, two_phase)),
                     partial(client_step, features)))

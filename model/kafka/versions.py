@@ -52,6 +52,16 @@ class Features(NamedTuple):
                                            # a marker at the last epoch over an open transaction
     persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
                                            # prevProducerId and nextProducerId across a failover
+    markers_skip_leaderless_partition: bool = False  # KAFKA-17573 (4.3.0, commit 7d13e8b70d):
+                                           # KRaftMetadataCache.getPartitionLeaderEndpoint
+                                           # answers Optional.empty for a partition whose leader
+                                           # is NO_LEADER (Node.noNode before), so the
+                                           # coordinator drops it from the transaction and
+                                           # completes it with no marker written
+                                           # (TransactionMarkerChannelManager
+                                           # .addTxnMarkersToBrokerQueue): a hanging
+                                           # transaction; KAFKA-20734 (apache/kafka#22680,
+                                           # open) restores noNode; found on real 4.4.0
     end_txn_epoch_first: bool = False      # the 4.0 branch before KAFKA-18464 (Jan 2025, never
                                            # released): TV2 EndTxn checks the epoch before the
                                            # pending state, so an empty abort right after a commit
@@ -64,6 +74,27 @@ class Features(NamedTuple):
                                            # surfaces as TransactionAbortableException; no rule
                                            # reads it (the client's state is the same), the
                                            # availability claim does
+    forget_last_producer_epoch: bool = False  # what every Kafka since KIP-360 does, on no preset
+                                           # yet: TransactionLog.valueToBytes never writes
+                                           # lastProducerEpoch and readTxnRecord reads it back as
+                                           # NO_PRODUCER_EPOCH, so a failover forgets it (a KIP-360
+                                           # retry of a completed bump is then fenced); off, the
+                                           # model keeps it (the presets' pinned counts)
+    two_phase_commit: bool = False         # KIP-939's coordinator side, KAFKA-18953 #19193
+                                           # (4.1.0): InitProducerId with enable2Pc sets
+                                           # txnTimeoutMs to Int.MaxValue and
+                                           # abortTimedOutTransactions skips such a transaction
+                                           # (TransactionStateManager.timedOutTransactions:
+                                           # isDistributedTwoPhaseCommitTxn); keepPreparedTxn is
+                                           # answered UNSUPPORTED_VERSION on every branch and
+                                           # trunk ("hasn't been implemented yet")
+    prepare_transaction_api: bool = False  # KIP-939's client, KAFKA-19082 [1/4]..[4/4] and
+                                           # KAFKA-19272 (public on 4.4 and trunk; removed again
+                                           # before release from 4.1, 4.2, 4.3: KAFKA-19414
+                                           # #19985, #21159, #21902): KafkaProducer.
+                                           # prepareTransaction, completeTransaction(
+                                           # PreparedTxnState), initTransactions(keepPreparedTxn);
+                                           # only workload.two_phase_commit uses it
 
 
 FLAGS = Features._fields
@@ -144,8 +175,12 @@ _preset("kafka-4.1.1", "kafka-4.0.2",
         "the application sees, not TransactionManager's state: the model's client already makes "
         "these batch errors abortable, and no coordinator answers EndTxn TRANSACTION_ABORTABLE "
         "(the flag abortable_error_classification says what the application sees, for the "
-        "availability claim).",
-        early_epoch_rejection=True, tv2_first_sequence=True, abortable_error_classification=True)
+        "availability claim). KIP-939's coordinator side (KAFKA-18953, 4.1.0): a transaction "
+        "whose InitProducerId asked enable2Pc has txnTimeoutMs Int.MaxValue and is never timed "
+        "out (TransactionStateManager.timedOutTransactions); keepPreparedTxn is answered "
+        "UNSUPPORTED_VERSION (not implemented on any branch).",
+        early_epoch_rejection=True, tv2_first_sequence=True, abortable_error_classification=True,
+        two_phase_commit=True)
 _preset("kafka-4.2", "kafka-4.1",
         "The 4.2 branch between KIP-1228 (Nov 2025) and KAFKA-19999 (Dec 2025), never "
         "released: TV2 leaders require a marker epoch strictly greater than the stored epoch, "
@@ -167,14 +202,28 @@ _preset("kafka-4.3", "kafka-4.2.0",
         "previous and next producer ids, so a failover in the middle of a rotation no longer "
         "forgets it (KAFKA-20310, TransactionLog.valueToBytes). Not modelled: KIP-1251's "
         "member-epoch rule for TxnOffsetCommit (the model's group has generations, no member "
-        "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here).",
-        rotate_on_fence=True, last_epoch_recovery=True, persist_producer_ids=True)
+        "epochs); 4.4's KIP-1319 (TxnOffsetCommit v6 with topic ids: no topic ids here). "
+        "And KAFKA-17573 (Move KRaftMetadataCache to the metadata module, Dec 2025): the "
+        "metadata cache answers Optional.empty, not Node.noNode, for the leader endpoint of a "
+        "partition without a leader (its broker down and fenced), which the coordinator's "
+        "TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue takes for a deleted "
+        "partition: it drops the partition from the transaction and writes CompleteCommit / "
+        "CompleteAbort with no marker written, so the partition's transaction hangs and its LSO "
+        "stays below the high watermark for good (KAFKA-20734; found on real 4.4.0).",
+        rotate_on_fence=True, last_epoch_recovery=True, persist_producer_ids=True,
+        markers_skip_leaderless_partition=True)
 _preset("latest", "kafka-4.3",
         "Trunk (Aug 2026): every fix above, and KAFKA-20785: a TV2 commit at the retry epoch "
         "that meets CompleteAbort (the coordinator aborted the transaction on its own) is "
         "answered PRODUCER_FENCED, not INVALID_TXN_STATE. KIP-1319 (TxnOffsetCommit v6, 4.4: "
-        "topic ids and their errors) is not modelled: the model has no topic ids.",
-        fenced_commit_after_abort=True)
+        "topic ids and their errors) is not modelled: the model has no topic ids. KIP-939's "
+        "public client API (KAFKA-19082, KAFKA-19272: prepareTransaction, completeTransaction, "
+        "initTransactions(keepPreparedTxn)), on trunk and the 4.4 branch (kafka-4.3 stands for "
+        "4.4.x without it: set protocol.prepare_transaction_api for a 4.4 client), used by "
+        "workload.two_phase_commit. Still with KAFKA-17573's leaderless-partition marker skip "
+        "(markers_skip_leaderless_partition): its fix, KAFKA-20734 (apache/kafka#22680, \"Return "
+        "noNode for known partitions without endpoints\"), is open upstream.",
+        fenced_commit_after_abort=True, prepare_transaction_api=True)
 DEFAULT_PRESET = "latest"
 
 # The Kafka releases the real-Kafka harness runs, and the preset standing for each (the preset

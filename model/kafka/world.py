@@ -41,6 +41,8 @@ class ClientState(IntEnum):
     ABORTING_TRANSACTION = 5
     ABORTABLE_ERROR = 6
     FATAL_ERROR = 7
+    PREPARED_TRANSACTION = 8   # KIP-939 (4.4, trunk): prepareTransaction(); numbered last so
+                               # that the older states keep their values in traces
 
 
 class Errors(IntEnum):
@@ -63,6 +65,8 @@ class Errors(IntEnum):
                                        # (maybeConvertOffsetCommitError)
     UNKNOWN_SERVER_ERROR = 15        # an IllegalStateException / IllegalArgumentException of the
                                      # coordinator (Errors.forException): an epoch past the last
+    UNSUPPORTED_VERSION = 16         # InitProducerId with keepPreparedTxn (KIP-939): not
+                                     # implemented by any coordinator (handleInitProducerId)
 
 
 class Rpc(IntEnum):
@@ -150,6 +154,13 @@ class Partition(NamedTuple):
     aborted: tuple[AbortedTxn, ...] = ()
     guards: tuple[tuple[int, int], ...] = ()
     next_guard: int = 0
+    # The fault offline_partitions: the partition's leader is NO_LEADER (-1), its only in-sync
+    # replica's broker down and fenced (an OfflinePartition); its log and producer state are on
+    # that broker's disk and are there again when it is elected leader (``ElectLeader``).
+    offline: bool = False
+
+
+Partition._only_if_set = ("offline",)   # traces of behaviours without the fault keep their bytes
 
 
 class TxnMetadata(NamedTuple):
@@ -264,6 +275,11 @@ def spend(w: World, fault: str) -> World:
     """A fault of this kind happened."""
     b = w.budgets
     return w._replace(budgets=b._replace(**{fault: getattr(b, fault) - 1}, total=b.total - 1))
+
+
+def offline_partitions(w: World) -> tuple[int, ...]:
+    """The partitions without a leader (the fault ``offline_partitions``)."""
+    return tuple(k for k, part in enumerate(w.partitions) if part.offline)
 
 
 def replace_at(items: tuple, i: int, value) -> tuple:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from model.config import Param
 
+from model.capabilities import Capabilities
 from model.core import Event, Expectation, Property, Symmetry
 from model.protocol import ProtocolSpec, RuleModel, Rule
 from model.registry import spec_entry
@@ -321,7 +322,14 @@ BROKEN_SPEC = SPEC.derive(
 
 
 class TwoPhase(RuleModel):
-    """A TwoPhase spec bound to a configuration, with its sequence diagram."""
+    """A TwoPhase spec bound to a configuration, with its sequence diagram and its observations
+    of a recorded run (model/toys/twophase_observations.py)."""
+
+    capabilities = Capabilities(diagrams=True, observations=True)
+
+    def observations(self, events):
+        from model.toys import twophase_observations
+        return twophase_observations.observations(self, events)
 
     def lifelines(self):
         return ("TM", *(f"r{r}" for r in self.params.rms))

@@ -19,7 +19,6 @@ Any other event (a heartbeat) is not observed.
 from __future__ import annotations
 
 from model.observations import Observations, differs, state, step
-from model.toys.twophase import RM_NAMES
 
 TM = "TM"
 RM_EVENTS = {"prepare": "RMPrepare", "choose-abort": "RMChooseToAbort",
@@ -35,7 +34,8 @@ def rename(events) -> dict[str, int]:
 
 
 def observations(model, events) -> Observations:
-    L = model.params
+    """The mapping of ``TwoPhase.observations`` (an RM's state read as its trace form, the
+    ``rmState`` variable of ``itf_encode``)."""
     rms = rename(events)
 
     def observe(e):
@@ -50,7 +50,7 @@ def observations(model, events) -> Observations:
         if what == "state":
             want = e.get("value")
             return state(label, lambda s: differs({f"rmState[r{r}]": want},
-                                                  {f"rmState[r{r}]": RM_NAMES[L.rm(s, r)]}))
+                                                  {f"rmState[r{r}]": model.itf_encode(s)["rmState"][f"r{r}"]}))
         name = RM_EVENTS.get(what)
         if name is None:
             return None

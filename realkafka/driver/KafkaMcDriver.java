@@ -46,6 +46,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
@@ -639,8 +640,23 @@ public final class KafkaMcDriver {
                     List<NewTopic> topics = new ArrayList<>();
                     for (Object o : list(a, "topics")) {
                         Map<String, Object> t = (Map<String, Object>) o;
-                        NewTopic nt = new NewTopic((String) t.get("name"), ((Number) t.get("partitions")).intValue(),
-                                ((Number) t.get("replication")).shortValue());
+                        NewTopic nt;
+                        if (t.get("assignment") != null) {
+                            // {partition: [broker ids]}: where each partition's replicas go (the
+                            // first its preferred leader), e.g. away from the coordinator's broker
+                            Map<Integer, List<Integer>> assignment = new TreeMap<>();
+                            for (Map.Entry<String, Object> e : ((Map<String, Object>) t.get("assignment")).entrySet()) {
+                                List<Integer> replicas = new ArrayList<>();
+                                for (Object b : (List<Object>) e.getValue()) {
+                                    replicas.add(((Number) b).intValue());
+                                }
+                                assignment.put(Integer.parseInt(e.getKey()), replicas);
+                            }
+                            nt = new NewTopic((String) t.get("name"), assignment);
+                        } else {
+                            nt = new NewTopic((String) t.get("name"), ((Number) t.get("partitions")).intValue(),
+                                    ((Number) t.get("replication")).shortValue());
+                        }
                         if (t.get("config") != null) {
                             nt.configs(strings(t.get("config")));
                         }

@@ -193,6 +193,6 @@ def test_a_command_group_of_another_package_plugs_in(monkeypatch, capsys):
     assert "invalid choice: 'nothing'" in capsys.readouterr().err
     assert cli.main([]) == 2
     assert capsys.readouterr().err.strip().endswith(
-        "a command is required: check, graph, list, replay, minimize, render, explore, real or "
-        "plugin "
+        "a command is required: check, graph, list, replay, minimize, render, explore, compare, "
+        "real or plugin "
         "(see kafka-mc --help)")

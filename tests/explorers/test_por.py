@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from model import registry
-from model.core import Expectation, Footprint, ModelBase, Property
+from model.core import Capabilities, Expectation, Footprint, ModelBase, Property
 from model.config import resolve_config_path
 from model.kafka import footprints, mutants
 from model.kafka.versions import PRESETS
@@ -30,6 +30,7 @@ class Counters(ModelBase):
     counter 1 reaches 1, but is still declared independent of counter 0."""
 
     name = "counters"
+    capabilities = Capabilities(reduction=True)
     check_deadlock = False
     action_params = {"Inc": ("i",)}
 

@@ -36,7 +36,7 @@ def test_toml_file_with_overrides(tmp_path):
     ("[check]\ninvariants = \"all\"\n", "check.invariants must be a list of strings"),
     ("[check]\nmax_depth = -1\n", "check.max_depth = -1 is out of range"),
     ("model = 3\n", "[model] must be a table"),
-    ("[model]\nname = \"nope\"\n", "unknown model 'nope' (known: kafka, twophase"),
+    ("[model]\nname = \"nope\"\n", "unknown model 'nope' (known: kafka, pulsar, rocketmq, twophase"),
     ("[model]\nname = 7\n", "model.name must be a string"),
     ("[model\n", "invalid TOML"),
 ])

@@ -30,7 +30,7 @@ def ctp(version: str, **settings):
     return cfg, registry.bind(cfg)
 
 
-@pytest.mark.parametrize("version, distinct", [("kafka-2.5", 164_642), ("latest", 609_707)])
+@pytest.mark.parametrize("version, distinct", [("kafka-2.5", 164_642), ("latest", 814_391)])
 def test_exactly_once_with_kip_447(version, distinct):
     _, model = ctp(version)
     out = explore(model, BfsOptions(properties=CHECKED))

@@ -51,8 +51,8 @@ def test_a_forgotten_producer_id_lets_a_zombie_open_a_transaction_before_kip_890
     assert actions[produce][1].producer_epoch < actions[marker][1].producer_epoch  # a zombie
 
 
-@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 75_889),
-                                             ("faults.producer_state_losses", 31_842)])
+@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 82_823),
+                                             ("faults.producer_state_losses", 32_604)])
 def test_kip_890_verification_closes_both(fault, distinct):
     out = explore(bind("latest", **{fault: 1}))
     assert out.violations == () and out.stats.distinct == distinct

@@ -224,7 +224,7 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
                                    lambda w: any(p.producer_id == 1 for p in w.producers)),)
     out = explore(model)
-    assert out.violations == () and out.stats.distinct == 50_401
+    assert out.violations == () and out.stats.distinct == 56_041
     assert "ExpireTransactionalId" not in out.never_enabled
 
 
@@ -257,10 +257,12 @@ def test_witnesses_that_cannot_arise_are_not_applicable():
     out = explore(registry.bind(load(**quiet)))
     assert out.exit_code == 0, out.violations
     assert set(out.not_applicable) == {"a_zombie_is_fenced", "a_read_returns_committed_data",
-                                       "an_abort_happens", "an_offset_commit_is_committed"}
+                                       "an_abort_happens", "an_offset_commit_is_committed",
+                                       "a_transaction_is_prepared"}
     assert "a_commit_happens" in out.checked
     out = explore(registry.bind(load()))
-    assert out.exit_code == 0 and out.not_applicable == ("an_offset_commit_is_committed",)
+    assert out.exit_code == 0 and out.not_applicable == ("an_offset_commit_is_committed",
+                                                         "a_transaction_is_prepared")
 
 
 def test_continue_finds_what_the_first_violation_hid():
@@ -289,7 +291,7 @@ def test_tv2_aborts_a_transaction_started_at_send_with_an_empty_abort():
     (KAFKA-18464). A TV1 client sends no EndTxn for a transaction with no partition added."""
     tv2 = registry.bind(load("two-transactions"))
     out = explore(tv2)
-    assert out.exit_code == 0 and out.stats.distinct == 856
+    assert out.exit_code == 0 and out.stats.distinct == 1344
     (coordinator,) = [e for e in out.edges if e.machine == "TransactionState"]
     assert {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort"),
             ("CompleteAbort", "PrepareAbort")} <= set(coordinator.taken)

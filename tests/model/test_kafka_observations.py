@@ -6,7 +6,9 @@ tampered (a marker at a stale epoch accepted, a marker of the right epoch refuse
 before its request) diverges at the tampered event with the field that differs; runs of several
 transactions and producers conform, and take seconds at most. Real runs recorded by `kafka-mc real
 run` (conformance_runs/) conform on 3.6.2 and 4.4.0, tampered they diverge, and one 4.4.0 run
-shows a behaviour the model lacks (a produce answered CONCURRENT_TRANSACTIONS)."""
+shows a behaviour the model lacked (a produce answered CONCURRENT_TRANSACTIONS by a leader past
+its verification retry time: it conforms now, and diverges on the model without the rule)."""
+import functools
 import json
 import random
 import time
@@ -17,8 +19,10 @@ import pytest
 
 from model import registry
 from model.config import resolve_config_path
-from model.kafka.observations import norm, observations
+from model.kafka.observations import APIS, died_with_broker, norm, observations
+from model.kafka.network import Rpc
 from model.kafka.world import Errors
+from realkafka import losses
 from realkafka.releases import BY_VERSION
 from explorers.conformance import read_events, validate, write_trace
 from traces.replay import replay
@@ -336,6 +340,9 @@ def recorded(name):
     version = json.loads((folder / "report.json").read_text())["version"]
     budgets = Counter(BUDGETS[f["kind"]] for f in plan["network"])
     budgets["coordinator_failovers"] += len(plan["failovers"])
+    # what killed brokers cost besides (requests left unanswered, batches expired meanwhile)
+    budgets.update({k.split(".")[1]: v for k, v in losses.budgets(
+        lambda name: budgets[name], run).items() if k != "faults.total"})
     overrides = {"protocol.version": BY_VERSION[version].preset,
                  "cluster.partitions": plan["partitions"],
                  "workload.transactions_per_producer": max(len(i["txns"])
@@ -350,7 +357,7 @@ def recorded(name):
 @pytest.mark.parametrize("name, observed, faults", [
     ("kafka-3.6.2-commit", 19, set()),
     ("kafka-4.4.0-faults", 43, {"LoseRequest", "LoseResponse"}),
-    ("kafka-4.4.0-hold-duplicate", 47, {"LoseResponse", "DuplicateRequest"}),
+    ("kafka-4.4.0-hold-duplicate", 48, {"LoseResponse", "DuplicateRequest"}),
     ("kafka-4.4.0-marker-frame-dropped", 46, {"LoseRequest"})])
 def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, tmp_path):
     """3.6.2: a committed transaction (TV1, verify-only), its first InitProducerId answered
@@ -359,7 +366,9 @@ def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, t
     and an EndTxn response dropped by the proxy (LoseRequest, LoseResponse); an abort and a
     commit with a Produce answer dropped (the retry answered NONE: the model's duplicate), an
     EndTxn held past nothing (no step), and one duplicated (its copy handled after the client's
-    retry on a new connection, its answer dropped: DuplicateRequest); a WriteTxnMarkers frame
+    retry on a new connection, its answer dropped: DuplicateRequest), and a marker in flight
+    when the failover killed the broker (died_with_broker: two observations, the marker handled
+    or lost, and its answer lost or not); a WriteTxnMarkers frame
     carrying the markers of two partitions dropped (one fault: one marker lost, the other
     delivered by the coordinator's resent frame)."""
     model, run = recorded(name)
@@ -372,25 +381,54 @@ def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, t
     assert replay(read(file)).steps == len(r.actions)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 43 item 4, a finding: Kafka 4.4's leader gives up "
-                   "retrying a verification answered CONCURRENT_TRANSACTIONS (KAFKA-18654) and "
-                   "answers the produce CONCURRENT_TRANSACTIONS, which the client retries; the "
-                   "model's leader (verification_retry_at_leader) retries without end and its "
-                   "client would fail the batch")
 def test_a_real_produce_answered_concurrent_transactions_conforms():
+    """Real 4.4.0 (TV2): the second transaction's first Produce meets the first's commit still
+    completing; the leader's verification is answered CONCURRENT_TRANSACTIONS three times, it
+    retries (ReplicaManager.handleProduceAppend, KAFKA-18654) and, its retry time past,
+    answers the Produce CONCURRENT_TRANSACTIONS, which the client resends with the same sequence
+    (Sender.canRetry). The model's leader takes one CONCURRENT_TRANSACTIONS answer by
+    ExpireVerificationRetry and its client retries the batch. (Which one: the validator keeps
+    the order of each connection's events, not the order across connections, so the giving up
+    may be matched at the first answer and the two later ones to the resent Produce's own
+    verification.)"""
     model, run = recorded("kafka-4.4.0-produce-concurrent")
     r = validate(model, run)
-    d = r.divergence
-    assert d is None, "\n".join(d.report())
+    assert r.conforms, "\n".join(r.divergence.report())
+    names = [a[0] for a in r.actions]
+    assert names.count("ExpireVerificationRetry") == 1
+    i = names.index("ExpireVerificationRetry")
+    assert r.actions[i][1].error == Errors.CONCURRENT_TRANSACTIONS
+    answered = next(a[1] for a in r.actions[i:] if a[0] == "ReceiveProduceResponse")
+    assert answered.error == Errors.CONCURRENT_TRANSACTIONS
+    resent = [a[1] for a in r.actions[i:] if a[0] == "HandleProduce"][0]
+    assert resent == answered.request          # the same batch, the same sequence
+    assert r.seconds < 5
 
 
-def test_the_real_produce_answered_concurrent_transactions_diverges_there():
+def test_the_real_produce_answered_concurrent_transactions_diverges_on_the_old_model():
+    """The model before the fix: a leader that retries a verification answered
+    CONCURRENT_TRANSACTIONS without end (no ExpireVerificationRetry) cannot answer the Produce
+    as real Kafka did."""
     model, run = recorded("kafka-4.4.0-produce-concurrent")
-    d = validate(model, run).divergence
+    old = registry.bind(model.cfg)
+    old = type(old)(old.spec.derive(old.spec.name, remove=("ExpireVerificationRetry",)),
+                    model.cfg)
+    d = validate(old, run).divergence
     assert run[d.event]["api"] == "Produce" and run[d.event]["direction"] == "response"
     assert [x["name"] for x in run[d.event]["errors"]] == ["CONCURRENT_TRANSACTIONS"]
     assert d.near[0].action.startswith("ReceiveProduceResponse(")
     assert d.near[0].reason == "error: recorded CONCURRENT_TRANSACTIONS, model NONE"
+
+
+def test_a_leader_gives_up_its_verification_retries_only_where_it_has_them():
+    """ExpireVerificationRetry exists with TV2 and KAFKA-18654 only (latest, kafka-4.1 and
+    after); kafka-4.0 (TV2 before the fix) and TV1 presets convert the answer instead."""
+    def rules(preset):
+        return {r.name for r in tiny(preset).spec.rules}
+    assert "ExpireVerificationRetry" in rules("latest")
+    assert "ExpireVerificationRetry" in rules("kafka-4.1")
+    assert "ExpireVerificationRetry" not in rules("kafka-4.0")
+    assert "ExpireVerificationRetry" not in rules("kafka-3.6")
 
 
 def test_the_real_runs_tampered_diverge_at_the_tampered_event():
@@ -434,10 +472,78 @@ def test_mutants_lacking_a_behaviour_of_real_kafka_are_caught_on_a_real_run(run,
     assert r.verdict == "diverges" and r.divergence.label.startswith(where)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 43, an open divergence (docs/conformance.md #5): on "
-                   "4.4.0 the second transaction's first Produce after a lost EndTxn answer, its "
-                   "retry and a killed coordinator matches no step of the model; not explained yet")
 def test_a_real_run_with_a_lost_end_txn_answer_and_a_failover_conforms():
+    """Real 4.4.0, network faults seed 304 (docs/conformance.md #5): the first commit's EndTxn
+    answer dropped, the client's retry answered NONE at the bumped epoch, then the second
+    transaction's first Produce (epoch 1, sequence 0) forwarded just as the failover killed the
+    one broker (coordinator and leader at once): the broker closed the connection unanswered,
+    and the client resent the batch to the restarted broker. No fault of the plan lost it: the
+    broker's death did, which the mapping sees as a loss (died_with_broker), so the model
+    explains it with LoseRequest and the resent Produce, and the failover with ElectCoordinator
+    (the markers at the new coordinator epoch)."""
     model, run = recorded("kafka-4.4.0-failover-open")
+    died = died_with_broker(run)
+    assert [(run[i]["api"], run[i]["seq"]) for i, e in enumerate(run)
+            if (e.get("endpoint"), e.get("conn"), e.get("correlation_id")) in died
+            and e.get("direction") == "request"] == [("Produce", 54)]
+    assert died == losses.unanswered_at_broker_close(run, APIS)   # what the budgets count
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
+    names = [a[0] for a in r.actions]
+    lost = next(a[1] for a in r.actions if a[0] == "LoseRequest")
+    assert (lost.rpc, lost.partition, lost.producer_epoch, lost.base_sequence) == (
+        Rpc.Produce, 0, 1, 0)
+    assert names.count("ElectCoordinator") == 1 and r.seconds < 5
+    # without the broker's death seen as a loss (the mapping before: the connection as if the
+    # client closed it) no behaviour of the model gets past that Produce
+    blind = [dict(e, by="client") if e.get("direction") == "connection" else e for e in run]
+    assert not died_with_broker(blind)
+    d = validate(model, run, observations=observations(model, blind)).divergence
+    assert run[d.event]["api"] == "Produce" and run[d.event]["seq"] == 54
+
+
+def test_a_batch_expired_while_the_killed_broker_was_down_conforms():
+    """Real 4.4.0, network faults seed 304 again (round 2): the same Produce died with the
+    killed broker, but the broker stayed down (until the controller fenced it) past the
+    client's delivery.timeout.ms, so the batch expired ("Expiring 1 record(s)": Sender's
+    failBatch with a TimeoutException) and the application aborted. The model has it as
+    ExpireBatch, whose budget the killed broker's cost adds (realkafka.losses.expired_batches)."""
+    model, run = recorded("kafka-4.4.0-failover-batch-expired")
+    assert losses.expired_batches(run) == 1
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    names = [a[0] for a in r.actions]
+    assert {"LoseRequest", "ExpireBatch", "AbortTransaction"} <= set(names)
+
+
+@pytest.mark.xfail(strict=True, reason="issue 43, an open divergence (docs/conformance.md #9): a "
+                   "clean failover of the one broker answers a Produce and a WriteTxnMarkers "
+                   "NOT_LEADER_OR_FOLLOWER (its partitions' leadership moving with the shutdown); "
+                   "the model's leaders never move, so no step answers so")
+def test_a_real_run_with_a_controlled_shutdown_of_the_one_broker_conforms():
+    _, r = _shutdown()
+    assert r.conforms, "\n".join(r.divergence.report())
+
+
+@functools.lru_cache(maxsize=1)
+def _shutdown():
+    """(run, its validation): a divergent run costs the validator's widenings (seconds)."""
+    model, run = recorded("kafka-4.4.0-shutdown-not-leader")
+    return run, validate(model, run)
+
+
+def test_the_controlled_shutdown_diverges_at_the_produce_answered_not_leader():
+    """Where the model stops: the second transaction's first Produce, whose verification was
+    answered CONCURRENT_TRANSACTIONS and which the shutting-down leader answered
+    NOT_LEADER_OR_FOLLOWER (the client retried it after the restart)."""
+    run, r = _shutdown()
+    d = r.divergence
+    answered = [i for i, e in enumerate(run) if e.get("api") == "Produce"
+                and e.get("direction") == "response"
+                and [x["name"] for x in e.get("errors") or ()] == ["NOT_LEADER_OR_FOLLOWER"]]
+    assert len(answered) == 1
+    request = next(i for i, e in enumerate(run) if e.get("api") == "Produce"
+                   and e.get("direction") == "request"
+                   and e.get("correlation_id") == run[answered[0]]["correlation_id"]
+                   and e.get("conn") == run[answered[0]]["conn"])
+    assert d.event == request and d.kinds == ("HandleProduce",)

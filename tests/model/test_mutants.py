@@ -65,5 +65,5 @@ def test_cli_lists_every_mutant_with_its_invariant():
 
     r = kafka_mc("list", "mutants")
     assert r.returncode == 0
-    rows = [line.split()[:2] for line in r.stdout.splitlines()]
-    assert rows == [[m.name, m.invariant] for m in mutants.MUTANTS]
+    rows = [line.split()[:2] for line in r.stdout.splitlines() if line.endswith("(kafka)")]
+    assert rows == [[m.name, m.invariant] for m in mutants.MUTANTS]   # other models' follow

@@ -34,7 +34,7 @@ def tiny_latest():
 
 def test_every_step_of_tiny_latest_is_admitted(tiny_latest):
     system, (states, steps) = tiny_latest
-    assert (states, len(steps)) == (15802, 584)
+    assert (states, len(steps)) == (16420, 584)
     assert admitted(system, steps) == []
 
 

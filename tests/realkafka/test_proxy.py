@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime
 import io
 import json
-import os
 import socket
 import struct
 import time
@@ -18,7 +17,6 @@ import pytest
 from realkafka import releases, wire
 from realkafka.proxy import DROP, DUPLICATE, HOLD, Fault, Proxy
 
-os.environ.setdefault("KAFKA_MC_KAFKA_CACHE", "/work/kafka-cache")
 RELEASE = releases.NEWEST
 
 pytestmark = pytest.mark.skipif(not releases.fetched(RELEASE),

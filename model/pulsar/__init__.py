@@ -1,0 +1,1 @@
+"""Apache Pulsar's transactions as a kafka-mc model (model/pulsar/spec.py)."""

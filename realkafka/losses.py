@@ -1,0 +1,73 @@
+"""What a run's killed brokers cost, on top of the faults its plan injected: the budgets a
+run's validation must give the model (``kafka-mc real conform``, explorers/cli/real.py).
+
+A hard failover (``realkafka.run``) kills the coordinator's broker, which on one broker also
+leads the data partitions: the requests in flight on its connections die with it (their senders
+see the connection fail and retry), and a client's batch waiting for the broker to come back may
+expire (delivery.timeout.ms). The model's failover moves the coordinator alone, so these are
+faults of their own to it: a loss per request left unanswered (``LoseRequest``, or handled and
+its answer lost: ``LoseResponse``), a batch expiry per ``Expiring ... record(s)`` the client
+reported (``ExpireBatch``).
+"""
+from __future__ import annotations
+
+import re
+
+# The APIs whose requests the Kafka model's mapping observes (model.kafka.observations.APIS)
+TRANSACTIONAL_APIS = ("InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn",
+                      "WriteTxnMarkers")
+_EXPIRING = re.compile(r"^Expiring \d+ record")
+
+
+def unanswered_at_broker_close(events, apis=None) -> frozenset:
+    """(endpoint, conn, correlation id) of every request this proxy forwarded (of ``apis``, or
+    any) that had no response when the broker closed its connection: a killed broker's
+    (``run``'s hard failover) requests in flight, which their senders see fail and retry. The
+    model's mapping sees each as a loss (``model.kafka.observations.died_with_broker``), so a
+    run's validation adds one request and one response loss per request to its budgets."""
+    pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
+    died = set()
+    for e in events:
+        conn = (e.get("endpoint"), e.get("conn"))
+        direction = e.get("direction")
+        if direction == "connection" and e.get("action") == "closed":
+            if e.get("by") == "broker":
+                died.update(pending.get(conn, ()))
+            pending.pop(conn, None)
+        elif (direction == "request" and e.get("action") == "forwarded"
+              and (apis is None or e.get("api") in apis)):
+            pending.setdefault(conn, set()).add(conn + (e.get("correlation_id"),))
+        elif direction == "response":
+            pending.get(conn, set()).discard(conn + (e.get("correlation_id"),))
+    return frozenset(died)
+
+
+def expired_batches(events) -> int:
+    """The batches the client reports expired (Sender.sendProducerData -> failBatch with a
+    TimeoutException "Expiring N record(s) for <partition>: ... has passed since batch
+    creation"): a send recorded as failed (or unknown) with that error in the history."""
+    n = 0
+    for e in events:
+        error = e.get("error")
+        if e.get("f") == "send" and e.get("type") in ("info", "fail") and isinstance(error, list) \
+                and len(error) > 1 and error[0] == "TimeoutException" \
+                and _EXPIRING.match(str(error[1])):
+            n += 1
+    return n
+
+
+def budgets(cfg_budget, events) -> dict:
+    """``faults.<budget>`` -> value: the budgets (``cfg_budget(name)``: the config's) raised by
+    what the run's killed brokers cost."""
+    lost = len(unanswered_at_broker_close(events, TRANSACTIONAL_APIS))
+    expired = expired_batches(events)
+    out = {}
+    if lost:
+        out["faults.request_losses"] = cfg_budget("request_losses") + lost
+        out["faults.response_losses"] = cfg_budget("response_losses") + lost
+    if expired:
+        out["faults.batch_expiries"] = cfg_budget("batch_expiries") + expired
+    total = cfg_budget("total")
+    if out and total is not None:
+        out["faults.total"] = total + 2 * lost + expired
+    return out

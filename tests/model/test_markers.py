@@ -1,0 +1,117 @@
+"""``marker_closes_its_own_transaction`` (issue 46 item 7, invariants/markers.py): a marker
+appended over an open transaction ends the transaction its coordinator is ending with it. It holds
+on every preset's tiny run and where markers are retried; a leader that accepts a marker from an
+older coordinator epoch (the mutant marker-ignores-coordinator-epoch) lets a marker delayed over
+a failover close the producer's next transaction. Kafka's carve-outs: KAFKA-19999's equal-epoch
+marker with no open transaction closes nothing (safe: the property does not apply to it, and it
+happens); KAFKA-20090's marker at the last epoch over an open transaction (#21469) closes its own (safe:
+met where 4.3's rotation on the fence path, #21506, is off, and the property holds; with it on, no
+batch is written at the last epoch and the carve-out is not met)."""
+import pytest
+
+from tests.model.test_faults import _recording as recording
+from tests.model.test_exhaustion import KAFKA_20090
+
+from model import registry
+from model.config import resolve_config_path
+from model.kafka import mutants
+from model.kafka.partition import entry_of
+from model.kafka.world import Errors, Rpc
+from explorers.bfs.search import BfsOptions, explore
+
+PROPERTY = ["marker_closes_its_own_transaction"]
+RECORDED = PROPERTY + ["record"]   # tests.model.test_faults._recording's property
+
+
+def bind(preset="latest", **settings):
+    return registry.bind(registry.load(resolve_config_path("tiny"),
+                                       overrides={"protocol.version": preset, **settings}))
+
+
+def counts(out):
+    return out.stats.distinct, out.stats.generated, out.stats.depth
+
+
+def _marker(a):
+    return a[0] == "HandleWriteTxnMarkers"
+
+
+def _closes(s, a, t):
+    """The marker step appended over an open transaction of its producer id."""
+    m = a[1]
+    e = entry_of(s.partitions[m.partition], m.producer_id)
+    return (e is not None and e.current_txn_first_offset >= 0
+            and len(t.partitions[m.partition].log) > len(s.partitions[m.partition].log))
+
+
+def _equal_epoch_no_op(s, a, t):
+    """KAFKA-19999: a marker at the leader's epoch with no open transaction, answered NONE, not
+    appended."""
+    if not _marker(a):
+        return False
+    m = a[1]
+    e = entry_of(s.partitions[m.partition], m.producer_id)
+    return (e is not None and e.producer_epoch == m.producer_epoch
+            and e.current_txn_first_offset < 0
+            and t.partitions[m.partition].log == s.partitions[m.partition].log
+            and any(r.rpc == Rpc.WriteTxnMarkersResponse and r.error == Errors.NONE
+                    for r in t.network if r not in s.network))
+
+
+@pytest.mark.parametrize("preset", ["kafka-0.11", "kafka-2.7", "kafka-3.6", "kafka-4.1", "latest"])
+def test_it_holds_on_tiny(preset):
+    out = explore(bind(preset), BfsOptions(properties=PROPERTY))
+    assert out.exit_code == 0, out.violations
+
+
+def test_a_marker_delayed_over_a_failover_closes_the_next_transaction_on_the_mutant():
+    m = mutants.BY_NAME["marker-ignores-coordinator-epoch"]
+    cfg = lambda name: registry.load(resolve_config_path("tiny"),
+                                     overrides=m.settings | {"model.mutant": name})
+    out = explore(registry.bind(cfg(m.name)), BfsOptions(properties=PROPERTY))
+    (v,) = out.violations
+    assert v.property == PROPERTY[0] and len(v.path) == 29
+    names = [a[0] for a in v.path.actions]
+    assert "ElectCoordinator" in names and "DelayRequest" in names
+    last = v.path.actions[-1]
+    assert _marker(last) and last[1].coordinator_epoch == 0     # the old coordinator's marker
+    assert v.path.states[-1 - 1].producers[0].txn == 1          # the next transaction is open
+    fixed = explore(registry.bind(cfg(mutants.NONE)), BfsOptions(properties=PROPERTY))
+    assert counts(fixed) == (12805, 33358, 43) and fixed.exit_code == 0
+
+
+def test_kafka_19999_an_equal_epoch_marker_with_no_open_transaction_is_a_safe_no_op():
+    """4.2.0: a marker retried after its answer was lost meets no open transaction at an equal
+    epoch and is answered NONE without an append: it closes nothing."""
+    model = bind("kafka-4.2.0", **{"faults.response_losses": 1})
+    noops = recording(model, _equal_epoch_no_op)
+    out = explore(model, BfsOptions(properties=RECORDED))
+    assert out.exit_code == 0, out.violations
+    assert noops
+    assert counts(out) == NOOP_COUNTS
+
+
+NOOP_COUNTS = (90880, 296401, 47)
+LAST_EPOCH = [  # preset, flags, (distinct, generated, depth), the carve-out met
+    ("kafka-4.2.0", {}, (8721, 23199, 41), False),
+    ("kafka-4.3", {}, (9233, 24333, 41), False),
+    ("kafka-4.3", {"protocol.rotate_on_fence": False}, (9105, 23949, 42), True)]
+
+
+@pytest.mark.parametrize("preset, flags, expected, met", LAST_EPOCH)
+def test_kafka_20090_the_last_epoch_carve_out_closes_its_own_transaction(preset, flags, expected,
+                                                                         met):
+    """One instance, two transactions, one timeout, a lost response, cluster.last_epoch = 1.
+    4.3 accepts a marker at the last epoch equal to the leader's over an open transaction
+    (#21469); with #21506's rotation no batch is ever written at the last epoch, so the carve-out
+    is not met; without it (rotate_on_fence off: the client carries on at the last epoch) it is
+    met, and the marker closes its own transaction. 4.2.0 rejects such a marker."""
+    model = bind(preset, **KAFKA_20090, **{"faults.response_losses": 1, "faults.total": 2},
+                 **flags)
+    at_last = recording(model, lambda s, a, t: _marker(a) and _closes(s, a, t)
+                        and a[1].producer_epoch == entry_of(
+                            s.partitions[a[1].partition], a[1].producer_id).producer_epoch)
+    out = explore(model, BfsOptions(properties=RECORDED))
+    assert out.exit_code == 0, out.violations
+    assert bool(at_last) == met
+    assert counts(out) == expected

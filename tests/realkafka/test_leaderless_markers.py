@@ -1,0 +1,109 @@
+"""A finding of the real-Kafka harness (docs/findings.md): Kafka 4.3 and 4.4 complete a commit
+whose partition has no leader when the coordinator sends its markers, without writing the marker.
+
+KAFKA-17573 (7d13e8b70d, 4.3: ``KRaftMetadataCache`` moved to the metadata module) changed
+``getPartitionLeaderEndpoint``: a partition whose leader is not a registered broker (leader -1,
+its only in-sync replica down and fenced) now gives ``Optional.empty`` where 3.6 .. 4.2 gave
+``Node.noNode``. ``TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue`` takes empty for
+"these partitions are likely deleted already and hence can be skipped": it removes the partition
+from the transaction and writes CompleteCommit, though no COMMIT marker was written. When the
+broker comes back, the partition's last stable offset stays at the transaction's first record
+for good: the committed record is never read under read_committed, and every later record of the
+partition waits behind it (a hanging transaction; only an admin's abort ends it). Upstream:
+KAFKA-20734 (apache/kafka#22680, open). Before, the markers waited in the unknown-broker queue
+until the leader came back.
+
+Real brokers, the real Java client, no proxy: 3 KRaft nodes, the partition's only replica on a
+broker other than the coordinator, killed and left down until fenced.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from realkafka import releases
+from realkafka.client import Driver
+from realkafka.cluster import Cluster
+from realkafka.run import FENCED_AFTER_S
+
+VULNERABLE, FIXED = "4.4.0", "4.2.2"     # 4.3.1 is vulnerable too (same code); 4.2.2 the last before
+SKIPPED = "these partitions are likely deleted already"
+
+
+def _need(version: str) -> None:
+    if shutil.which("java") is None:
+        pytest.skip("no java on PATH")
+    if not releases.fetched(version):
+        pytest.skip(f"Kafka {version} is not fetched (make kafka)")
+
+
+def _state(admin, tid: str) -> str:
+    return admin.describe_transaction(tid)["state"].replace("_", "").lower()
+
+
+def _leader(admin, tp: int):
+    return next(p["leader"] for p in admin.describe_topics(["t"])["t"] if p["partition"] == tp)
+
+
+def _commit_while_the_partition_has_no_leader(version: str) -> dict:
+    release = releases.release(version)
+    seen: dict = {}
+    with Cluster(release, brokers=3) as cluster, Driver(release, cluster.bootstrap) as driver:
+        admin = driver.admin()
+        coordinator = cluster.coordinator_node()
+        leader = min(n for n in cluster.nodes if n != coordinator)
+        tp = 1                                    # its only replica on another broker than the
+        admin.create_topic("t", 2, 1, assignment={0: [coordinator], 1: [leader]})  # coordinator's
+        assert [p["leader"] for p in admin.describe_topics(["t"])["t"]] == [coordinator, leader]
+        producer = driver.producer("p", "tx-leaderless")
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send("t", tp, "k", "committed")
+        cluster.kill(leader)
+        time.sleep(FENCED_AFTER_S)                # fenced: the partition's leader is -1 (under
+        deadline = time.monotonic() + 30          # load the controller may take longer)
+        while _leader(admin, tp) is not None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _leader(admin, tp) is None
+        producer.commit_transaction()             # EndTxn answered once PrepareCommit is logged
+        time.sleep(2)
+        seen["state_while_down"] = _state(admin, "tx-leaderless")
+        cluster.start_node(leader)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                seen["lso"], seen["hw"] = admin.lso("t", tp), admin.high_watermark("t", tp)
+                seen["state"] = _state(admin, "tx-leaderless")
+            except Exception:                     # the admin client meets the restart
+                seen["lso"] = None
+            if seen.get("lso") is not None and seen["lso"] == seen["hw"] \
+                    and seen["state"] == "completecommit":
+                break
+            time.sleep(1)
+        seen["read"] = [r["value"] for r in driver.consumer(
+            "rc", None, isolation="read_committed").read_all("t", [tp], timeout_s=10)]
+        seen["markers"] = [b.get("marker") for b in cluster.partition_log("t", tp)
+                           if b.get("control")]
+        seen["skipped"] = sum(SKIPPED in line for f in cluster.log_files()
+                              for line in f.read_text(errors="replace").splitlines())
+    return seen
+
+
+def test_a_commit_whose_partition_has_no_leader_waits_for_it_on_4_2():
+    _need(FIXED)
+    seen = _commit_while_the_partition_has_no_leader(FIXED)
+    assert seen["state_while_down"] == "preparecommit"     # the markers wait for the leader
+    assert seen["state"] == "completecommit" and seen["skipped"] == 0
+    assert seen["markers"] == ["COMMIT"] and seen["lso"] == seen["hw"] == 2
+    assert seen["read"] == ["committed"]
+
+
+def test_a_commit_whose_partition_has_no_leader_hangs_the_partition_on_4_4():
+    """KAFKA-20734: CompleteCommit with no marker; the committed record is never read."""
+    _need(VULNERABLE)
+    seen = _commit_while_the_partition_has_no_leader(VULNERABLE)
+    assert seen["state_while_down"] == "completecommit" and seen["skipped"] == 1
+    assert seen["markers"] == [] and (seen["lso"], seen["hw"]) == (0, 1)
+    assert seen["read"] == []

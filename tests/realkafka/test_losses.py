@@ -1,0 +1,46 @@
+"""realkafka.losses: what a run's killed brokers cost the model's budgets, on hand-written
+events as the proxy and the client driver write them (no broker needed; the recorded runs of
+tests/model/test_kafka_observations.py hold it against real ones)."""
+from realkafka import losses
+
+C = "broker-1/CLIENT"
+
+
+def req(conn, corr, api="Produce", action="forwarded"):
+    return {"endpoint": C, "conn": conn, "direction": "request", "api": api,
+            "correlation_id": corr, "action": action}
+
+
+def resp(conn, corr, api="Produce"):
+    return {"endpoint": C, "conn": conn, "direction": "response", "api": api,
+            "correlation_id": corr, "action": "forwarded"}
+
+
+def closed(conn, by):
+    return {"endpoint": C, "conn": conn, "direction": "connection", "action": "closed", "by": by}
+
+
+def expired(process="t0.i0"):
+    return {"process": process, "type": "info", "f": "send", "value": None,
+            "error": ["TimeoutException", "Expiring 1 record(s) for t-0:12001 ms has passed"]}
+
+
+def test_a_request_left_unanswered_by_a_broker_that_closed_its_connection_is_lost():
+    events = [req(1, 1), resp(1, 1), req(1, 2), req(2, 3, "EndTxn"), closed(1, "broker"),
+              closed(2, "client"), req(3, 4, "Metadata"), closed(3, "broker")]
+    assert losses.unanswered_at_broker_close(events) == {(C, 1, 2), (C, 3, 4)}
+    assert losses.unanswered_at_broker_close(events, losses.TRANSACTIONAL_APIS) == {(C, 1, 2)}
+    # a request the proxy dropped (a fault of the plan) or held is not the broker's loss
+    assert not losses.unanswered_at_broker_close([req(1, 1, action="dropped"),
+                                                  closed(1, "broker")])
+
+
+def test_the_budgets_grow_by_what_the_killed_broker_cost():
+    config = {"request_losses": 1, "response_losses": 0, "batch_expiries": 0, "total": None}
+    events = [req(1, 2), closed(1, "broker"), expired(), expired("reader")]
+    assert losses.expired_batches(events) == 2
+    assert losses.budgets(config.get, events) == {
+        "faults.request_losses": 2, "faults.response_losses": 1, "faults.batch_expiries": 2}
+    assert losses.budgets(config.get, [req(1, 2), resp(1, 2), closed(1, "broker")]) == {}
+    config["total"] = 3
+    assert losses.budgets(config.get, events)["faults.total"] == 3 + 2 + 2
