@@ -15,7 +15,7 @@ test: compiled browser kafka
 # The hot modules compiled with Cython (model/build/compiled.py): rebuilds only what changed; without a C
 # compiler it says so and everything runs as source.
 compiled: $(STAMP)
-	$(BIN)/python -m model.build.cython_build
+	$(BIN)/python -m kafka_mc.model.build.cython_build
 
 # The end-to-end test of `kafka-mc explore` drives Debian's chromium through chromium-driver
 # (tests/explorers/test_explore_browser.py); installed here when missing. Where it cannot be,
@@ -36,7 +36,7 @@ browser:
 # fetched from Maven Central into build/kafka/<version> (or $$KAFKA_MC_KAFKA_CACHE) by Maven, and
 # the client driver compiled against it. Only what is missing is fetched; needs mvn and a JDK 17+.
 kafka: $(STAMP)
-	$(BIN)/python -m realkafka.fetch
+	$(BIN)/python -m kafka_mc.realkafka.fetch
 
 bench: compiled
 	$(BIN)/python bench/twophase.py 8

@@ -14,9 +14,9 @@ CODE = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from model import registry
-from explorers.bfs.search import explore
-import explorers.bfs.search as s
+from kafka_mc.model import registry
+from kafka_mc.explorers.bfs.search import explore
+import kafka_mc.explorers.bfs.search as s
 cfg = registry.load(model="twophase", overrides={"model.resource_managers": int(sys.argv[2])})
 m = registry.bind(cfg)
 t = time.process_time()

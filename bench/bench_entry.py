@@ -5,6 +5,6 @@ import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from model.build.compiled import install  # noqa: E402
+from kafka_mc.model.build.compiled import install  # noqa: E402
 
 install()

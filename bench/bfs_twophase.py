@@ -6,8 +6,8 @@ whole-process comparison with the shared plain-Python BFS under ``farm-bench`` (
 import sys
 import time
 
-from model import registry
-from explorers.bfs import search
+from kafka_mc.model import registry
+from kafka_mc.explorers.bfs import search
 
 PINNED = {3: 288, 5: 8_832, 7: 296_448, 8: 1_745_408}   # ../shared/bench/README.md
 

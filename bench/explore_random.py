@@ -29,12 +29,12 @@ import statistics
 import time
 
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.walks import simulate
+from kafka_mc.explorers.walks import simulate
 
-from explorers.walks import stateful
-from explorers.bfs.search import explore as bfs
-from model import registry
-from model.config import resolve_config_path
+from kafka_mc.explorers.walks import stateful
+from kafka_mc.explorers.bfs.search import explore as bfs
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
 
 EXPLORERS = {
     "simulate": lambda model, seed, props=None: simulate.explore(
@@ -96,7 +96,7 @@ def clean(model) -> list[str]:
 
 
 def mutant_rows(config: str, names: list[str], seeds: int) -> list[str]:
-    from model.kafka import mutants
+    from kafka_mc.model.kafka import mutants
 
     rows = [row("mutant", "explorer", "seed", "violation", "first violation (s)", "total (s)",
                 "steps", "found", "reported"), "|---|---|---:|---|---:|---:|---:|---:|---:|"]

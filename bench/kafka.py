@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.bfs.search import explore  # noqa: E402
-from model import registry  # noqa: E402
-from model.config import resolve_config_path  # noqa: E402
+from kafka_mc.explorers.bfs.search import explore  # noqa: E402
+from kafka_mc.model import registry  # noqa: E402
+from kafka_mc.model.config import resolve_config_path  # noqa: E402
 
 
 def main() -> None:

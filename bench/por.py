@@ -64,7 +64,7 @@ def arguments(run: str) -> list[str]:
 def search(args: list[str], seconds: float) -> dict:
     """One ``kafka-mc check`` in a child process, stopped after ``seconds``."""
     with tempfile.TemporaryDirectory() as out:
-        cmd = [sys.executable, "-m", "explorers.cli", "check", *args, "--json", "--out", out]
+        cmd = [sys.executable, "-m", "kafka_mc.explorers.cli", "check", *args, "--json", "--out", out]
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         t0 = time.perf_counter()
         child = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
@@ -113,7 +113,7 @@ def main() -> None:
     ap.add_argument("--also", action="append", default=[], metavar="ARG")
     ap.add_argument("--only", choices=("full", "reduced"))
     args = ap.parse_args()
-    builds = subprocess.run([sys.executable, "-m", "model.build.cython_build", "status"], cwd=ROOT,
+    builds = subprocess.run([sys.executable, "-m", "kafka_mc.model.build.cython_build", "status"], cwd=ROOT,
                             env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
                             text=True)
     print(f"compiled builds (model/build/compiled.py): {builds.stdout.strip() or builds.stderr.strip()}")

@@ -5,7 +5,7 @@
 A RUN is as in ``bench/por.py``. Two breadth-first searches on the reduction view (no
 symmetry), level by level: the plain one, and one with Godefroid's sleep sets -- a state reached
 by action ``a`` sleeps on the actions its parent explored before ``a`` (or slept on) that are
-independent of ``a`` (``model.core.dependent`` on the parent's footprints), and does not take
+independent of ``a`` (``kafka_mc.model.core.dependent`` on the parent's footprints), and does not take
 them; a state reached from several parents of one level sleeps on the intersection. Printed per
 depth: the distinct states of each (they should be equal: sleep sets prune transitions, not
 states) and the transitions each generated.
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from successors import model_for  # noqa: E402  (bench/successors.py)
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.reductions.por import reduction_key  # noqa: E402
-from model.core import dependent  # noqa: E402
+from kafka_mc.explorers.reductions.por import reduction_key  # noqa: E402
+from kafka_mc.model.core import dependent  # noqa: E402
 
 
 def plain(model, key, depth: int) -> list[tuple[int, int]]:

@@ -29,8 +29,8 @@ CONTENDERS = ("bfs", "spark local[1]", "spark local[2]")
 
 
 def load(spec: str):
-    from model import registry
-    from model.config import resolve_config_path
+    from kafka_mc.model import registry
+    from kafka_mc.model.config import resolve_config_path
 
     if spec.startswith("twophase:"):
         return registry.load(model="twophase",
@@ -40,9 +40,9 @@ def load(spec: str):
 
 def child(contender: str, spec: str, partitions: int | None) -> dict:
     """Run one contender in this process; the figures as a dict."""
-    from explorers.bfs import search as bfs
-    from explorers.spark import search as spark
-    from model import registry
+    from kafka_mc.explorers.bfs import search as bfs
+    from kafka_mc.explorers.spark import search as spark
+    from kafka_mc.model import registry
 
     cfg = load(spec)
     options = bfs.BfsOptions(max_depth=cfg["check.max_depth"], check_deadlock=cfg.get("check.deadlock"))

@@ -21,9 +21,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import por  # noqa: E402  (bench/por.py: the RUN syntax)
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.reductions.por import reduction_key  # noqa: E402
-from model import registry  # noqa: E402
-from model.config import resolve_config_path  # noqa: E402
+from kafka_mc.explorers.reductions.por import reduction_key  # noqa: E402
+from kafka_mc.model import registry  # noqa: E402
+from kafka_mc.model.config import resolve_config_path  # noqa: E402
 
 
 def model_for(run: str, symmetry: bool = True):

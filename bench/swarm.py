@@ -26,7 +26,7 @@ OTHER_FAULTS = ("producer_crashes", "coordinator_failovers", "transaction_timeou
 
 
 def config(preset: str, faults: tuple[str, ...]):
-    from model import registry
+    from kafka_mc.model import registry
     sets = [("protocol.version", preset), ("cluster.transactional_ids", 1),
             ("cluster.producers_per_id", 1), ("cluster.partitions", 2),
             ("workload.transactions_per_producer", 2), ("workload.records_per_transaction", 2),
@@ -36,9 +36,9 @@ def config(preset: str, faults: tuple[str, ...]):
 
 
 def run(name: str, preset: str, faults, seconds: float, seed: int, queue) -> None:
-    from model import registry
-    from explorers.walks import simulate
-    from explorers.walks import swarm
+    from kafka_mc.model import registry
+    from kafka_mc.explorers.walks import simulate
+    from kafka_mc.explorers.walks import swarm
 
     def stop(signum, frame):
         raise KeyboardInterrupt
@@ -66,11 +66,11 @@ def mutants(base: str, runs: int, seed: int) -> None:
     """Each mutant of model/kafka/mutants.py (but the liveness ones) on ``base`` with its own
     settings, its invariant only: the walk (1-based count) at which plain and swarm simulation
     first find it within ``runs`` walks, or none."""
-    from model import registry
-    from model.config import resolve_config_path
-    from model.kafka import mutants as kafka_mutants
-    from explorers.walks import simulate
-    from explorers.walks import swarm
+    from kafka_mc.model import registry
+    from kafka_mc.model.config import resolve_config_path
+    from kafka_mc.model.kafka import mutants as kafka_mutants
+    from kafka_mc.explorers.walks import simulate
+    from kafka_mc.explorers.walks import swarm
 
     print("| mutant | invariant | plain: walks to find | swarm: walks to find |")
     print("|---|---|---:|---:|")

@@ -11,10 +11,10 @@ import sys
 import time
 
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.symbolic.checker import bmc, prove
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.versions import PRESETS
+from kafka_mc.explorers.symbolic.checker import bmc, prove
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.versions import PRESETS
 
 FAULTS = [("faults.transaction_timeouts", 1), ("faults.coordinator_failovers", 1),
           ("faults.transactional_id_expirations", 1)]

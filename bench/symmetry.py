@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.bfs.search import explore  # noqa: E402
-from model import registry  # noqa: E402
-from model.config import parse_assignment, resolve_config_path  # noqa: E402
-from model.symmetry import group_order  # noqa: E402
-from model.kafka import symmetry  # noqa: E402
+from kafka_mc.explorers.bfs.search import explore  # noqa: E402
+from kafka_mc.model import registry  # noqa: E402
+from kafka_mc.model.config import parse_assignment, resolve_config_path  # noqa: E402
+from kafka_mc.model.symmetry import group_order  # noqa: E402
+from kafka_mc.model.kafka import symmetry  # noqa: E402
 
 DEFAULT = {"cluster.transactional_ids": 2, "cluster.producers_per_id": 1,
            "cluster.partitions": 2, "faults.producer_crashes": 0, "faults.request_delays": 1,

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from explorers.bfs.search import explore
-from model import registry
-from model.core import Expectation, ModelBase, Property
+from kafka_mc.explorers.bfs.search import explore
+from kafka_mc.model import registry
+from kafka_mc.model.core import Expectation, ModelBase, Property
 
 PINNED = {3: 288, 5: 8_832, 7: 296_448, 8: 1_745_408}
 ACTION_NAMES = ("TMRcvPrepared", "TMCommit", "TMAbort", "RMPrepare", "RMChooseToAbort",

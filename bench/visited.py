@@ -23,9 +23,9 @@ CHILD = """
 import json, resource, sys, time
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 import bench_entry  # noqa: E402,F401  (the entry's settings: the compiled builds' finder)
-from model import registry
-from model.config import parse_assignment, resolve_config_path
-from explorers.bfs.search import explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import parse_assignment, resolve_config_path
+from kafka_mc.explorers.bfs.search import explore
 name, *sets = sys.argv[1:]
 cfg = registry.load(resolve_config_path(name))
 if sets:

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from model import registry
-from model.comparison import CLAIMS, LIVENESS, WORKLOADS, Claim, Workload, config_sections
+from kafka_mc.model import registry
+from kafka_mc.model.comparison import CLAIMS, LIVENESS, WORKLOADS, Claim, Workload, config_sections
 
 
 class CompareError(ValueError):
@@ -111,7 +111,7 @@ def config_text(model: str, overrides: Mapping[str, Any]) -> str:
 
 
 def _check(config: Path, args: list[str], timeout: float) -> dict:
-    cmd = [sys.executable, "-m", "explorers.cli", "check", str(config), "--json", *args]
+    cmd = [sys.executable, "-m", "kafka_mc.explorers.cli", "check", str(config), "--json", *args]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                              env={**os.environ, "PYTHONUNBUFFERED": "1"})

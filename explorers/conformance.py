@@ -1,7 +1,7 @@
 """Conformance (trace validation): is a recorded run of the real system a behaviour of the model?
 
 Given a run (a list of events: a proxy's event log, a client's history) and the model's
-``Observations`` for it (``model.observations``), search the model for a behaviour that explains
+``Observations`` for it (``kafka_mc.model.observations``), search the model for a behaviour that explains
 the run, as TLA+ trace validation does (Cirstea, Kuppe, Loillier, Merz 2024; CCF, etcd-raft):
 
 * a node is (model state, position in each stream);
@@ -45,8 +45,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from model.core import Expectation, fingerprint
-from model.observations import Observation, Observations, observations_of
+from kafka_mc.model.core import Expectation, fingerprint
+from kafka_mc.model.observations import Observation, Observations, observations_of
 
 MAX_NODES = 500_000
 # How far past the earliest pending event (in the run's order) the search may consume events:
@@ -386,7 +386,7 @@ def write_trace(result: Conformance, model, cfg, file, *, source: str = "kafka-m
     """The conforming behaviour as an ITF trace (``kafka-mc replay`` re-runs it, ``explore``
     opens it). As ``explore`` writes a path: its property is the model's first invariant (replay
     then says it holds), and its ``#meta`` ``conformance`` says which event each step was."""
-    from traces.trace import Trace, trace_metadata
+    from kafka_mc.traces.trace import Trace, trace_metadata
 
     if not result.conforms:
         raise ValueError("only a conforming run has a behaviour to write")

@@ -8,7 +8,7 @@ modules import the model; nothing in ``model/`` imports them. A new concern: a m
 """
 from __future__ import annotations
 
-from invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, markers,
+from kafka_mc.invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, markers,
                         offsets, transitions, two_phase)
 
 # Each property declares what it reads where it is defined (``reads=reads("OL")``:

@@ -15,14 +15,14 @@ logs hold and what read_committed consumers returned.
   it never skips a committed record below the LSO, never returns one twice, never goes back.
 
 What a transaction's application saw is the ghost ``Producer.outcomes``; a record's identity is
-``RecordId(tid, instance, txn, n)``; its fate comes from the logs alone (``invariants.history``).
+``RecordId(tid, instance, txn, n)``; its fate comes from the logs alone (``kafka_mc.invariants.history``).
 """
 from __future__ import annotations
 
-from invariants.history import fates, record_fates, txn_fates
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.world import Control, Outcome, RecordId
+from kafka_mc.invariants.history import fates, record_fates, txn_fates
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.world import Control, Outcome, RecordId
 
 
 def _told(w, outcome: Outcome) -> list[tuple[int, int, int]]:

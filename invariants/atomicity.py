@@ -1,10 +1,10 @@
 """Atomicity: a transaction's records end all committed or all aborted."""
 from __future__ import annotations
 
-from invariants.history import txn_fates
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.world import Control, Outcome
+from kafka_mc.invariants.history import txn_fates
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.world import Control, Outcome
 
 
 def txn_atomicity(K, w) -> bool:

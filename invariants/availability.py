@@ -19,9 +19,9 @@ the verdicts pinned for every older preset. It is checked by naming it (``CLAIMS
 """
 from __future__ import annotations
 
-from model.core import Expectation, Property
-from model.kafka.network import Rpc
-from model.kafka.world import Errors
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.kafka.world import Errors
 
 
 def no_fatal_invalid_txn_state(K, s, a, t) -> bool:

@@ -1,10 +1,10 @@
 """No duplicates: a record is exposed at most once per partition."""
 from __future__ import annotations
 
-from invariants.history import fates
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.world import Control
+from kafka_mc.invariants.history import fates
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.world import Control
 
 
 def no_duplicates(K, w) -> bool:

@@ -32,9 +32,9 @@ not a safety violation.
 """
 from __future__ import annotations
 
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.world import ClientState
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.world import ClientState
 
 EPOCH_REQUESTS = ("HandleProduce", "HandleAddPartitionsToTxn", "HandleEndTxn")
 # steps handling a client request, directly or for the leader that verifies it (KIP-890)

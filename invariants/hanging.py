@@ -1,12 +1,12 @@
 """Hanging transactions and completion."""
 from __future__ import annotations
 
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.client import CLIENT_RULES
-from model.kafka.network import Rpc
-from model.kafka.partition import last_stable_offset
-from model.kafka.world import TxnState
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.client import CLIENT_RULES
+from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.kafka.partition import last_stable_offset
+from kafka_mc.model.kafka.world import TxnState
 
 OPEN = (TxnState.Ongoing, TxnState.PrepareCommit, TxnState.PrepareAbort)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from model.kafka.world import Control, Partition, World
+from kafka_mc.model.kafka.world import Control, Partition, World
 
 UNDECIDED = Control.DATA
 

@@ -1,11 +1,11 @@
 """Isolation: read_committed consumers see only committed data, and the LSO protects them."""
 from __future__ import annotations
 
-from invariants.history import open_transactions, record_fates
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.partition import last_stable_offset
-from model.kafka.world import Control
+from kafka_mc.invariants.history import open_transactions, record_fates
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.partition import last_stable_offset
+from kafka_mc.model.kafka.world import Control
 
 
 def read_committed_isolation(K, w) -> bool:

@@ -29,10 +29,10 @@ delayed over a failover closes the next transaction, 29 steps).
 """
 from __future__ import annotations
 
-from model.core import Expectation, Property
-from model.kafka.footprints import reads
-from model.kafka.partition import entry_of
-from model.kafka.world import TxnState
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.partition import entry_of
+from kafka_mc.model.kafka.world import TxnState
 
 
 def _own(s, m) -> bool:

@@ -3,10 +3,10 @@ the same transactions go together, no input is processed into committed output t
 input is skipped (an application never starts past an input whose every processing aborted)."""
 from __future__ import annotations
 
-from invariants.history import offset_commit_fates, output_fates
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.world import Control
+from kafka_mc.invariants.history import offset_commit_fates, output_fates
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.world import Control
 
 COMMIT, ABORT = Control.COMMIT, Control.ABORT
 

@@ -3,9 +3,9 @@ registered for model ``pulsar`` through the ``kafka_mc.properties`` entry point,
 of one's own would register them. ``holds(p, w)`` reads the state only."""
 from __future__ import annotations
 
-from model.core import Expectation, Property
-from model.pulsar.claims import Claim
-from model.pulsar.world import (ABORTED, ABORTING, ACKED, COMMITTED, COMMITTING, NONE, OPEN,
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.pulsar.claims import Claim
+from kafka_mc.model.pulsar.world import (ABORTED, ABORTING, ACKED, COMMITTED, COMMITTING, NONE, OPEN,
                                 RELEASED, M, MSG, N, marker)
 
 

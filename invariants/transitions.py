@@ -1,10 +1,10 @@
 """Conformance: every coordinator and client state change is in Kafka's own transition table for
-the configured version (``model.kafka.tables``, extracted from apache/kafka)."""
+the configured version (``kafka_mc.model.kafka.tables``, extracted from apache/kafka)."""
 from __future__ import annotations
 
-from model.kafka.footprints import reads
-from model.core import Expectation, Property
-from model.kafka.tables import client_step, client_table, coordinator_step, coordinator_table
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.tables import client_step, client_table, coordinator_step, coordinator_table
 
 
 def _allowed(table, edges) -> bool:

@@ -15,9 +15,9 @@ prepared transaction (tests/model/test_two_phase.py).
 """
 from __future__ import annotations
 
-from model.core import Expectation, Property
-from model.kafka.footprints import reads
-from model.kafka.world import ClientState, TxnState
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.world import ClientState, TxnState
 
 PREPARED = ClientState.PREPARED_TRANSACTION
 

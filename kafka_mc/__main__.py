@@ -1,6 +1,6 @@
-"""``python -m kafka_mc``: the ``kafka-mc`` command (through its entry, ``explorers.main``)."""
+"""``python -m kafka_mc``: the ``kafka-mc`` command (through its entry, ``kafka_mc.explorers.main``)."""
 import sys
 
-from explorers.main import main
+from kafka_mc.explorers.main import main
 
 sys.exit(main())

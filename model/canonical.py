@@ -1,14 +1,14 @@
-"""Symmetry canonicalisation (docs/design.md section 8; ``model.symmetry`` says when it is sound): a
+"""Symmetry canonicalisation (docs/design.md section 8; ``kafka_mc.model.symmetry`` says when it is sound): a
 bound model's ``view`` (and ``reduction_view``) made canonical under its declared symmetries, and
 the canonical fingerprints remembered by the concrete ones."""
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from model.capabilities import offers
-from model.core import ModelBase
-from model.fingerprints import fingerprint
-from model.symmetry import SymmetryError, group_elements, least_fingerprint
+from kafka_mc.model.capabilities import offers
+from kafka_mc.model.core import ModelBase
+from kafka_mc.model.fingerprints import fingerprint
+from kafka_mc.model.symmetry import SymmetryError, group_elements, least_fingerprint
 
 
 def with_symmetry(model):
@@ -62,7 +62,7 @@ def remembered(concrete: Callable, canonical_view: Callable,
                of_concrete: Callable | None = None) -> Callable:
     """s -> ``fingerprint(canonical_view(s))``, looked up by ``fingerprint(concrete(s))`` when
     it was computed lately (explorers prefer a model's ``view_fingerprint`` and
-    ``reduction_fingerprint`` to fingerprinting its views, ``explorers.core.adapter.key_function``).
+    ``reduction_fingerprint`` to fingerprinting its views, ``kafka_mc.explorers.core.adapter.key_function``).
     ``of_concrete``: v -> ``canonical_view(s)`` for ``v = concrete(s)``, when it can be taken
     of the concrete view (which is then not computed twice)."""
     new: dict = {}

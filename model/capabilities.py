@@ -1,6 +1,6 @@
 """Capabilities: the optional parts of the model contract, declared (docs/design.md section 2).
 
-Every model offers the core of the contract (``model.core.Model``, with ``ModelBase``'s defaults:
+Every model offers the core of the contract (``kafka_mc.model.core.Model``, with ``ModelBase``'s defaults:
 ``successors``, ``action_kinds``, ``machines``, ``settings``, the ITF encoding, ``components``).
 Beyond it, a model *offers* capabilities, each a group of hooks that one kind of search or tool
 serves, and *declares* the ones it offers in one value, ``capabilities``::
@@ -17,7 +17,7 @@ Explorers ask ``offers(model, "fairness")`` (one with a fallback: no fairness co
 one line, exit 2); they never probe a model's attributes. The hooks keep their names and
 signatures (``CAPABILITIES`` lists them), so a model written before the declaration needs the
 declaration alone: a model whose class defines a hook of a capability it does not declare is
-refused when it is bound (``undeclared``; ``model.registry.bind``), naming what to add.
+refused when it is bound (``undeclared``; ``kafka_mc.model.registry.bind``), naming what to add.
 
 A ``ProtocolSpec`` bound by ``RuleModel`` declares what its spec carries (``reduction``,
 ``symmetry``) and what ``RuleModel`` derives from its rules (``fairness``, ``swarm``); a subclass
@@ -132,4 +132,4 @@ def check_declared(model, base: type) -> None:
         raise MissingCapability(
             f"model {getattr(model, 'name', model)!r} defines {hook} but does not declare the "
             f"{name} capability: add {name}=True to its capabilities "
-            f"(model.capabilities.Capabilities)")
+            f"(kafka_mc.model.capabilities.Capabilities)")

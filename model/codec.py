@@ -21,7 +21,7 @@ from functools import lru_cache
 from types import UnionType
 from typing import Any
 
-from model.core import Record
+from kafka_mc.model.core import Record
 
 
 def to_itf(value: Any) -> Any:

@@ -8,17 +8,17 @@ A model is a transition system over immutable values. Explorers see only this mo
   constraint), ``view`` (the deduplication key) and ``action_kinds`` (every action name the model
   can take, so coverage can list the ones never enabled).
 * ``Property``: a named claim with an ``Expectation``. Which states and steps each kind is
-  checked on, and what a violation is, is one policy for every explorer (``explorers.core.checking``).
-* ``fingerprint``: the stable 64-bit key of a view (``model.fingerprints``).
+  checked on, and what a violation is, is one policy for every explorer (``kafka_mc.explorers.core.checking``).
+* ``fingerprint``: the stable 64-bit key of a view (``kafka_mc.model.fingerprints``).
 * ``Fairness`` / ``Fair``: the fairness a model declares for families of its actions
   (``ModelBase.fairness``, ``fair_family``), under which ``eventually`` properties are checked.
 * ``Symmetry``: a set of interchangeable identifiers a model declares (``ModelBase.symmetries``,
-  ``permute``; ``model.symmetry``); ``model.canonical.with_symmetry`` makes a bound model's
+  ``permute``; ``kafka_mc.model.symmetry``); ``kafka_mc.model.canonical.with_symmetry`` makes a bound model's
   ``view`` canonicalise under them (and gives it ``view_fingerprint`` / ``reduction_fingerprint``, the keys explorers then use).
 
 * ``Capabilities``: the optional hooks of ``ModelBase`` grouped by what they serve (reduction,
   symmetry, fairness, swarm, diagrams, symbolic, observations); a model declares the ones it
-  offers and explorers ask the declaration (``model.capabilities``).
+  offers and explorers ask the declaration (``kafka_mc.model.capabilities``).
 
 Actions are tuples ``(name, *args)`` such as ``("RMPrepare", 3)``: hashable, picklable, cheap to
 build in the hot path and readable in traces. A model names each action's parameters in
@@ -39,12 +39,12 @@ from typing import (Any, Callable, Hashable, Iterable, Mapping, NamedTuple, Prot
 # module: fingerprints (``model.fingerprints``), actions and values as people read them
 # (``model.display``), symmetry (``model.symmetry``; canonical views: ``model.canonical``) and the
 # symbolic hook (``model.symbolic``).
-from model.capabilities import Capabilities  # noqa: F401
-from model.display import Action, action_name, format_action, show  # noqa: F401
-from model.fingerprints import (INT_MAX, INT_MIN, ViewError, check_view,  # noqa: F401
+from kafka_mc.model.capabilities import Capabilities  # noqa: F401
+from kafka_mc.model.display import Action, action_name, format_action, show  # noqa: F401
+from kafka_mc.model.fingerprints import (INT_MAX, INT_MIN, ViewError, check_view,  # noqa: F401
                                 collision_probability, fingerprint)
-from model.symbolic import SYMBOLIC_SORTS, SymbolicAction, SymbolicClaim, SymbolicSystem  # noqa: F401
-from model.symmetry import (Symmetry, SymmetryError, group_elements, group_order,  # noqa: F401
+from kafka_mc.model.symbolic import SYMBOLIC_SORTS, SymbolicAction, SymbolicClaim, SymbolicSystem  # noqa: F401
+from kafka_mc.model.symmetry import (Symmetry, SymmetryError, group_elements, group_order,  # noqa: F401
                             least_fingerprint, symmetry_note)
 
 S = TypeVar("S")
@@ -199,7 +199,7 @@ identity_view.is_identity = True
 class ModelBase:
     """Defaults for the optional parts of the contract.
 
-    ``capabilities``: what the model offers beyond the core (``model.capabilities``): the hook
+    ``capabilities``: what the model offers beyond the core (``kafka_mc.model.capabilities``): the hook
     methods below are grouped into capabilities (reduction, symmetry, fairness, swarm, diagrams,
     symbolic, observations), and explorers call a capability's hooks only when the model
     declares it, in this value (their defaults below stand for "not offered").

@@ -1,4 +1,4 @@
-"""Fingerprints: the stable 64-bit key of a view (part of the model contract, ``model.core``
+"""Fingerprints: the stable 64-bit key of a view (part of the model contract, ``kafka_mc.model.core``
 re-exports it), which values a view may hold so that it is stable across processes
 (``check_view``), and the chance that two states met one fingerprint."""
 from __future__ import annotations

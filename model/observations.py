@@ -10,7 +10,7 @@ belongs to, and which of the model's actions happen where nothing records them (
 append completing inside a broker, a timer, a client putting a request in its queue). Every other
 action is *observable*: a behaviour of the model conforms to the run when every observable step
 it takes is the next event of some stream (``Observation.match`` accepts it), silent steps in
-between, and every stream is consumed (``explorers.conformance`` searches for one).
+between, and every stream is consumed (``kafka_mc.explorers.conformance`` searches for one).
 
 An ``Observation`` is a step (``match(s, a, t)``: None when step ``s --a--> t`` is what the
 event recorded, else the reason it is not, naming the field that differs as
@@ -25,7 +25,7 @@ Real identifiers are renamed to the model's by the mapping itself: it sees the w
 it is built (``observations(events)``), so it can number a system's allocated identifiers in
 allocation order (``in_order``: real producer ids 1000, 1001 -> the model's 0, 1).
 
-How a model offers its mapping: the ``observations`` capability (``model.capabilities``), a
+How a model offers its mapping: the ``observations`` capability (``kafka_mc.model.capabilities``), a
 bound model's ``observations(events) -> Observations``; ``observations_of`` asks for it.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
-from model.capabilities import MissingCapability, offers
+from kafka_mc.model.capabilities import MissingCapability, offers
 
 Event = Mapping[str, Any]
 
@@ -128,5 +128,5 @@ def observations_of(model, events: Sequence[Event]) -> Observations:
     if not offers(model, "observations"):
         raise NoObservations(f"model {getattr(model, 'name', model)!r} declares no observations: "
                              "it cannot be held against a recorded run (the observations "
-                             "capability, model.capabilities)")
+                             "capability, kafka_mc.model.capabilities)")
     return model.observations(events)

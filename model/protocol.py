@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace as dc_replace
 from functools import partial
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from model.capabilities import Capabilities
-from model.core import Action, Fair, ModelBase, Property
+from kafka_mc.model.capabilities import Capabilities
+from kafka_mc.model.core import Action, Fair, ModelBase, Property
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ def _edit(kind, items, replace, add, remove):
 class RuleModel(ModelBase):
     """A ``ProtocolSpec`` bound to a configuration: the ``Model`` explorers run. It offers the
     fairness and swarm capabilities (derived from its rules), reduction and symmetry when its
-    spec carries them, and what a subclass declares (``model.capabilities``)."""
+    spec carries them, and what a subclass declares (``kafka_mc.model.capabilities``)."""
 
     capabilities = Capabilities(fairness=True, swarm=True)
 

@@ -7,7 +7,7 @@ declared the same way in ours:
 
 ```toml
 [project.entry-points."kafka_mc.models"]        # name = a ModelEntry
-kafka = "model.kafka.spec:MODEL"
+kafka = "kafka_mc.model.kafka.spec:MODEL"
 
 [project.entry-points."kafka_mc.properties"]    # model name = a tuple of Property
 kafka = "invariants:PROPERTIES"
@@ -28,12 +28,12 @@ from functools import cache
 from importlib import metadata
 from typing import Any, Callable, Mapping
 
-from model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
-from model.canonical import with_symmetry
-from model.capabilities import MissingCapability, check_declared
-from model.core import ModelBase, Property
-from model.symmetry import SymmetryError
-from model.protocol import DuplicateName, ProtocolSpec, RuleModel
+from kafka_mc.model.config import Config, ConfigError, Param, brief, build_config, read_toml, shown
+from kafka_mc.model.canonical import with_symmetry
+from kafka_mc.model.capabilities import MissingCapability, check_declared
+from kafka_mc.model.core import ModelBase, Property
+from kafka_mc.model.symmetry import SymmetryError
+from kafka_mc.model.protocol import DuplicateName, ProtocolSpec, RuleModel
 
 MODELS_GROUP = "kafka_mc.models"
 PROPERTIES_GROUP = "kafka_mc.properties"

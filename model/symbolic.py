@@ -1,12 +1,12 @@
 """The symbolic hook of the model contract (docs/design.md section 8): a model's symbolic transition
-system, for the symbolic explorer (``explorers.symbolic``). It needs no z3: sorts are named as
+system, for the symbolic explorer (``kafka_mc.explorers.symbolic``). It needs no z3: sorts are named as
 strings."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from model.display import Action, format_action
+from kafka_mc.model.display import Action, format_action
 
 
 # A model may describe (part of) itself as a symbolic transition system over z3 terms. The contract

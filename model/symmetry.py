@@ -1,14 +1,14 @@
 """Symmetry (docs/design.md section 8): the sets of interchangeable identifiers a model declares
 (``Symmetry``), the group they generate, how an orbit picks its representative
 (``least_fingerprint``) and what a report says about a search under symmetry. Making a bound
-model's view canonical under them is ``model.canonical``."""
+model's view canonical under them is ``kafka_mc.model.canonical``."""
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from model.fingerprints import fingerprint
+from kafka_mc.model.fingerprints import fingerprint
 
 
 # A model declares sets of interchangeable identifiers (transactional.ids with identical workloads,

@@ -19,10 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-from model import registry
-from model.config import ConfigError, parse_assignment, resolve_config_path
-from realkafka import releases
-from realkafka.plan import PlanError
+from kafka_mc.model import registry
+from kafka_mc.model.config import ConfigError, parse_assignment, resolve_config_path
+from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.plan import PlanError
 
 EXIT_OK, EXIT_USAGE, EXIT_ANOMALY = 0, 2, 12
 
@@ -81,9 +81,9 @@ def _java() -> None:
 
 def usage_errors() -> list[type]:
     """The errors that are bad input to a real command: one line, exit 2."""
-    from realkafka.client import DriverError
-    from realkafka.cluster import ClusterError
-    from realkafka.fetch import FetchError
+    from kafka_mc.realkafka.client import DriverError
+    from kafka_mc.realkafka.cluster import ClusterError
+    from kafka_mc.realkafka.fetch import FetchError
     return [releases.ReleaseError, RealUsageError, PlanError, ConfigError, FetchError,
             ClusterError, DriverError]
 
@@ -96,7 +96,7 @@ def main(args) -> int:
         if command is None:
             raise RealUsageError("a real command is required: versions, cluster or run")
         if command != "versions":   # the proxy's protocol decoder (kio: the real extra), before
-            from realkafka import wire  # noqa: F401  anything starts (the CLI names the extra)
+            from kafka_mc.realkafka import wire  # noqa: F401  anything starts (the CLI names the extra)
         return {"versions": _versions, "cluster": _cluster, "run": _run,
                 "reproduce": _reproduce}[command](args)
     except tuple(known) as e:
@@ -119,7 +119,7 @@ def _versions(args) -> int:
 
 
 def _cluster(args) -> int:
-    from realkafka.proxy import Proxy
+    from kafka_mc.realkafka.proxy import Proxy
     release = releases.release(args.kafka_version)
     _java()
     events = Path(args.events) if args.events else None
@@ -138,7 +138,7 @@ def _cluster(args) -> int:
 
 
 def _serve(release, args, proxy) -> int:
-    from realkafka.cluster import Cluster
+    from kafka_mc.realkafka.cluster import Cluster
     with Cluster(release, brokers=args.brokers, proxy=proxy) as cluster:
         print(f"Kafka {release.version} ({args.brokers} broker{'s' if args.brokers > 1 else ''}, "
               f"preset {release.preset}): bootstrap.servers={cluster.bootstrap}", flush=True)
@@ -165,11 +165,11 @@ def _load(args):
 
 
 def _run(args) -> int:
-    from realkafka.run import run
+    from kafka_mc.realkafka.run import run
     release = releases.release(args.kafka_version)
     _java()
     cfg = _load(args)
-    from realkafka.plan import make_plan
+    from kafka_mc.realkafka.plan import make_plan
     make_plan(cfg, args.seed, transaction_version=release.transaction_version)  # refuse early
     out = Path(args.out) if args.out else Path("out") / f"real-{release.version}-{args.seed}"
     if out.exists() and not out.is_dir():
@@ -193,7 +193,7 @@ def _run(args) -> int:
 
 
 def _reproduce(args) -> int:
-    from realkafka import reproduce as repro
+    from kafka_mc.realkafka import reproduce as repro
     try:
         loaded = repro.load(args.trace)
         release = repro.release_for(loaded.preset, args.kafka_version)
@@ -202,7 +202,7 @@ def _reproduce(args) -> int:
     _java()
     out = Path(args.out) if args.out else None
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
-    from realkafka.client import DriverError
+    from kafka_mc.realkafka.client import DriverError
     try:
         result = repro.reproduce(args.trace, release.version, out, log, args.brokers)
     except (repro.ReproduceError, DriverError) as e:

@@ -61,8 +61,8 @@ from concurrent.futures import Future, TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Iterable
 
-from realkafka import fetch, releases
-from realkafka.releases import Release
+from kafka_mc.realkafka import fetch, releases
+from kafka_mc.realkafka.releases import Release
 
 MAIN_CLASS = "KafkaMcDriver"
 _CLIENT_ID = re.compile(r"clientId=([^,\]]+)")

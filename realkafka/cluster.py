@@ -42,11 +42,11 @@ import uuid
 import weakref
 from pathlib import Path
 
-from realkafka import releases
+from kafka_mc.realkafka import releases
 # the JVM base shared with the log reader (logdump sits below the cluster: no import circle)
-from realkafka.logdump import (JVM_OPTIONS, LOGGING_FOLDER, ClusterError, broker_classpath,  # noqa: F401
+from kafka_mc.realkafka.logdump import (JVM_OPTIONS, LOGGING_FOLDER, ClusterError, broker_classpath,  # noqa: F401
                                has_class, logging_binding, partition_log, partition_logs)
-from realkafka.releases import Release
+from kafka_mc.realkafka.releases import Release
 
 START_TIMEOUT_S = 120.0      # two busy cores: a node takes ~5-15 s, more while others compile
 STOP_GRACE_S = 3.0           # stop(): SIGTERM (a clean shutdown), then SIGKILL; the data is
@@ -797,7 +797,7 @@ class Cluster:
 
     def partition_log(self, topic: str, partition: int, node: int | None = None) -> list[dict]:
         """The partition's batches and markers read with Kafka's DumpLogSegments
-        (``realkafka.logdump``)."""
+        (``kafka_mc.realkafka.logdump``)."""
         return partition_log(self, topic, partition, node=node)
 
     # --- inside ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """``make kafka``: fetch every supported release from Maven Central and compile the client driver.
 
-``python -m realkafka.fetch [VERSION ...]`` runs Maven on ``realkafka/maven/pom.xml`` for each
+``python -m kafka_mc.realkafka.fetch [VERSION ...]`` runs Maven on ``realkafka/maven/pom.xml`` for each
 release not yet fetched (``dependency:copy-dependencies`` into a temporary folder renamed into
 place, so an interrupted fetch leaves no half release), then compiles the Java driver
 (``realkafka/driver/*.java``) against the release's kafka-clients whenever the driver's source
@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from realkafka import releases
+from kafka_mc.realkafka import releases
 
 POM = Path(__file__).resolve().parent / "maven" / "pom.xml"
 DRIVER_SOURCES = Path(__file__).resolve().parent / "driver"
@@ -142,14 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     versions = list(argv if argv is not None else sys.argv[1:]) or [r.version for r in releases.RELEASES]
     unknown = [v for v in versions if v not in releases.BY_VERSION]
     if unknown:
-        print(f"realkafka.fetch: unknown release {unknown[0][:40]!r} (supported: "
+        print(f"kafka_mc.realkafka.fetch: unknown release {unknown[0][:40]!r} (supported: "
               f"{', '.join(releases.BY_VERSION)})", file=sys.stderr)
         return 2
     for version in versions:
         try:
             fetch(version)
         except (FetchError, OSError, subprocess.TimeoutExpired) as e:
-            print(f"realkafka.fetch: {e}", file=sys.stderr)
+            print(f"kafka_mc.realkafka.fetch: {e}", file=sys.stderr)
             return 2
         print(f"Kafka {version}: {releases.home(version)}")
     return 0

@@ -25,7 +25,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from realkafka import releases
+from kafka_mc.realkafka import releases
 
 # The JVM base the cluster shares (realkafka.cluster imports it from here: the cluster is above)
 
@@ -36,7 +36,7 @@ JVM_OPTIONS = ("-Xmx384m", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLeve
 class ClusterError(ValueError):
     """A cluster that cannot start or answer, or Kafka's tools that cannot read its files: one line
     for the user (the CLI exits 2); ``details`` holds the log's last lines when there is one.
-    Defined here, below the cluster, and the same class as ``realkafka.cluster.ClusterError``."""
+    Defined here, below the cluster, and the same class as ``kafka_mc.realkafka.cluster.ClusterError``."""
 
     def __init__(self, message: str, details: str = ""):
         super().__init__(" ".join(str(message).split())[:400])

@@ -1,7 +1,7 @@
 """What a run's killed brokers cost, on top of the faults its plan injected: the budgets a
 run's validation must give the model (``kafka-mc real conform``, explorers/cli/real.py).
 
-A hard failover (``realkafka.run``) kills the coordinator's broker, which on one broker also
+A hard failover (``kafka_mc.realkafka.run``) kills the coordinator's broker, which on one broker also
 leads the data partitions: the requests in flight on its connections die with it (their senders
 see the connection fail and retry), and a client's batch waiting for the broker to come back may
 expire (delivery.timeout.ms). The model's failover moves the coordinator alone, so these are
@@ -23,7 +23,7 @@ def unanswered_at_broker_close(events, apis=None) -> frozenset:
     """(endpoint, conn, correlation id) of every request this proxy forwarded (of ``apis``, or
     any) that had no response when the broker closed its connection: a killed broker's
     (``run``'s hard failover) requests in flight, which their senders see fail and retry. The
-    model's mapping sees each as a loss (``model.kafka.observations.died_with_broker``), so a
+    model's mapping sees each as a loss (``kafka_mc.model.kafka.observations.died_with_broker``), so a
     run's validation adds one request and one response loss per request to its budgets."""
     pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
     died = set()

@@ -4,7 +4,7 @@ One ``Proxy`` runs an asyncio loop in a daemon thread. ``route(endpoint, upstrea
 127.0.0.1 (a free port) for one advertised listener of one broker (``"broker-1/CLIENT"``,
 ``"broker-1/INTERNAL"``); every client connection accepted there gets its own connection to the
 broker's real listener. Frames are read whole (``int32`` size + payload), decoded
-(``realkafka.wire``), recorded, and forwarded as the original bytes: the proxy never re-encodes.
+(``kafka_mc.realkafka.wire``), recorded, and forwarded as the original bytes: the proxy never re-encodes.
 
 Ordering. Kafka brokers read one request per connection at a time and answer in order
 (``SocketServer.Processor`` mutes a channel until its response is sent), and the Java client
@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from realkafka import wire
+from kafka_mc.realkafka import wire
 
 HOLD, DROP, DUPLICATE = "hold", "drop", "duplicate"
 KINDS = (HOLD, DROP, DUPLICATE)
@@ -128,7 +128,7 @@ class Fault:
 
 
 def fault_for(nf) -> Fault:
-    """The proxy fault for a run plan's ``realkafka.plan.NetworkFault`` (kind delay | duplicate |
+    """The proxy fault for a run plan's ``kafka_mc.realkafka.plan.NetworkFault`` (kind delay | duplicate |
     drop-request | drop-response, api, occurrence, hold_ms)."""
     if nf.kind == "delay":
         return Fault(HOLD, nf.api, "request", occurrence=nf.occurrence,
@@ -233,7 +233,7 @@ class Proxy:
     @property
     def origin_ns(self) -> int:
         """``time.monotonic_ns()`` when the proxy started: an event's ``time`` counts from it
-        (give it to ``realkafka.client.Driver(origin_ns=...)`` for one time line)."""
+        (give it to ``kafka_mc.realkafka.client.Driver(origin_ns=...)`` for one time line)."""
         return self._t0
 
     def route(self, endpoint: str, upstream: tuple[str, int], port: int = 0) -> int:

@@ -1,6 +1,6 @@
 """The Apache Kafka releases kafka-mc runs for real, and the model preset each stands for.
 
-One place: ``make kafka`` fetches these (``python -m realkafka.fetch``), ``kafka-mc real versions``
+One place: ``make kafka`` fetches these (``python -m kafka_mc.realkafka.fetch``), ``kafka-mc real versions``
 prints them, a run on a release checks it against its preset. A release stands for the preset
 whose flags are the Kafka changes the release contains (model/kafka/versions.py declares each
 preset by the KIPs and fixes it turned on).
@@ -23,7 +23,7 @@ class Release(NamedTuple):
     @property
     def preset(self) -> str:
         """The model preset (protocol.version) the release stands for: the Kafka model says
-        (``model.kafka.versions.RELEASES``, through the registry), since which fixes a release
+        (``kafka_mc.model.kafka.versions.RELEASES``, through the registry), since which fixes a release
         contains is knowledge of the model's, not the harness's."""
         return _presets()[self.version]
 
@@ -34,7 +34,7 @@ class Release(NamedTuple):
 
 
 def _entry():
-    from model import registry
+    from kafka_mc.model import registry
     return registry.entry("kafka")
 
 

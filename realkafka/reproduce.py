@@ -2,7 +2,7 @@
 
 The trace (ITF, read by ``traces``; checked to replay on the model first, so a tampered trace is
 refused) names its preset; the run uses the newest supported release standing for that preset
-(``realkafka.releases``), or ``--version``. One broker (it is the transaction coordinator and the
+(``kafka_mc.realkafka.releases``), or ``--version``. One broker (it is the transaction coordinator and the
 leader of every partition), its CLIENT and INTERNAL listeners behind the recording proxy, the
 release's own Java client (one ``KafkaProducer`` per producer instance of the trace, client.id
 ``t<tid>.i<instance>``, transactional.id ``kmc-repro-<run>-t<tid>``) and a topic of the trace's partitions.
@@ -85,7 +85,7 @@ release fetched is 3.6.2), KAFKA-6119 (kafka-0.11) and KIP-447 (kafka-1.0): no r
 those presets, and ``--version`` maps them onto releases that have the fixes.
 
 Verdict: after the last step every gate is lifted, the cluster quiesces, a read_committed consumer
-reads every partition; the anomalies of ``realkafka.anomalies`` named after the trace's property
+reads every partition; the anomalies of ``kafka_mc.realkafka.anomalies`` named after the trace's property
 make it ``reproduced`` (exit 12); the schedule run to its end without that property violated is
 ``not-reproduced`` (exit 0); a step whose awaited effect never came, or came with other fields
 (an error, a failed call), is ``diverged`` (exit 16), naming the step, the event and its fields.
@@ -105,8 +105,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from realkafka import anomalies, releases
-from realkafka.releases import Release
+from kafka_mc.realkafka import anomalies, releases
+from kafka_mc.realkafka.releases import Release
 
 EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_REPRODUCED, EXIT_DIVERGED = 0, 2, 12, 16
 STEP_TIMEOUT_S = 30.0
@@ -182,8 +182,8 @@ class Loaded:
 def load(path: str) -> Loaded:
     """The trace, checked: a trace of the explicit Kafka model that replays to its claimed
     violation, every step of which has a real counterpart here; else ``ReproduceError``."""
-    from traces import replay as replays
-    from traces import trace as traces
+    from kafka_mc.traces import replay as replays
+    from kafka_mc.traces import trace as traces
     try:
         t = traces.read(path)
     except traces.TraceError as e:
@@ -310,7 +310,7 @@ class _Run:
     # -- helpers
     def client(self, p: int) -> str:
         """Producer instance p's client.id and history process: ``t<tid>.i<instance>``, the
-        names the conformance mapping (model.kafka.observations) reads."""
+        names the conformance mapping (kafka_mc.model.kafka.observations) reads."""
         pr = self.t.states[0]["producers"][p]
         return f"t{pr['tid']}.i{pr['instance']}"
 
@@ -705,11 +705,11 @@ class _Run:
 
     # -- the whole run
     def run(self) -> Result:
-        from realkafka import run as runs
-        from realkafka.client import ClientError, Driver
-        from realkafka.cluster import Cluster
-        from realkafka.logdump import partition_log
-        from realkafka.proxy import HOLD, Fault, Proxy
+        from kafka_mc.realkafka import run as runs
+        from kafka_mc.realkafka.client import ClientError, Driver
+        from kafka_mc.realkafka.cluster import Cluster
+        from kafka_mc.realkafka.logdump import partition_log
+        from kafka_mc.realkafka.proxy import HOLD, Fault, Proxy
 
         self.t0 = time.monotonic()
         out = self.out

@@ -3,7 +3,7 @@
 A run starts a cluster whose listeners (the clients' and the inter-broker one) go through the
 recording proxy, creates a topic of the config's partitions, runs each transactional.id's producer
 instances (one thread per transactional.id, as one application thread each) through the real Java
-client, spends the plan's faults (``realkafka.plan``), waits for the cluster to quiesce, reads every
+client, spends the plan's faults (``kafka_mc.realkafka.plan``), waits for the cluster to quiesce, reads every
 partition with a read_committed consumer and takes the end state (each partition's log read with
 Kafka's DumpLogSegments, LSO and high watermark, DescribeTransactions, DescribeProducers). It writes,
 under the run folder: ``run.json`` (the release, seed and config), ``plan.json`` (the schedule
@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from realkafka import anomalies, plan as planning
-from realkafka.releases import Release
+from kafka_mc.realkafka import anomalies, plan as planning
+from kafka_mc.realkafka.releases import Release
 
 # Client timers: short, so that a fault's consequence (a timeout and a retry) comes within seconds
 # on this machine, long enough that an unfaulted request on two busy cores does not time out.
@@ -210,7 +210,7 @@ class _Workload:
 
 
 def _install_faults(proxy, plan: planning.Plan) -> list:
-    from realkafka import proxy as proxies
+    from kafka_mc.realkafka import proxy as proxies
     installed = []
     for nf in plan.network:
         installed.append(proxy.add_fault(proxies.fault_for(nf)))
@@ -346,10 +346,10 @@ def _write_json(path: Path, value) -> None:
 def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=lambda s: None
         ) -> RunResult:
     """One run of ``cfg`` on ``release``; its files under ``out`` (created)."""
-    from realkafka.client import Driver
-    from realkafka.cluster import Cluster
-    from realkafka.logdump import partition_log
-    from realkafka.proxy import Proxy
+    from kafka_mc.realkafka.client import Driver
+    from kafka_mc.realkafka.cluster import Cluster
+    from kafka_mc.realkafka.logdump import partition_log
+    from kafka_mc.realkafka.proxy import Proxy
 
     started = time.monotonic()
     the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)

@@ -11,7 +11,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-from model.build.compiled import install  # noqa: E402
+from kafka_mc.model.build.compiled import install  # noqa: E402
 
 install()
 

@@ -1,6 +1,6 @@
 """A tiny hand-built model whose every property kind can hold or fail (used by explorer tests)."""
-from model.core import Property
-from model.protocol import ProtocolSpec, Rule
+from kafka_mc.model.core import Property
+from kafka_mc.model.protocol import ProtocolSpec, Rule
 
 
 def _inc_x(p, s):

@@ -1,6 +1,6 @@
 """Every per-preset expectation of the tests, in one table keyed by protocol preset.
 
-A new preset is one row here (the tests check every preset of model.kafka.versions has one).
+A new preset is one row here (the tests check every preset of kafka_mc.model.kafka.versions has one).
 
 - ``tiny``, ``small``: (distinct, generated, depth) of configs/tiny.toml and configs/small.toml
   (the default). A preset with a known weakness stops at its violation, so ``small`` counts what

@@ -13,12 +13,12 @@ import grimp
 import networkx as nx
 import pytest
 
-import explorers
-import invariants
-import model
-import realkafka
-import traces
-from model import registry
+from kafka_mc import explorers
+from kafka_mc import invariants
+from kafka_mc import model
+from kafka_mc import realkafka
+from kafka_mc import traces
+from kafka_mc.model import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = tuple(p.__name__ for p in (model, invariants, explorers, traces, realkafka))
@@ -67,38 +67,38 @@ MODEL = "Model: the models over the registry over the contract over its helpers"
 
 @pytest.mark.parametrize("module, code, contract", [
     # a function-local import counts: the model reaching up to its properties
-    ("model.kafka.spec", "def _props():\n    from invariants import PROPERTIES\n    return PROPERTIES\n",
+    ("kafka_mc.model.kafka.spec", "def _props():\n    from kafka_mc.invariants import PROPERTIES\n    return PROPERTIES\n",
      "Models never import properties, explorers or trace tools"),
-    ("model.registry", "def _default():\n    from model.kafka import spec\n    return spec\n",
+    ("kafka_mc.model.registry", "def _default():\n    from kafka_mc.model.kafka import spec\n    return spec\n",
      MODEL),
-    ("model.core", "def _bind():\n    from model import registry\n",
+    ("kafka_mc.model.core", "def _bind():\n    from kafka_mc.model import registry\n",
      MODEL),
-    ("model.build.compiled", "def _core():\n    from model import core\n",
+    ("kafka_mc.model.build.compiled", "def _core():\n    from kafka_mc.model import core\n",
      MODEL),
-    ("explorers.bfs.search", "from model.kafka.world import World\n",
+    ("kafka_mc.explorers.bfs.search", "from kafka_mc.model.kafka.world import World\n",
      "Explorers and trace tools see only the model contract"),
-    ("traces.trace", "from explorers.core import report\n",
+    ("kafka_mc.traces.trace", "from kafka_mc.explorers.core import report\n",
      "Layers: explorers over the real-Kafka harness over trace tools over the model"),
     # the harness runs real Kafka against the model contract, never a model's insides
-    ("realkafka.run", "def _world():\n    from model.kafka import world\n",
+    ("kafka_mc.realkafka.run", "def _world():\n    from kafka_mc.model.kafka import world\n",
      "The real-Kafka harness sees only the model contract"),
-    ("traces.trace", "def _real():\n    from realkafka import releases\n",
+    ("kafka_mc.traces.trace", "def _real():\n    from kafka_mc.realkafka import releases\n",
      "Layers: explorers over the real-Kafka harness over trace tools over the model"),
-    ("model.kafka.world", "def _cycle():\n    from model.kafka import spec\n",
+    ("kafka_mc.model.kafka.world", "def _cycle():\n    from kafka_mc.model.kafka import spec\n",
      "No import circles between sibling modules"),
     # the web explorer sees only the contract, and only the CLI loads it (and its framework)
-    ("explorers.web.session", "from model.kafka.world import World\n",
+    ("kafka_mc.explorers.web.session", "from kafka_mc.model.kafka.world import World\n",
      "Explorers and trace tools see only the model contract"),
-    ("explorers.bfs.search", "def _web():\n    from explorers.web import app\n",
+    ("kafka_mc.explorers.bfs.search", "def _web():\n    from kafka_mc.explorers.web import app\n",
      EXPLORERS),
-    ("explorers.graph.search", "def _web():\n    from explorers.web import session\n",
+    ("kafka_mc.explorers.graph.search", "def _web():\n    from kafka_mc.explorers.web import session\n",
      EXPLORERS),
     # the search core knows no engine; engines beside each other never import each other
-    ("explorers.core.checking", "def _bfs():\n    from explorers.bfs import search\n",
+    ("kafka_mc.explorers.core.checking", "def _bfs():\n    from kafka_mc.explorers.bfs import search\n",
      EXPLORERS),
-    ("explorers.walks.simulate", "def _spark():\n    from explorers.spark import tasks\n",
+    ("kafka_mc.explorers.walks.simulate", "def _spark():\n    from kafka_mc.explorers.spark import tasks\n",
      EXPLORERS),
-    ("explorers.web.session", "def _cycle():\n    from explorers.web import app\n",
+    ("kafka_mc.explorers.web.session", "def _cycle():\n    from kafka_mc.explorers.web import app\n",
      "No import circles between sibling modules"),
 ])
 def test_the_contract_fails_on_a_back_arrow_or_a_circle(copy, module, code, contract):
@@ -114,10 +114,10 @@ def test_the_import_graph_has_no_circle():
     assert nx.is_directed_acyclic_graph(g), nx.find_cycle(g)
 
 
-CONTRACT = {model.__name__, "model.core", "model.protocol", "model.config", "model.codec",
-            "model.registry", "model.build.compiled", "model.fingerprints", "model.display",
-            "model.symmetry", "model.canonical", "model.symbolic", "model.observations",
-            "model.capabilities", "model.comparison"}
+CONTRACT = {model.__name__, "kafka_mc.model.core", "kafka_mc.model.protocol", "kafka_mc.model.config", "kafka_mc.model.codec",
+            "kafka_mc.model.registry", "kafka_mc.model.build.compiled", "kafka_mc.model.fingerprints", "kafka_mc.model.display",
+            "kafka_mc.model.symmetry", "kafka_mc.model.canonical", "kafka_mc.model.symbolic", "kafka_mc.model.observations",
+            "kafka_mc.model.capabilities", "kafka_mc.model.comparison"}
 
 
 def test_explorers_and_trace_tools_import_only_the_contract():
@@ -130,7 +130,7 @@ def test_explorers_and_trace_tools_import_only_the_contract():
             for i in graph.find_modules_directly_imported_by(m) if within(i, model.__name__)}
     assert used <= CONTRACT, used - CONTRACT
     assert graph.find_modules_directly_imported_by(model.__name__) == set()
-    assert graph.find_modules_directly_imported_by("model.build.compiled") == set()
+    assert graph.find_modules_directly_imported_by("kafka_mc.model.build.compiled") == set()
 
 
 def test_models_and_properties_come_from_entry_points():
@@ -141,9 +141,9 @@ def test_models_and_properties_come_from_entry_points():
 
 
 PLUGIN = '''
-from model.core import Expectation, Property
-from model.registry import spec_entry
-from model.toys.twophase import PARAMS, SPEC
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.registry import spec_entry
+from kafka_mc.model.toys.twophase import PARAMS, SPEC
 
 PROPERTIES = (Property("at_most_one_coordinator", Expectation.ALWAYS,
                        lambda K, w: w.coordinator.coordinator_epoch <= 1,
@@ -195,7 +195,7 @@ def fresh_registry():
 
 def test_a_broken_plugin_is_one_clear_error_and_spares_other_models(tmp_path, monkeypatch,
                                                                      fresh_registry):
-    from model.config import ConfigError
+    from kafka_mc.model.config import ConfigError
     _plugin(tmp_path, monkeypatch, "raise ImportError('no module named zeta')\n",
             "[kafka_mc.models]\nbroken = kmc_bad:MODEL\n")
     with pytest.raises(ConfigError, match="entry point broken = kmc_bad:MODEL .* cannot be "
@@ -206,9 +206,9 @@ def test_a_broken_plugin_is_one_clear_error_and_spares_other_models(tmp_path, mo
 
 def test_a_plugin_property_named_like_a_builtin_one_is_refused(tmp_path, monkeypatch,
                                                                 fresh_registry):
-    from model.config import ConfigError
+    from kafka_mc.model.config import ConfigError
     _plugin(tmp_path, monkeypatch,
-            "from model.core import Expectation, Property\n"
+            "from kafka_mc.model.core import Expectation, Property\n"
             "PROPS = (Property('txn_atomicity', Expectation.ALWAYS, lambda K, w: True),)\n",
             "[kafka_mc.properties]\nkafka = kmc_bad:PROPS\n")
     with pytest.raises(ConfigError, match="property txn_atomicity is registered twice"):

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from model.build import compiled
+from kafka_mc.model.build import compiled
 
-from model.build import cython_build
+from kafka_mc.model.build import cython_build
 
 ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = """
 import sys
 from pathlib import Path
-from model.build.compiled import install
+from kafka_mc.model.build.compiled import install
 root = Path(sys.argv[1])
 finder = install(root, root / "build")
 import pkgq.mod as m
@@ -82,14 +82,16 @@ def test_the_listed_modules_are_built_and_in_use():
     fresh, stale, missing = cython_build.status()
     assert not stale and not missing, ("run `make compiled`", stale, missing)
     assert len(fresh) == len(cython_build.listed()) >= 20
-    import model.kafka.spec
-    import explorers.bfs.search
+    from kafka_mc import model
+    import kafka_mc.model.kafka.spec  # noqa: F401
+    from kafka_mc import explorers
+    import kafka_mc.explorers.bfs.search  # noqa: F401
     assert isinstance(model.kafka.spec.__loader__, compiled.CompiledLoader)
     assert isinstance(explorers.bfs.search.__loader__, compiled.CompiledLoader)
 
 
 def check(args: list[str], out: Path, switch: str) -> tuple[dict, dict]:
-    run = subprocess.run([sys.executable, "-m", "explorers.cli", "check", *args, "--json",
+    run = subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "check", *args, "--json",
                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT), "KAFKA_MC_COMPILED": switch},
                          timeout=300)
@@ -119,9 +121,9 @@ def test_the_compiled_search_is_the_interpreted_one(tmp_path, args):
 
 GARBAGE = """
 import contextlib, gc, io, sys
-gc.disable()   # (as the BFS pauses it: explorers.core.adapter.gc_paused)
-from explorers import cli
-from explorers.bfs import workers as bfs_workers
+gc.disable()   # (as the BFS pauses it: kafka_mc.explorers.core.adapter.gc_paused)
+from kafka_mc.explorers import cli
+from kafka_mc.explorers.bfs import workers as bfs_workers
 bfs_workers.PARALLEL_MIN = 8   # (tiny's levels are small: every level of 8 or more in two slices)
 with contextlib.redirect_stdout(io.StringIO()):
     code = cli.main(sys.argv[1:])

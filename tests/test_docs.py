@@ -60,7 +60,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
 
 
 def test_cli_reference_lists_every_command_and_flag():
-    from explorers.cli import build_parser
+    from kafka_mc.explorers.cli import build_parser
     import argparse
     page = _generator().cli_page()
 
@@ -78,8 +78,8 @@ def test_cli_reference_lists_every_command_and_flag():
 
 
 def test_configuration_reference_lists_every_key():
-    from model import registry
-    from model.config import CHECK_PARAMS
+    from kafka_mc.model import registry
+    from kafka_mc.model.config import CHECK_PARAMS
     page = _generator().configuration_page()
     keys = [p.key for p in CHECK_PARAMS] + [p.key for e in registry.models().values()
                                             for p in e.params]
@@ -88,8 +88,8 @@ def test_configuration_reference_lists_every_key():
 
 
 def test_model_reference_lists_faults_presets_and_properties():
-    import invariants
-    from model.kafka import faults, versions
+    from kafka_mc import invariants
+    from kafka_mc.model.kafka import faults, versions
     page = _generator().kafka_model_page()
     for f in faults.FAULTS:
         assert f"`faults.{f.budget}`" in page
@@ -161,8 +161,8 @@ def _named(text: str):
 def test_paths_and_modules_the_manual_names_exist():
     """Every path (model/kafka/faults.py, tests/golden/) and module (explorers.checking) that the
     README and the manual name exists, so a move shows here: one list of what to fix."""
-    from model import registry
-    from model.config import CHECK_PARAMS
+    from kafka_mc.model import registry
+    from kafka_mc.model.config import CHECK_PARAMS
     keys = {p.key for p in CHECK_PARAMS} | {p.key for e in registry.models().values()
                                            for p in e.params} | {"model.name", "model.mutant",
                                                                "model.clients"}  # extending.md's
@@ -184,7 +184,7 @@ def test_paths_and_modules_the_manual_names_exist():
 
 def _module_exists(parts) -> bool:
     """Whether the repository's folders hold that module (named by its folders: the manual names
-    ``model.core`` for model/core.py, installed as kafka_mc.model.core)."""
+    ``kafka_mc.model.core`` for model/core.py, installed as kafka_mc.model.core)."""
     base = ROOT.joinpath(*parts)
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from model.build import compiled
+from kafka_mc.model.build import compiled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,11 +23,11 @@ def settings():
     return (list(sys.meta_path), dict(os.environ), signal.getsignal(signal.SIGINT),
             signal.getsignal(signal.SIGTERM), list(sys.path_hooks), sys.getswitchinterval())
 before = settings()
-import model
-import invariants
-import explorers
-import traces
-import realkafka
+from kafka_mc import model
+from kafka_mc import invariants
+from kafka_mc import explorers
+from kafka_mc import traces
+from kafka_mc import realkafka
 names = []
 for pkg in (model, invariants, explorers, traces, realkafka):
     names += [i.name for i in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + ".")
@@ -56,9 +56,9 @@ def test_importing_every_module_changes_no_process_wide_setting(tmp_path):
 
 ENTRY = """
 import os, signal, sys
-from explorers.main import prepare
+from kafka_mc.explorers.main import prepare
 prepare()
-from model.build.compiled import CompiledFinder
+from kafka_mc.model.build.compiled import CompiledFinder
 print(os.environ["OPENBLAS_NUM_THREADS"], signal.getsignal(signal.SIGINT).__name__,
       any(isinstance(f, CompiledFinder) for f in sys.meta_path))
 """
@@ -76,7 +76,7 @@ BLOCKED = """
 import sys
 for m in sys.argv[1].split(","):
     sys.modules[m] = None
-from explorers.main import main
+from kafka_mc.explorers.main import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -124,7 +124,7 @@ def test_the_builds_folder_is_never_beside_installed_sources(tmp_path, monkeypat
 
 
 def test_the_compiled_list_names_modules_that_exist():
-    """The list is code (model.build.compiled.MODULES), not read from pyproject.toml at run
+    """The list is code (kafka_mc.model.build.compiled.MODULES), not read from pyproject.toml at run
     time; each names a module of kafka-mc's."""
     assert len(compiled.MODULES) >= 20 and len(set(compiled.MODULES)) == len(compiled.MODULES)
     for m in compiled.MODULES:

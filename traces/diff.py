@@ -1,6 +1,6 @@
 """What changed between two trace states, field by field, and how trace values are shown.
 
-Values are the decoded ITF values of ``traces.itf`` (ints, strings, bools, tuples, frozensets,
+Values are the decoded ITF values of ``kafka_mc.traces.itf`` (ints, strings, bools, tuples, frozensets,
 dicts). ``diff`` descends into maps (by key), tuples (by index) and records, and reports a set by
 what it gained and lost, so a change deep inside a Kafka partition log reads as
 ``partitions.p0.log[3]: (absent) -> <<...>>`` rather than two whole states. ``show`` prints values
@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from model.core import Record
-from traces.itf import canonical, encode
+from kafka_mc.model.core import Record
+from kafka_mc.traces.itf import canonical, encode
 
 
 class _Missing:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from model.capabilities import offers
-from model.core import Event, ModelBase
+from kafka_mc.model.capabilities import offers
+from kafka_mc.model.core import Event, ModelBase
 
 MARK = "<- "  # marks the violating step
 

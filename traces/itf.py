@@ -2,7 +2,7 @@
 
 Python -> ITF: bool, str, int (``{"#bigint": "..."}`` beyond JSON's safe integers), tuple ->
 ``{"#tup": [...]}``, frozenset/set -> ``{"#set": [...]}``, dict -> ``{"#map": [[k, v], ...]}``,
-``model.core.Record`` -> a record (a JSON object; decoded as a Record).
+``kafka_mc.model.core.Record`` -> a record (a JSON object; decoded as a Record).
 Sets and maps are sorted by the canonical JSON of their elements and keys, so equal values encode
 to the same bytes whatever their iteration order. Decoding is the exact inverse (sets come back as
 frozensets). Nothing is evaluated or unpickled: decoding only builds these plain values.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from model.config import shown
-from model.core import Record
+from kafka_mc.model.config import shown
+from kafka_mc.model.core import Record
 
 SAFE_INT = 2**53 - 1
 MAX_DIGITS = 4300  # CPython's default limit for int(str)

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple, Sequence
 
-from traces.replay import lasso_property, lasso_verdict, replay, violation_check
-from traces.trace import Trace, TraceError
+from kafka_mc.traces.replay import lasso_property, lasso_verdict, replay, violation_check
+from kafka_mc.traces.trace import Trace, TraceError
 
 Run = tuple[tuple, tuple]  # (states, actions), states[0] the initial state
 

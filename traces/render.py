@@ -1,6 +1,6 @@
 """Counterexamples people can read: a trace as text, a Mermaid sequence diagram, or one HTML page.
 
-Every format first replays the trace (``traces.replay``), so what is drawn is what the model does
+Every format first replays the trace (``kafka_mc.traces.replay``), so what is drawn is what the model does
 and a tampered file is refused. Then:
 
 * ``text``: TLC-style numbered states (``State 3: TMCommit``, ``/\\ var = value``); with
@@ -16,11 +16,11 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from model.core import Event
-from traces import explain
-from traces.diff import Change, show, state_changes
-from traces.replay import Replay, replay
-from traces.trace import Trace
+from kafka_mc.model.core import Event
+from kafka_mc.traces import explain
+from kafka_mc.traces.diff import Change, show, state_changes
+from kafka_mc.traces.replay import Replay, replay
+from kafka_mc.traces.trace import Trace
 
 FORMATS = ("text", "mermaid", "html", "dot")
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from model import registry
-from model.config import ConfigError, brief, shown
-from traces.diff import Change, show, state_changes
-from traces.trace import Trace, TraceError
+from kafka_mc.model import registry
+from kafka_mc.model.config import ConfigError, brief, shown
+from kafka_mc.traces.diff import Change, show, state_changes
+from kafka_mc.traces.trace import Trace, TraceError
 
 KINDS = ("always", "transition", "terminal", "deadlock", "model_error",  # violations that have a
          "eventually")                                                       # trace

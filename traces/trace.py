@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, Mapping
 
-from model.config import UserFileError, read_user_file, shown
-from traces.files import write_atomically
-from traces.itf import ItfError, decode, encode
+from kafka_mc.model.config import UserFileError, read_user_file, shown
+from kafka_mc.traces.files import write_atomically
+from kafka_mc.traces.itf import ItfError, decode, encode
 
 FORMAT_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 MAX_TRACE_BYTES = 256 * 2**20
@@ -86,12 +86,12 @@ class Trace:
         return json.dumps(doc, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
     def write(self, file: str | FsPath, model=None) -> None:
-        """Write the trace atomically (``traces.files``); ``OSError`` if it cannot be."""
+        """Write the trace atomically (``kafka_mc.traces.files``); ``OSError`` if it cannot be."""
         write_atomically(file, self.to_json(model))
 
 
 def read_bytes(file: str | FsPath) -> bytes:
-    """The bytes of a trace file (``model.config.read_user_file``: a regular file only, never
+    """The bytes of a trace file (``kafka_mc.model.config.read_user_file``: a regular file only, never
     blocking on a FIFO, at most ``MAX_TRACE_BYTES``); ``TraceError`` (one line) if unreadable."""
     try:
         return read_user_file(file, MAX_TRACE_BYTES, shown(file), "trace")

@@ -1,16 +1,16 @@
 """The manual's reference pages, generated from the code that holds the facts, so they cannot drift.
 
 - ``reference/cli.md``: every command and flag, from the CLI's own parser
-  (``explorers.cli.build_parser``, the one ``kafka-mc`` runs);
+  (``kafka_mc.explorers.cli.build_parser``, the one ``kafka-mc`` runs);
 - ``reference/configuration.md``: every configuration key, from the config schema
-  (``model.config.CHECK_PARAMS`` and each registered model's ``params``, through
-  ``model.registry``), and the shipped configurations;
+  (``kafka_mc.model.config.CHECK_PARAMS`` and each registered model's ``params``, through
+  ``kafka_mc.model.registry``), and the shipped configurations;
 - ``reference/kafka-model.md``: the Kafka model's components (their modules' docstrings), its
-  rules (``model.kafka.spec.SPEC``), its faults (``model.kafka.faults.FAULTS``), its protocol
-  flags and presets (``model.kafka.versions``), its properties and their claims (``invariants``)
+  rules (``kafka_mc.model.kafka.spec.SPEC``), its faults (``kafka_mc.model.kafka.faults.FAULTS``), its protocol
+  flags and presets (``kafka_mc.model.kafka.versions``), its properties and their claims (``invariants``)
   and its mutants;
 - ``reference/traces.md``: the Kafka model's golden traces (``tests/golden/``) drawn as sequence
-  diagrams by ``traces.render``.
+  diagrams by ``kafka_mc.traces.render``.
 
 MkDocs runs this file as a hook (``hooks:`` in mkdocs.yml): ``on_files`` adds the pages to the
 build, generated afresh every time; they are not committed. To read them without building the
@@ -109,12 +109,12 @@ def _command(parser: argparse.ArgumentParser, name: str, help_: str, depth: int)
 
 
 def cli_page() -> str:
-    from explorers.cli import build_parser
+    from kafka_mc.explorers.cli import build_parser
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"        # argparse wraps usage lines to the terminal's width
     try:
         parser = build_parser()
-        out = _header("Command-line reference", "`explorers.cli.build_parser()`")
+        out = _header("Command-line reference", "`kafka_mc.explorers.cli.build_parser()`")
         out += ["Every command and flag of `kafka-mc`, as its parser declares them. What the exit "
                 "codes mean and how output is written: [Commands](../commands.md).", ""]
         out += ["```", parser.format_usage().strip(), "```", ""]
@@ -171,11 +171,11 @@ def _config_summary(path: Path) -> str:
 
 
 def configuration_page() -> str:
-    from model import registry
-    from model.config import CHECK_PARAMS, shipped_configs
+    from kafka_mc.model import registry
+    from kafka_mc.model.config import CHECK_PARAMS, shipped_configs
     out = _header("Configuration reference",
-                  "`model.config.CHECK_PARAMS` and the registered models' parameters "
-                  "(`model.registry`)")
+                  "`kafka_mc.model.config.CHECK_PARAMS` and the registered models' parameters "
+                  "(`kafka_mc.model.registry`)")
     out += ["A configuration is a TOML file: `[model] name` picks the model (default "
             f"{_code(registry.DEFAULT_MODEL)}), `[check]` is common to every model, and each model "
             "declares its own sections. Every key is validated: an unknown section or key, a "
@@ -215,7 +215,7 @@ COMPONENTS = ("producer", "client", "coordinator", "partition", "group_coordinat
 
 def _feature_comments() -> dict[str, str]:
     """Each ``Features`` field's comment in model/kafka/versions.py (continuation lines too)."""
-    from model.kafka import versions
+    from kafka_mc.model.kafka import versions
     source = Path(versions.__file__).with_suffix(".py").read_text()
     body = source.split("class Features", 1)[1].split("\n\n", 1)[0]
     out, last = {}, None
@@ -245,9 +245,9 @@ def _module_of(apply) -> str:
 
 def kafka_model_page() -> str:
     import importlib
-    import invariants
-    from model.core import Expectation
-    from model.kafka import faults, mutants, spec, versions
+    from kafka_mc import invariants
+    from kafka_mc.model.core import Expectation
+    from kafka_mc.model.kafka import faults, mutants, spec, versions
     out = _header("The Kafka model",
                   "`model/kafka/` (the components' docstrings, `spec.SPEC`, `faults.FAULTS`, "
                   "`versions.PRESETS`, `mutants.MUTANTS`) and `invariants.PROPERTIES`")
@@ -256,12 +256,12 @@ def kafka_model_page() -> str:
 
     out += ["## Components", ""]
     for name in COMPONENTS:
-        module = importlib.import_module(f"model.kafka.{name}")
+        module = importlib.import_module(f"kafka_mc.model.kafka.{name}")
         out += [f"### `model/kafka/{name}.py`", "", _docstring(module), ""]
 
     fault_rules = {r.name for f in faults.FAULTS for r in f.rules}
     out += ["## Actions", "",
-            "The rules of `model.kafka.spec.SPEC`, in the order successors are generated "
+            "The rules of `kafka_mc.model.kafka.spec.SPEC`, in the order successors are generated "
             "(which decides among several shortest counterexamples). A configuration keeps "
             "those that exist in its version and workload (`spec_for`: no AddPartitionsToTxn "
             "with TV2, no verification before KIP-890, no group coordinator without "
@@ -275,11 +275,11 @@ def kafka_model_page() -> str:
             fair = f"{rule.fair.kind.value}: {rule.fair.why}"
         kind = " (fault)" if rule.name in fault_rules else ""
         out.append(f"| `{rule.name}`{kind} | {', '.join(rule.params)} | "
-                   f"`{module.removeprefix('model.kafka.')}` | {_cell(fair)} |")
+                   f"`{module.removeprefix('kafka_mc.model.kafka.')}` | {_cell(fair)} |")
     out.append("")
 
     out += ["## Faults", "",
-            "One row of `model.kafka.faults.FAULTS` per fault: its budget is the config key "
+            "One row of `kafka_mc.model.kafka.faults.FAULTS` per fault: its budget is the config key "
             "`faults.<budget>` (0 disables it), the rules that spend it, and where it happens. "
             "`faults.total` bounds the faults of any kinds in one execution.", "",
             "| budget | default | max | actions | at | what |", "|---|---|---|---|---|---|"]
@@ -340,9 +340,9 @@ GOLDEN = Path(__file__).resolve().parents[2] / "tests" / "golden"
 
 def traces_page() -> str:
     """Each golden trace of the Kafka model as ``kafka-mc render`` draws it (Mermaid)."""
-    from traces.render import render
-    from traces.trace import read
-    out = _header("Golden traces", "`tests/golden/*.itf.json` through `traces.render`")
+    from kafka_mc.traces.render import render
+    from kafka_mc.traces.trace import read
+    out = _header("Golden traces", "`tests/golden/*.itf.json` through `kafka_mc.traces.render`")
     out += ["The Kafka counterexamples kept in `tests/golden/` (replayed by every test run, so a "
             "change of the model's behaviour shows), each drawn as `kafka-mc render TRACE "
             "--format mermaid` draws it: one lifeline per component, requests and responses as "

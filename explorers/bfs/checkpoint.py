@@ -7,13 +7,13 @@ expanded), in the search's run directory (``OUT/bfs``)::
     levels/level-00007.parents.npy   their parents' indices in depth 6 (int32): the BFS tree,
                                      written once when a checkpoint first needs the level
     frontier-00007.states            depth 7's states, a block of them a line
-                                     (``explorers.bfs.state_codec``); none for a packed model, whose
+                                     (``kafka_mc.explorers.bfs.state_codec``); none for a packed model, whose
                                      states are their own fingerprints
     checkpoint.json                  the commit point, written last
 
 ``checkpoint.json`` names the search (model, config, properties checked, kafka-mc version and
 this format), its counters and the violations a ``--continue`` search reported (as successor
-positions, ``explorers.core.adapter.follow``), and every file it needs with its size and SHA-256. Each
+positions, ``kafka_mc.explorers.core.adapter.follow``), and every file it needs with its size and SHA-256. Each
 file is written to a temporary name and renamed, and the previous checkpoint's frontier is removed
 only after the new ``checkpoint.json`` is in place, so a crash at any moment leaves the last
 committed checkpoint whole. The visited set is not written: it is the union of the levels'
@@ -35,15 +35,15 @@ from typing import Sequence
 
 import numpy as np
 
-from model.config import shown
-from explorers.bfs import checkpoint_meta as meta_types
-from explorers.core.checking import DEADLOCK, shows
-from explorers.core.run_dir import is_directory
-from explorers.bfs.visited import Levels, PackedLevel, VisitedSet, level_files
-from explorers.core.adapter import follow, successors_of
-from explorers.core.result import Path as Behaviour
-from traces.files import write_atomically
-from explorers.bfs.state_codec import BLOCK, decode_block, encode_block, model_package
+from kafka_mc.model.config import shown
+from kafka_mc.explorers.bfs import checkpoint_meta as meta_types
+from kafka_mc.explorers.core.checking import DEADLOCK, shows
+from kafka_mc.explorers.core.run_dir import is_directory
+from kafka_mc.explorers.bfs.visited import Levels, PackedLevel, VisitedSet, level_files
+from kafka_mc.explorers.core.adapter import follow, successors_of
+from kafka_mc.explorers.core.result import Path as Behaviour
+from kafka_mc.traces.files import write_atomically
+from kafka_mc.explorers.bfs.state_codec import BLOCK, decode_block, encode_block, model_package
 
 FORMAT = 1
 META = "checkpoint.json"
@@ -103,7 +103,7 @@ def frontier_file(run_dir: Path, d: int) -> Path:
 
 
 def positions(model, path: Behaviour) -> list[int]:
-    """A behaviour as successor positions from an initial state (``explorers.core.adapter.follow``)."""
+    """A behaviour as successor positions from an initial state (``kafka_mc.explorers.core.adapter.follow``)."""
     inits = list(model.init_states())
     out = [inits.index(path.states[0])]
     succ = successors_of(model)

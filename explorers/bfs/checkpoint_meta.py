@@ -1,12 +1,12 @@
 """What a checkpoint's meta file may hold, checked before anything in it is used: the validators
-the BFS's checkpoints (``explorers.bfs.checkpoint``) and Spark's (``explorers.spark.store``)
+the BFS's checkpoints (``kafka_mc.explorers.bfs.checkpoint``) and Spark's (``kafka_mc.explorers.spark.store``)
 share. Each takes a value decoded from JSON and says whether it has the shape asked for."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from model.config import UserFileError, read_user_file
+from kafka_mc.model.config import UserFileError, read_user_file
 
 # the kinds of violation a search reports before it ends (a witness is reported only at the end)
 REPORTED_KINDS = ("always", "transition", "terminal", "deadlock")
@@ -39,7 +39,7 @@ def edges(v) -> bool:
 
 def reports(v) -> bool:
     """Violations reported so far: ``{kind, property, path}``, ``path`` the successor positions
-    from an initial state (``explorers.core.adapter.follow``)."""
+    from an initial state (``kafka_mc.explorers.core.adapter.follow``)."""
     return isinstance(v, list) and all(
         isinstance(r, dict) and set(r) == {"kind", "property", "path"}
         and r["kind"] in REPORTED_KINDS and isinstance(r["property"], str)

@@ -1,22 +1,22 @@
 """Single-process breadth-first search: the reference explorer, with shortest counterexamples.
 
 The search is level-synchronous. What it keeps per distinct state is 20 bytes
-(``explorers.bfs.visited``):
+(``kafka_mc.explorers.bfs.visited``):
 
-* the visited set: 64-bit fingerprints (``model.core.fingerprint`` of the view, or the state
+* the visited set: 64-bit fingerprints (``kafka_mc.model.core.fingerprint`` of the view, or the state
   itself for packed models) in a sorted numpy array. Successors are fingerprinted once and
   deduplicated a chunk (``CHUNK``) at a time; the new ones are then checked one by one in the
   order they were generated, so everything is as if each had been looked up alone -- the same
   first violation, and at a stop the same counts (``rewind``);
 * per level, the fingerprints in discovery order and int32 parent indices into the previous
   level. A counterexample is the chain of parent indices, rebuilt into states and actions by
-  replaying (``explorers.core.adapter.rebuild``); no per-state parent dict, no stored actions.
+  replaying (``kafka_mc.explorers.core.adapter.rebuild``); no per-state parent dict, no stored actions.
 
 Only the current and the next frontier hold full states (a packed model's frontier is its level's
 fingerprints). ``--memory`` moves the tree and the frontiers to disk past a budget
 (``fingerprints.Budget``); ``--checkpoint`` / ``--recover`` save and resume the search at level
-boundaries (``explorers.bfs.checkpoint``).
-Properties are checked as ``explorers.core.checking`` says: invariants and witnesses when a state is
+boundaries (``kafka_mc.explorers.bfs.checkpoint``).
+Properties are checked as ``kafka_mc.explorers.core.checking`` says: invariants and witnesses when a state is
 first discovered (so the first violation found is at the smallest depth), transition properties
 on every generated transition, terminal properties on expanded states without successors. The
 cyclic garbage collector is paused during the search: states are immutable acyclic values, and
@@ -41,21 +41,21 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from model.config import shown
-from model.core import Model
+from kafka_mc.model.config import shown
+from kafka_mc.model.core import Model
 import numpy as np
 
-from explorers.bfs import checkpoint as bfs_checkpoint
-from explorers.bfs import workers as bfs_workers
-from explorers.bfs.checkpoint import CheckpointOptions
-from explorers.bfs.state_codec import model_package
-from explorers.bfs.visited import Budget, Levels, PackedLevel, VisitedSet
-from explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
-from explorers.core.checking import violation
-from explorers.core.progress import PROGRESS_EVERY, Progress
-from explorers.core.result import (Outcome, Violation, action_coverage, edge_coverage,
+from kafka_mc.explorers.bfs import checkpoint as bfs_checkpoint
+from kafka_mc.explorers.bfs import workers as bfs_workers
+from kafka_mc.explorers.bfs.checkpoint import CheckpointOptions
+from kafka_mc.explorers.bfs.state_codec import model_package
+from kafka_mc.explorers.bfs.visited import Budget, Levels, PackedLevel, VisitedSet
+from kafka_mc.explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
+from kafka_mc.explorers.core.checking import violation
+from kafka_mc.explorers.core.progress import PROGRESS_EVERY, Progress
+from kafka_mc.explorers.core.result import (Outcome, Violation, action_coverage, edge_coverage,
                                    peak_rss_mb, search_stats)
-from explorers.core.setup import SearchSetup
+from kafka_mc.explorers.core.setup import SearchSetup
 
 CHUNK = 1 << 14        # candidate successors deduplicated at a time
 
@@ -120,7 +120,7 @@ class Search:
         resumed = self.resumed = None
         if store is not None and store.recover:
             if options.por:   # the frontier's fingerprints are of the reduction view
-                from explorers.reductions.por import reduction_key
+                from kafka_mc.explorers.reductions.por import reduction_key
             resumed = self.resumed = bfs_checkpoint.load(
                 store.run_dir, self.identity, model,
                 reduction_key(model) if options.por else self.key, self.packed)
@@ -128,7 +128,7 @@ class Search:
                                      else (VisitedSet(), Levels()))
         self.reducer = None
         if options.por:   # partial-order reduction: the reduced successors, deduplicated on
-            from explorers.reductions.por import Reducer, reduction_key   # the reduction view,
+            from kafka_mc.explorers.reductions.por import Reducer, reduction_key   # the reduction view,
             self.reducer, self.key = Reducer(model, checks), reduction_key(model)   # with the
             self.successors = _reduced(self.reducer.successors, self.visited.seen_before,
                                        self.key)   # proviso
@@ -413,7 +413,7 @@ class Search:
         return out
 
     def expand_with_workers(self, frontier) -> int:
-        """Expand the level with ``options.workers`` processes (``explorers.bfs.workers``), up
+        """Expand the level with ``options.workers`` processes (``kafka_mc.explorers.bfs.workers``), up
         to where something is to be reported: the index of the state the sequential loop goes on
         from (0: the whole level is its; the level's size: none)."""
         if not (self.parallel and isinstance(frontier, list)
@@ -519,7 +519,7 @@ class Search:
         memory = {"visited_bytes": self.visited.nbytes, "tree_bytes": self.levels.nbytes,
                   "on_disk": self.budget.spilled}
         if reducer:
-            from explorers.reductions.por import report_note
+            from kafka_mc.explorers.reductions.por import report_note
         return Outcome(
             model=model.name, explorer="bfs", stats=stats,
             coverage=action_coverage(fired, dict(setup.found), kinds),

@@ -3,7 +3,7 @@
 States are values built of NamedTuples, IntEnums, tuples, frozensets, ints, strings, booleans and
 None (the model contract). A *block* of states is one line of JSON::
 
-    {"c": ["tuple", "model.kafka.world:Batch", ...],   classes, by index
+    {"c": ["tuple", "kafka_mc.model.kafka.world:Batch", ...],   classes, by index
      "n": [[1, 5, -1, [0]], ...],                       nodes: class index, then the children
      "r": [[7], [9], ...]}                              each state's node
 

@@ -13,7 +13,7 @@ in C:
   is reserved with room to grow; the operating system commits its pages only as they fill.
 * ``Levels``: per depth, the fingerprints in discovery order (8 bytes) and the index of each
   state's parent in the previous depth (int32, 4 bytes): a shortest counterexample is the chain
-  of parent indices, rebuilt by replaying (``explorers.core.adapter.rebuild``). A complete level can be
+  of parent indices, rebuilt by replaying (``kafka_mc.explorers.core.adapter.rebuild``). A complete level can be
   moved to a directory (``spill``: ``.npy`` files read back memory-mapped), which is how a
   checkpoint keeps them and how a memory budget drops them from RAM.
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explorers.bfs.state_codec import DiskFrontier
+from kafka_mc.explorers.bfs.state_codec import DiskFrontier
 
 FP = np.int64
 INITIAL_CAPACITY = 1 << 16
@@ -217,7 +217,7 @@ class Budget:
     """``--memory MB``: once the resident set passes half the budget at a level's end, the
     complete levels of the BFS tree are moved to files (read back memory-mapped) and from then on
     each next level's states are written to a file as they are discovered and streamed back when
-    it is expanded (``explorers.bfs.state_codec``; a packed model's frontier is its level's
+    it is expanded (``kafka_mc.explorers.bfs.state_codec``; a packed model's frontier is its level's
     fingerprints, so it moves with them). What stays in memory: the visited set (8 bytes a
     state), the block being read and the chunk being deduplicated. The files go to the
     checkpoint's run directory, else to a temporary directory removed at the end."""

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from explorers.bfs.visited import member
+from kafka_mc.explorers.bfs.visited import member
 
 CHUNK = 1 << 14        # candidates deduplicated against the complete levels at a time
 PARALLEL_MIN = 2048    # a smaller level is expanded sequentially: forking would cost more

@@ -23,14 +23,14 @@ import signal
 import sys
 import threading
 
-from model.capabilities import MissingCapability
-from model.config import ConfigError
-from explorers.cli import check, compare, explore, graph, listing, real, traces
-from explorers.cli.common import UsageError, Parser, error, missing_extra, version
-from explorers.core import interrupts
-from explorers.core.interrupts import interrupted_early
-from explorers.core.result import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
-from traces.trace import TraceError
+from kafka_mc.model.capabilities import MissingCapability
+from kafka_mc.model.config import ConfigError
+from kafka_mc.explorers.cli import check, compare, explore, graph, listing, real, traces
+from kafka_mc.explorers.cli.common import UsageError, Parser, error, missing_extra, version
+from kafka_mc.explorers.core import interrupts
+from kafka_mc.explorers.core.interrupts import interrupted_early
+from kafka_mc.explorers.core.result import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
+from kafka_mc.traces.trace import TraceError
 
 # The command groups, in the order ``--help`` lists their commands. Each adds its commands to the
 # parser (``add_parser(subparsers)``) and runs the one parsed (``main(args) -> int``). A group of
@@ -55,7 +55,7 @@ class Terminated(KeyboardInterrupt):
 
 
 def _interrupt(signum, frame):
-    """Ctrl-C: remembered (``explorers.core.interrupts``: code that swallows the exception does
+    """Ctrl-C: remembered (``kafka_mc.explorers.core.interrupts``: code that swallows the exception does
     not resume the search), then ``KeyboardInterrupt`` as Python's own handler raises it."""
     interrupts.ask()
     raise KeyboardInterrupt
@@ -76,7 +76,7 @@ def _terminate(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     """The command; its exit code. From here on Ctrl-C is exit 130 and SIGTERM 143 wherever it
-    lands (before, while the command starts, ``explorers.core.interrupts.interrupted_early`` says the same),
+    lands (before, while the command starts, ``kafka_mc.explorers.core.interrupts.interrupted_early`` says the same),
     with no traceback; and the exit code is the command's whatever happens to standard output
     and error (closed, full, a broken pipe: ``_Channel``)."""
     previous = None

@@ -9,15 +9,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from model import registry
-from model.capabilities import require
-from model.config import shown
-from explorers.bfs.search import BfsOptions, explore
-from explorers.cli.common import (UsageError, config_arguments, cores, error, minutes, nonneg,
+from kafka_mc.model import registry
+from kafka_mc.model.capabilities import require
+from kafka_mc.model.config import shown
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.cli.common import (UsageError, config_arguments, cores, error, minutes, nonneg,
                                   positive, version, workers, load_config)
-from explorers.core import report
-from explorers.core.checking import select_properties
-from traces.trace import Trace, trace_metadata
+from kafka_mc.explorers.core import report
+from kafka_mc.explorers.core.checking import select_properties
+from kafka_mc.traces.trace import Trace, trace_metadata
 
 
 def add_parser(sub) -> None:
@@ -142,7 +142,7 @@ def check_workers(args) -> None:
 def check_symmetry(cfg, model, explorer: str) -> None:
     """Symmetry reduction merges states with interchangeable identifiers: sound for safety
     (every property is invariant under the declared permutations), with partial-order reduction
-    too (``model.core``'s symmetry notes say why); not for liveness, where a cycle of the quotient
+    too (``kafka_mc.model.core``'s symmetry notes say why); not for liveness, where a cycle of the quotient
     need not be one of the model (TLC's caveat); not for the stateful and symbolic explorers,
     which do not deduplicate on views."""
     if explorer in ("stateful", "symbolic"):
@@ -219,8 +219,8 @@ def search_options(cfg, args, progress) -> BfsOptions:
 
 
 def run_bfs(cfg, args, progress):
-    from explorers.bfs import checkpoint as bfs_checkpoint
-    from explorers.core.run_dir import RunDirError, locked
+    from kafka_mc.explorers.bfs import checkpoint as bfs_checkpoint
+    from kafka_mc.explorers.core.run_dir import RunDirError, locked
 
     if args.checkpoint is None and args.recover is None:
         return explore(registry.bind(cfg), search_options(cfg, args, progress))
@@ -239,7 +239,7 @@ def run_bfs(cfg, args, progress):
 
 
 def run_graph(cfg, args, progress):
-    from explorers.graph import search as graph   # numpy and scipy: only when needed
+    from kafka_mc.explorers.graph import search as graph   # numpy and scipy: only when needed
 
     if cfg.get("check.por"):   # a reduced graph keeps safety verdicts, not liveness ones
         raise UsageError("--por / [check] por: the graph explorer checks liveness on the full "
@@ -249,7 +249,7 @@ def run_graph(cfg, args, progress):
 
 
 def run_spark(cfg, args, progress):
-    from explorers.spark import search as spark
+    from kafka_mc.explorers.spark import search as spark
 
     conf = [item.partition("=") for item in args.spark_conf or ()]
     for item, (key, sep, _) in zip(args.spark_conf or (), conf):
@@ -272,7 +272,7 @@ def _given(**flags) -> dict:
 
 
 def run_stateful(cfg, args, progress):
-    from explorers.walks import stateful  # imports hypothesis: only when needed
+    from kafka_mc.explorers.walks import stateful  # imports hypothesis: only when needed
 
     if args.depth is not None:
         raise UsageError("--depth does not apply to --explorer stateful (use --steps)")
@@ -284,14 +284,14 @@ def run_stateful(cfg, args, progress):
 
 
 def run_simulate(cfg, args, progress):
-    from explorers.walks import simulate
+    from kafka_mc.explorers.walks import simulate
 
     options = simulate.SimulateOptions(
         properties=property_names(cfg), check_deadlock=cfg.get("check.deadlock"),
         progress=progress, progress_interval=args.progress_interval,
         **_given(runs=args.runs, seed=args.seed, depth=cfg["check.max_depth"] or None))
     if args.swarm:
-        from explorers.walks import swarm
+        from kafka_mc.explorers.walks import swarm
 
         return swarm.explore(registry.bind(cfg), options)
     return simulate.explore(registry.bind(cfg), options)
@@ -300,7 +300,7 @@ def run_simulate(cfg, args, progress):
 def run_symbolic(cfg, model, args) -> int:
     """``--explorer symbolic``: the model's symbolic system (z3), BMC with ``--depth``, else
     k-induction (``--induction``). Its properties are the symbolic model's own claims."""
-    from explorers.symbolic import checker as symbolic
+    from kafka_mc.explorers.symbolic import checker as symbolic
 
     out = Path(os.path.normpath(args.out))
     meta = trace_metadata(cfg, property="", kind="", claim="", explorer="symbolic",

@@ -11,10 +11,10 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from model import registry
-from model.config import brief, parse_assignment, resolve_config_path, shown
-from traces.files import same_file, write_atomically
-from traces.trace import Trace
+from kafka_mc.model import registry
+from kafka_mc.model.config import brief, parse_assignment, resolve_config_path, shown
+from kafka_mc.traces.files import same_file, write_atomically
+from kafka_mc.traces.trace import Trace
 
 
 class UsageError(Exception):

@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from explorers.cli.common import UsageError
-from explorers.compare import CompareError, compare, table
-from explorers.core.result import EXIT_OK
+from kafka_mc.explorers.cli.common import UsageError
+from kafka_mc.explorers.compare import CompareError, compare, table
+from kafka_mc.explorers.core.result import EXIT_OK
 
 
 def add_parser(sub) -> None:

@@ -1,13 +1,13 @@
-"""``kafka-mc explore``: serve the web explorer (``explorers.web``) on a local port."""
+"""``kafka-mc explore``: serve the web explorer (``kafka_mc.explorers.web``) on a local port."""
 from __future__ import annotations
 
 import sys
 
-from model import registry
-from model.config import CHECK_PARAMS, shown
-from explorers.cli.common import UsageError, config_arguments, port_number, load_config
-from explorers.core.result import EXIT_OK
-from traces.trace import read, read_bytes
+from kafka_mc.model import registry
+from kafka_mc.model.config import CHECK_PARAMS, shown
+from kafka_mc.explorers.cli.common import UsageError, config_arguments, port_number, load_config
+from kafka_mc.explorers.core.result import EXIT_OK
+from kafka_mc.traces.trace import read, read_bytes
 
 
 def add_parser(sub) -> None:
@@ -24,9 +24,9 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     """Serve the web explorer until interrupted (Ctrl-C: exit 130, SIGTERM: 143, as any command)."""
-    from explorers.web.app import LOOPBACK, bind, create_app, serve
-    from explorers.web.session import ExploreError, Explorer, label_of, model_values
-    from traces.replay import model_of
+    from kafka_mc.explorers.web.app import LOOPBACK, bind, create_app, serve
+    from kafka_mc.explorers.web.session import ExploreError, Explorer, label_of, model_values
+    from kafka_mc.traces.replay import model_of
 
     data = None
     if args.trace is not None:   # read once (the one reader: a regular file only), then parsed

@@ -1,10 +1,10 @@
 """``kafka-mc graph``: write the reachable state graph of a small configuration (DOT, GraphML, JSON)."""
 from __future__ import annotations
 
-from model import registry
-from explorers.cli.common import (UsageError, check_out_file, config_arguments, nonneg, positive,
+from kafka_mc.model import registry
+from kafka_mc.explorers.cli.common import (UsageError, check_out_file, config_arguments, nonneg, positive,
                                   write_file, load_config)
-from explorers.core.result import EXIT_OK
+from kafka_mc.explorers.core.result import EXIT_OK
 
 
 def add_parser(sub) -> None:
@@ -19,8 +19,8 @@ def add_parser(sub) -> None:
 
 def main(args) -> int:
     """Exit 0 with the graph written; 2 when it is too big (or any bad input)."""
-    from explorers.graph import search as graph
-    from explorers.graph import export as graph_export
+    from kafka_mc.explorers.graph import search as graph
+    from kafka_mc.explorers.graph import export as graph_export
 
     args.deadlock = args.invariants = None
     check_out_file(args.out)

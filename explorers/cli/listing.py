@@ -1,9 +1,9 @@
 """``kafka-mc list``: the models, protocol presets, invariants, mutants or shipped configurations."""
 from __future__ import annotations
 
-from model import registry
-from model.config import shipped_configs, shown
-from explorers.core.result import EXIT_OK
+from kafka_mc.model import registry
+from kafka_mc.model.config import shipped_configs, shown
+from kafka_mc.explorers.core.result import EXIT_OK
 
 
 def add_parser(sub) -> None:

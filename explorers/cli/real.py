@@ -1,5 +1,5 @@
 """``kafka-mc real``: real Apache Kafka (``realkafka``), and ``real conform``, which holds real
-runs against the model with the trace validator (``explorers.conformance``): the one command of
+runs against the model with the trace validator (``kafka_mc.explorers.conformance``): the one command of
 the group that needs an explorer, so it lives here, above both.
 
     kafka-mc real conform [CONFIG] --version V [--runs N] [--seed S] [--out DIR] [--json]
@@ -18,11 +18,11 @@ import sys
 import time
 from pathlib import Path
 
-from model import registry
-from model.observations import NoObservations
-from explorers.conformance import RunError, read_events, validate, write_trace
-from explorers.core.result import EXIT_OK
-from realkafka import cli as real_cli, losses, releases
+from kafka_mc.model import registry
+from kafka_mc.model.observations import NoObservations
+from kafka_mc.explorers.conformance import RunError, read_events, validate, write_trace
+from kafka_mc.explorers.core.result import EXIT_OK
+from kafka_mc.realkafka import cli as real_cli, losses, releases
 
 EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
 
@@ -99,7 +99,7 @@ def _recorded(args):
 
 
 def conform(args) -> int:
-    from realkafka.run import run
+    from kafka_mc.realkafka.run import run
     if args.runs < 1:
         raise real_cli.RealUsageError(f"--runs {args.runs}: at least 1")
     if args.run_dir:
@@ -154,7 +154,7 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
 
 
 def _broker_losses(cfg, events) -> dict:
-    """The budgets raised by what the run's killed brokers cost (``realkafka.losses``)."""
+    """The budgets raised by what the run's killed brokers cost (``kafka_mc.realkafka.losses``)."""
     return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events)
 
 

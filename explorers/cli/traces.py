@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 
-from explorers.cli.common import check_out_file, explicit, not_the_input, sibling, write_file
-from explorers.core.result import EXIT_OK, Violation
-from traces.trace import read
+from kafka_mc.explorers.cli.common import check_out_file, explicit, not_the_input, sibling, write_file
+from kafka_mc.explorers.core.result import EXIT_OK, Violation
+from kafka_mc.traces.trace import read
 
 
 def add_parser(sub) -> None:
@@ -34,8 +34,8 @@ def main(args) -> int:
 def cmd_replay(args) -> int:
     """Exit: the code ``check`` gave (12; 11 deadlock, 75 model error) when the violation
     reproduces, 0 when the trace replays but no longer violates, 2 when it does not replay."""
-    from traces.render import story, text
-    from traces.replay import Divergence, replay
+    from kafka_mc.traces.render import story, text
+    from kafka_mc.traces.replay import Divergence, replay
 
     trace = explicit(read(args.trace), args.trace, "replay")
     try:
@@ -51,8 +51,8 @@ def cmd_replay(args) -> int:
 
 
 def cmd_minimize(args) -> int:
-    from traces.explain import lasso_steps, steps
-    from traces.minimize import minimize
+    from kafka_mc.traces.explain import lasso_steps, steps
+    from kafka_mc.traces.minimize import minimize
 
     out = args.out if args.out is not None else sibling(args.trace, ".min.itf.json")
     check_out_file(out)
@@ -75,7 +75,7 @@ def cmd_minimize(args) -> int:
 
 
 def cmd_render(args) -> int:
-    from traces.render import render
+    from kafka_mc.traces.render import render
 
     if args.out is not None:
         check_out_file(args.out)

@@ -10,9 +10,9 @@ import gc
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
-from model.core import Model
-from model.fingerprints import check_view, fingerprint
-from explorers.core.result import Path
+from kafka_mc.model.core import Model
+from kafka_mc.model.fingerprints import check_view, fingerprint
+from kafka_mc.explorers.core.result import Path
 
 
 def key_function(model: Model) -> Callable:

@@ -38,10 +38,10 @@ from __future__ import annotations
 import copy
 from typing import Callable, Iterable, Iterator, Sequence
 
-from model.capabilities import offers
-from model.config import brief
-from model.core import Expectation, Model, Property
-from explorers.core.result import Violation
+from kafka_mc.model.capabilities import offers
+from kafka_mc.model.config import brief
+from kafka_mc.model.core import Expectation, Model, Property
+from kafka_mc.explorers.core.result import Violation
 
 DEADLOCK = Violation("deadlock", "deadlock", "some action is enabled in every reachable state")
 
@@ -85,9 +85,9 @@ class Relevance:
     reached by a step writing nothing an ``always`` property reads gets the verdict of the state
     the step left, which held: that state was checked when it was reached, and with
     ``--continue`` a property that failed is no longer checked. A ``transition`` property holds
-    on a step writing nothing it reads (``model.core.Property``). So skipping the others changes
+    on a step writing nothing it reads (``kafka_mc.model.core.Property``). So skipping the others changes
     no verdict, and the first failing property of a state stays the first. The writes' bound is
-    what the partial-order reduction's self-check tests (``explorers.reductions.por.self_check``).
+    what the partial-order reduction's self-check tests (``kafka_mc.explorers.reductions.por.self_check``).
 
     ``of(action, props)``: the pairs of ``props`` (a tuple of ``Checks``) relevant to the step;
     None from ``of_model`` when the model declares no bound (every property is then checked)."""

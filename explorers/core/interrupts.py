@@ -1,6 +1,6 @@
 """Whether an interrupt (Ctrl-C, SIGTERM) was asked for, remembered apart from the exception.
 
-The ``kafka-mc`` command's handlers (``explorers.cli``) call ``ask`` and then raise
+The ``kafka-mc`` command's handlers (``kafka_mc.explorers.cli``) call ``ask`` and then raise
 ``KeyboardInterrupt``. The exception is raised wherever Python happens to be, and code that is
 not ours may swallow it: hypothesis's garbage-collector callback does (an exception in a gc
 callback is reported and ignored), and the search then ran on. An explorer whose loop runs such
@@ -37,7 +37,7 @@ def check() -> None:
 def interrupted_early(signum, frame):  # pragma: no cover - exercised in subprocesses
     """Ctrl-C or SIGTERM while ``kafka-mc`` is still starting (importing: nothing computed, no
     file open): the exit code the command gives for it (130, 143), one line, no traceback.
-    ``explorers.main`` installs it first thing; ``explorers.cli.main`` replaces it with its own
+    ``kafka_mc.explorers.main`` installs it first thing; ``kafka_mc.explorers.cli.main`` replaces it with its own
     handlers before it does anything."""
     try:
         os.write(2, b"kafka-mc: interrupted\n")

@@ -6,9 +6,9 @@ import json
 import sys
 from typing import IO, Any
 
-from model.symmetry import symmetry_note
-from explorers.core.result import Outcome
-from traces import explain
+from kafka_mc.model.symmetry import symmetry_note
+from kafka_mc.explorers.core.result import Outcome
+from kafka_mc.traces import explain
 
 
 def _n(x: int) -> str:

@@ -5,7 +5,7 @@ import resource
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from model.fingerprints import collision_probability
+from kafka_mc.model.fingerprints import collision_probability
 
 # Exit codes (docs/design.md section 6).
 EXIT_OK, EXIT_USAGE, EXIT_DEADLOCK, EXIT_SAFETY, EXIT_LIVENESS = 0, 2, 11, 12, 13
@@ -72,7 +72,7 @@ class ActionCoverage:
 
 @dataclass(frozen=True)
 class EdgeCoverage:
-    """Which edges of a state machine's table (``model.core.Machine``) a run took."""
+    """Which edges of a state machine's table (``kafka_mc.model.core.Machine``) a run took."""
     machine: str
     taken: tuple[tuple[str, str], ...]
     not_taken: tuple[tuple[str, str], ...]

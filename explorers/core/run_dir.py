@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from model.config import shown
+from kafka_mc.model.config import shown
 
 
 class RunDirError(ValueError):

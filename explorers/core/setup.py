@@ -1,5 +1,5 @@
 """What every search of a bound model sets up alike (``SearchSetup``): the checks
-(``explorers.core.checking``), the model's successor and key functions (``adapter``), the state
+(``kafka_mc.explorers.core.checking``), the model's successor and key functions (``adapter``), the state
 constraint (tested only when the model has its own), the properties a step can change
 (``Relevance``), the state machines whose edges a run notes, the action coverage counters, and the
 progress cadence. The engines bind what they use to locals before their hot loops."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from model.core import Model, ModelBase
-from explorers.core.adapter import key_function, successors_of
-from explorers.core.checking import Checks, Relevance
-from explorers.core.progress import Progress
-from explorers.core.result import machines_of
+from kafka_mc.model.core import Model, ModelBase
+from kafka_mc.explorers.core.adapter import key_function, successors_of
+from kafka_mc.explorers.core.checking import Checks, Relevance
+from kafka_mc.explorers.core.progress import Progress
+from kafka_mc.explorers.core.result import machines_of
 
 
 class SearchSetup:

@@ -12,9 +12,9 @@ import json
 
 import networkx as nx
 
-from model.core import Model
-from explorers.graph.state_graph import StateGraph
-from traces.itf import canonical, encode
+from kafka_mc.model.core import Model
+from kafka_mc.explorers.graph.state_graph import StateGraph
+from kafka_mc.traces.itf import canonical, encode
 
 FORMATS = ("dot", "graphml", "json")
 MAX_STATES = 10_000

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, dijkstra
 
-from explorers.graph.state_graph import StateGraph
+from kafka_mc.explorers.graph.state_graph import StateGraph
 
 MAX_FAMILIES = 64
 

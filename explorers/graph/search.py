@@ -4,12 +4,12 @@ as an edge, then the ``eventually`` properties checked on the graph under the mo
 The search is the reference BFS's, step for step: same order, same states, counts, coverage and
 safety verdicts with the same shortest counterexamples (tests compare them), because each state
 is numbered when first discovered and the edge that discovered it is the BFS tree. What it adds
-is the graph (``explorers.graph.state_graph``: arrays, not Python objects) and, per state, the values of
+is the graph (``kafka_mc.explorers.graph.state_graph``: arrays, not Python objects) and, per state, the values of
 the liveness properties' ``holds`` and ``when``. The loop is written out again rather than given
 to the BFS as a per-transition hook: the BFS's hot loop stays as lean as it is, and this one
 numbers states (a dict, fingerprint -> number) where the BFS only needs a set.
 
-Liveness (``explorers.graph.liveness``) runs once the graph is complete: a search cut short by a
+Liveness (``kafka_mc.explorers.graph.liveness``) runs once the graph is complete: a search cut short by a
 violation, an interrupt or the depth bound leaves the ``eventually`` properties unchecked (and
 says so), since a lasso found on part of a graph could be an artefact of the cut. States the
 state constraint leaves unexpanded are in the graph but no lasso passes through them. A
@@ -24,17 +24,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.capabilities import offers
-from model.core import Expectation, Model
-from explorers.bfs.search import BfsOptions
-from explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
-from explorers.core.checking import violation
-from explorers.core.progress import PROGRESS_EVERY
-from explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
+from kafka_mc.model.capabilities import offers
+from kafka_mc.model.core import Expectation, Model
+from kafka_mc.explorers.bfs.search import BfsOptions
+from kafka_mc.explorers.core.adapter import check_fingerprint_contract, gc_paused, rebuild
+from kafka_mc.explorers.core.checking import violation
+from kafka_mc.explorers.core.progress import PROGRESS_EVERY
+from kafka_mc.explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
                                    peak_rss_mb, search_stats)
-from explorers.core.setup import SearchSetup
-from explorers.graph.liveness import Lasso, fairness_bits, find_lasso
-from explorers.graph.state_graph import StateGraph
+from kafka_mc.explorers.core.setup import SearchSetup
+from kafka_mc.explorers.graph.liveness import Lasso, fairness_bits, find_lasso
+from kafka_mc.explorers.graph.state_graph import StateGraph
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Partial-order reduction for safety checking: stubborn sets from the model's footprints.
 
-The model declares, through ``model.core`` only, the groups of actions that can still occur
+The model declares, through ``kafka_mc.model.core`` only, the groups of actions that can still occur
 (``footprints(s)``: group -> ``Footprint(reads, writes)``), which group an action belongs to
 (``group(a)``) and the view states are deduplicated on (``reduction_view``). Two groups are
-dependent when one writes a location the other reads or writes (``model.core.dependent``).
+dependent when one writes a location the other reads or writes (``kafka_mc.model.core.dependent``).
 
 In a state ``s`` the reduced set is the enabled part of a stubborn set ``T`` of groups, grown from
 one enabled seed group (Valmari's conditions, computed on groups):
@@ -25,7 +25,7 @@ C0-C3 every sequence of visible steps of the full graph is one of the reduced gr
 equivalence for the checked properties): invariants, transition properties and witnesses keep
 their verdicts. A state constraint (``within_bounds``) is read by the search, so a bounded model
 is never reduced; a depth bound is not preserved (reduced paths may be longer). Under symmetry
-reduction the keys are those of the canonicalised reduction view (``model.canonical.with_symmetry``):
+reduction the keys are those of the canonicalised reduction view (``kafka_mc.model.canonical.with_symmetry``):
 the stubborn set is the concrete kept state's, the proviso is the quotient's.
 
 ``self_check`` samples states and confirms the declaration: declared-independent enabled actions
@@ -41,9 +41,9 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Hashable, Sequence
 
-from model.capabilities import offers
-from model.core import Expectation, Model, ModelBase, dependent, fingerprint
-from explorers.core.adapter import key_function, successors_of
+from kafka_mc.model.capabilities import offers
+from kafka_mc.model.core import Expectation, Model, ModelBase, dependent, fingerprint
+from kafka_mc.explorers.core.adapter import key_function, successors_of
 
 
 def supports_reduction(model: Model) -> bool:
@@ -141,7 +141,7 @@ class Reducer:
     def reduced_positions(self, s) -> tuple[list, list | None]:
         """(every successor ``[(action, state)]`` in the model's order, the positions in it of
         the reduced set's; None: the full set). Positions are what a path is replayed by
-        (``explorers.core.adapter.follow``), whatever part of the successors a search took."""
+        (``kafka_mc.explorers.core.adapter.follow``), whatever part of the successors a search took."""
         out = self._last = self.all_successors(s)
         if not self.enabled or len(out) < 2:
             return out, None

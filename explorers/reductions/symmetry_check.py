@@ -1,6 +1,6 @@
 """The symmetry self-check: do a model's declared permutations really commute with its steps?
 
-Symmetry reduction (``model.canonical.with_symmetry``) is sound when every permutation ``g`` of the
+Symmetry reduction (``kafka_mc.model.canonical.with_symmetry``) is sound when every permutation ``g`` of the
 declared group is an automorphism of the transition system that every property respects. This
 samples reachable states of the unreduced model (breadth first, up to ``limit``) and, for each
 permutation, confirms on each of them:
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import random
 
-from model.core import Expectation, Model
-from model.symmetry import group_elements
-from explorers.core.adapter import successors_of
+from kafka_mc.model.core import Expectation, Model
+from kafka_mc.model.symmetry import group_elements
+from kafka_mc.explorers.core.adapter import successors_of
 
 
 def sample(model: Model, limit: int, walks: int = 0, seed: int = 0, depth: int = 80) -> list:

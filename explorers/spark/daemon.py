@@ -8,10 +8,10 @@ fifteen runs). A task that really fails reaches the driver as a ``PythonExceptio
 traceback, so moving the daemon's own stderr loses nothing the user needs; the file
 (``KAFKA_MC_WORKER_LOG``) lives in the session's temporary directory. Standard output is the
 daemon's channel to the JVM and is left alone. The file is used only for embedded (``local``) sessions
-(``explorers.spark.search.session``); a cluster's workers log where their cluster says.
+(``kafka_mc.explorers.spark.search.session``); a cluster's workers log where their cluster says.
 
 It is also the workers' process entry, so it makes the settings a process's entry makes
-(``explorers.main``): OpenBLAS's threads, and the compiled builds' finder
+(``kafka_mc.explorers.main``): OpenBLAS's threads, and the compiled builds' finder
 (model/build/compiled.py), which importing kafka-mc no longer installs.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import os
 
 def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from model.build.compiled import install
+    from kafka_mc.model.build.compiled import install
     install()
     path = os.environ.get("KAFKA_MC_WORKER_LOG")
     if path:

@@ -8,7 +8,7 @@ the first violation of a level (with ``--continue``, of each property). Per leve
 stages):
 
 1. each partition expands its part of the frontier in its Python worker (deadlocks, terminal and
-   transition properties are checked there, as ``explorers.core.checking`` says) and sends each owner one pickled bucket of candidates, deduped
+   transition properties are checked there, as ``kafka_mc.explorers.core.checking`` says) and sends each owner one pickled bucket of candidates, deduped
    within the partition -- so Spark's shuffle carries ``P x P`` large records, not one per state;
 2. each owner unions its cached visited set with the buckets addressed to it (a partitioner-aware
    union: the visited set never moves), keeps new states only, checks invariants and witnesses on
@@ -19,17 +19,17 @@ States are ordered by their BFS-tree path (``explorers/spark/tasks.py``), so the
 same parent for every state, the same first violation and the same per-action coverage as the
 single-process BFS, and stops with the same counts: a level with a violation is counted again up
 to that violation. Counterexamples are rebuilt by walking the parent pointers back and replaying
-(``explorers.core.adapter.rebuild``), into the same ``Path`` the BFS returns.
+(``kafka_mc.explorers.core.adapter.rebuild``), into the same ``Path`` the BFS returns.
 
 With ``keep_going`` (``--continue``) each partition reports, per level, the first violation of
 each property not reported in an earlier level, and the exceptions of property checks
 (``spark_tasks.Reports``); the driver keeps each property's first in BFS order -- the BFS's own
-counterexample, as the BFS's reports do not depend on one another (``explorers.core.checking``) --
+counterexample, as the BFS's reports do not depend on one another (``kafka_mc.explorers.core.checking``) --
 retires those properties for the next levels (``Level.retired``) and goes on. Only a model error
 ends the search, counted as a violation is without ``keep_going``; an exception in a property's
 check is one only if raised before that property's first violation (the BFS stops checking it
 there). A report is kept as the successor positions along its path (``path_positions``), from
-which its counterexample is replayed (``explorers.core.adapter.follow``); a checkpoint stores them, so a
+which its counterexample is replayed (``kafka_mc.explorers.core.adapter.follow``); a checkpoint stores them, so a
 recovered search reports the same.
 
 The model is rebuilt in each Python worker from its ``Config`` (``registry.bind``), never
@@ -55,19 +55,19 @@ from operator import attrgetter
 from pathlib import Path as FsPath
 from typing import Any, Callable, Iterator, Sequence
 
-from model import registry
-from model.config import Config, shown
-from explorers.core.run_dir import locked
-from explorers.spark import store as spark_store
-from explorers.bfs.search import BfsOptions
-from explorers.core.progress import Progress
-from explorers.bfs.checkpoint import flat
-from explorers.core.checking import DEADLOCK, Checks, shows, violation
-from explorers.core.adapter import check_fingerprint_contract, follow, rebuild
-from explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
+from kafka_mc.model import registry
+from kafka_mc.model.config import Config, shown
+from kafka_mc.explorers.core.run_dir import locked
+from kafka_mc.explorers.spark import store as spark_store
+from kafka_mc.explorers.bfs.search import BfsOptions
+from kafka_mc.explorers.core.progress import Progress
+from kafka_mc.explorers.bfs.checkpoint import flat
+from kafka_mc.explorers.core.checking import DEADLOCK, Checks, shows, violation
+from kafka_mc.explorers.core.adapter import check_fingerprint_contract, follow, rebuild
+from kafka_mc.explorers.core.result import (Outcome, Path, Violation, action_coverage, edge_coverage,
                               machines_of, peak_rss_mb, search_stats)
-from explorers.spark.store import CheckpointError
-from explorers.spark.tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, Summaries, \
+from kafka_mc.explorers.spark.store import CheckpointError
+from kafka_mc.explorers.spark.tasks import INIT_KEY_BYTES, STEP_KEY_BYTES, Event, Job, Level, Summaries, \
     bucket, load_checkpoint, path_positions, save_checkpoint
 
 LOG4J2 = """\
@@ -147,7 +147,7 @@ def session(options: SparkOptions = SparkOptions()) -> Iterator[Any]:
                 "spark.driver.extraJavaOptions": java_opts,  # local[N] executors run in the driver
                 # the workers' entry: the compiled builds' finder; for embedded sessions their
                 # stderr to a file (explorers/spark/daemon.py says why)
-                "spark.python.daemon.module": "explorers.spark.daemon"}
+                "spark.python.daemon.module": "kafka_mc.explorers.spark.daemon"}
         if local:
             conf |= {"spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1",
                      "spark.executorEnv.KAFKA_MC_WORKER_LOG": str(FsPath(tmp) / "workers.log")}
@@ -274,7 +274,7 @@ class _Search:
         self.reduced = 0   # por: states expanded with a reduced set
         self._key = None
         if options.por:   # fingerprints of the reduction view (paths are rebuilt with them)
-            from explorers.reductions.por import reduction_key
+            from kafka_mc.explorers.reductions.por import reduction_key
             self._key = reduction_key(model)
         self.pending = [p.name for p, _ in checks.sometimes]
         self.generated = self.distinct = self.depth = self.frontier = 0
@@ -475,7 +475,7 @@ class _Search:
         """The report's note on a reduced search (the BFS's, ``por.report_note``)."""
         if not self.job.por:
             return {}
-        from explorers.reductions.por import Reducer, report_note
+        from kafka_mc.explorers.reductions.por import Reducer, report_note
         return report_note(Reducer(self.model, self.checks), self.reduced)
 
     # --- checkpoints ---

@@ -27,13 +27,13 @@ from array import array
 from pathlib import Path
 from typing import Any, Iterable
 
-from model.config import shown
-from explorers.bfs import checkpoint_meta as meta_types
-from explorers.core.run_dir import RunDirError as CheckpointError  # (one class)
-from explorers.core.run_dir import is_directory
+from kafka_mc.model.config import shown
+from kafka_mc.explorers.bfs import checkpoint_meta as meta_types
+from kafka_mc.explorers.core.run_dir import RunDirError as CheckpointError  # (one class)
+from kafka_mc.explorers.core.run_dir import is_directory
 
-from traces.files import write_atomically
-from traces.itf import ItfError, canonical, decode, encode
+from kafka_mc.traces.files import write_atomically
+from kafka_mc.traces.itf import ItfError, canonical, decode, encode
 
 MAGIC = b"KMCPTR2\n"
 FORMAT = 4  # 2: states are placed by their model's locality; 3: Kafka's fault budgets in the

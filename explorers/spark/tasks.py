@@ -62,11 +62,11 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from model.core import Expectation, fingerprint
-from explorers.core.checking import DEADLOCK, Checks, violation
-from explorers.core.adapter import gc_paused
-from explorers.core.setup import SearchSetup
-from explorers.spark import store as spark_store
+from kafka_mc.model.core import Expectation, fingerprint
+from kafka_mc.explorers.core.checking import DEADLOCK, Checks, violation
+from kafka_mc.explorers.core.adapter import gc_paused
+from kafka_mc.explorers.core.setup import SearchSetup
+from kafka_mc.explorers.spark import store as spark_store
 
 INIT_KEY_BYTES, STEP_KEY_BYTES = 4, 2
 MAX_SUCCESSORS = 2 ** (8 * STEP_KEY_BYTES)
@@ -174,7 +174,7 @@ class Checker:
         self.successors, self.key = setup.successors, setup.key
         self.reducer = None
         if job.por:   # reduced successors, deduplicated on the reduction view
-            from explorers.reductions.por import Reducer, reduction_key
+            from kafka_mc.explorers.reductions.por import Reducer, reduction_key
             self.reducer, self.key = Reducer(model, checks), reduction_key(model)
         self.packed = setup.packed
         self.within = setup.within

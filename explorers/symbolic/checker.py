@@ -1,5 +1,5 @@
 """The symbolic explorer: bounded model checking and k-induction with z3 over a model's
-``SymbolicSystem`` (``model.core``, docs/design.md section 8). It knows no model: the variables,
+``SymbolicSystem`` (``kafka_mc.model.core``, docs/design.md section 8). It knows no model: the variables,
 actions and claims are the model's.
 
 * ``bmc(system, depth)``: is a property violated within ``depth`` steps of a start state? Start
@@ -27,9 +27,9 @@ from typing import Any, Mapping, Sequence
 
 import z3
 
-from model.capabilities import require
-from model.symbolic import SymbolicAction, SymbolicClaim, SymbolicSystem
-from explorers.core import interrupts
+from kafka_mc.model.capabilities import require
+from kafka_mc.model.symbolic import SymbolicAction, SymbolicClaim, SymbolicSystem
+from kafka_mc.explorers.core import interrupts
 
 EXIT_PROVED, EXIT_COUNTEREXAMPLE, EXIT_UNKNOWN = 0, 12, 14
 
@@ -341,7 +341,7 @@ def admitted(system: SymbolicSystem, steps: Sequence[tuple]) -> list[tuple]:
 
 def itf(system: SymbolicSystem, path: Path, meta: Mapping[str, Any]) -> dict:
     """An ITF document of a symbolic path (states: the symbolic variables)."""
-    from traces.itf import encode
+    from kafka_mc.traces.itf import encode
 
     names = [n for n, _ in system.variables]
     states = []
@@ -398,7 +398,7 @@ def run(model, cfg, names, depth: int | None, induction: int, out, meta: Mapping
     import json
     from pathlib import Path
 
-    from traces.files import write_atomically
+    from kafka_mc.traces.files import write_atomically
 
     try:
         require(model, "symbolic", "--explorer symbolic")

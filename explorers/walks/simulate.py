@@ -2,7 +2,7 @@
 
 Each of ``runs`` walks starts from a randomly chosen initial state and takes up to ``depth``
 steps, each a uniformly random choice among the enabled successors (the model's fast
-``successors`` path when it has one). Properties are checked as ``explorers.core.checking`` says:
+``successors`` path when it has one). Properties are checked as ``kafka_mc.explorers.core.checking`` says:
 every state a walk visits against the ALWAYS properties, every step against the TRANSITION
 properties; a walk that reaches a state with no enabled action ends there, a deadlock when
 deadlock checking is on and otherwise checked against the TERMINAL properties; a walk that
@@ -13,7 +13,7 @@ SOMETIMES witnesses are collected across all walks; one never seen is reported, 
 weaker claim than the exhaustive explorers': random walks that miss a state do not show it is
 unreachable. Eventually (liveness) properties are not checked.
 
-``Walks`` holds the per-step checks and bookkeeping; ``explorers.walks.stateful`` (hypothesis-driven
+``Walks`` holds the per-step checks and bookkeeping; ``kafka_mc.explorers.walks.stateful`` (hypothesis-driven
 walks) shares it. Same model, options and seed: the same walks, counts and counterexample.
 """
 from __future__ import annotations
@@ -24,14 +24,14 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Sequence
 
-from model.core import Model
-from explorers.core.adapter import successors_of
-from explorers.core.checking import violation as as_violation
-from explorers.core.progress import Progress
-from explorers.core.result import (Outcome, Path, Violation, action_coverage, by_name,
+from kafka_mc.model.core import Model
+from kafka_mc.explorers.core.adapter import successors_of
+from kafka_mc.explorers.core.checking import violation as as_violation
+from kafka_mc.explorers.core.progress import Progress
+from kafka_mc.explorers.core.result import (Outcome, Path, Violation, action_coverage, by_name,
                                    edge_coverage, peak_rss_mb, search_stats)
-from explorers.core.setup import SearchSetup
-from traces.minimize import shrink
+from kafka_mc.explorers.core.setup import SearchSetup
+from kafka_mc.traces.minimize import shrink
 
 DEFAULT_RUNS = 10_000
 DEFAULT_DEPTH = 100
@@ -100,7 +100,7 @@ class Walks:
 
     def deadlock(self, s) -> Violation | None:
         """The walk is in ``s``, a state with no enabled action: a deadlock, or a terminal
-        property failing there (``explorers.core.checking``)."""
+        property failing there (``kafka_mc.explorers.core.checking``)."""
         found = self.checks.stuck(s)
         return self._found(as_violation(found)) if found else None
 
@@ -234,7 +234,7 @@ MINIMIZED_KINDS = ("always", "transition", "terminal", "deadlock")
 
 
 def minimized(model: Model, violation: Violation | None) -> list[Violation]:
-    """The violation (if any) with its behaviour shrunk by ``traces.minimize`` (delta debugging)
+    """The violation (if any) with its behaviour shrunk by ``kafka_mc.traces.minimize`` (delta debugging)
     to one on which the same property still fails in the same way. A model error is kept as
     found: the exception may come from a property, which the minimizer does not evaluate."""
     if violation is None:
@@ -249,4 +249,4 @@ def minimized(model: Model, violation: Violation | None) -> list[Violation]:
         return [violation]
     return [replace(violation, path=Path(tuple(states), tuple(actions)),
                     detail=f"found as a {len(path)}-step behaviour, minimized to {len(actions)} "
-                           "steps by delta debugging (traces.minimize)")]
+                           "steps by delta debugging (kafka_mc.traces.minimize)")]

@@ -4,15 +4,15 @@ The machine has one initialize rule, which picks an initial state, and one rule,
 the index of an enabled action in ``model.actions(s)`` order and takes it with ``model.step``
 (the reference semantics, not the fast path). Both draw indices, so hypothesis's shrinking moves
 towards the first initial state, towards earlier actions and towards fewer steps. Properties are
-checked as ``explorers.core.checking`` says: after every step the ALWAYS and TRANSITION properties; in
+checked as ``kafka_mc.explorers.core.checking`` says: after every step the ALWAYS and TRANSITION properties; in
 a state with no enabled action, a deadlock when deadlock checking is on, else the TERMINAL
 properties. A state outside ``within_bounds``, or one with no enabled action, ends the behaviour
 (the example's remaining steps do nothing). The per-step checks and counts are
-``explorers.walks.simulate.Walks``, shared with the random simulation.
+``kafka_mc.explorers.walks.simulate.Walks``, shared with the random simulation.
 
 A failure raises ``ViolationFound`` (an ``AssertionError`` carrying the ``Violation`` and its
 path). Hypothesis then shrinks the example and replays the smallest one it found; ``explore``
-polishes that with delta debugging (``traces.minimize``, as the simulation does), and the
+polishes that with delta debugging (``kafka_mc.traces.minimize``, as the simulation does), and the
 ``Outcome`` holds the result, written as an ITF trace and replayed like the BFS's. Both are
 searches: the counterexample is small, often minimal, but not guaranteed shortest (BFS's is).
 Removing an early step shifts what later indices mean, which is where hypothesis alone stops
@@ -36,13 +36,13 @@ from typing import Callable, Sequence
 from hypothesis import HealthCheck, Phase, Verbosity, seed, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
-from model import registry
-from model.config import Config
-from model.core import Model
-from explorers.core import interrupts
-from explorers.core.progress import Progress
-from explorers.core.result import Outcome, Path, Violation
-from explorers.walks.simulate import Walks, model_error
+from kafka_mc.model import registry
+from kafka_mc.model.config import Config
+from kafka_mc.model.core import Model
+from kafka_mc.explorers.core import interrupts
+from kafka_mc.explorers.core.progress import Progress
+from kafka_mc.explorers.core.result import Outcome, Path, Violation
+from kafka_mc.explorers.walks.simulate import Walks, model_error
 
 DEFAULT_EXAMPLES = 1_000
 DEFAULT_STEPS = 50

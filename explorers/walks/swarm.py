@@ -14,7 +14,7 @@ W --runs 1`` replays the walk whose seed is W), and draws from it, before its fi
   (``Model.held_back``: delayed or duplicated) while anything else is allowed: 1/32, 1/16 or 1/8,
   so such a message tends to land after many other steps (a duplicate after its original).
 
-The policy of ``explorers.core.checking`` is unchanged: every state a walk visits is checked against
+The policy of ``kafka_mc.explorers.core.checking`` is unchanged: every state a walk visits is checked against
 the ALWAYS properties, every step against the TRANSITION ones; a state where the full model has
 no enabled action is stuck (a deadlock, or checked against the TERMINAL properties). A state
 where actions are enabled but none of the walk's families is allowed just ends the walk, as the
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import NamedTuple
 
-from model.capabilities import offers
-from model.core import Model
-from explorers.core.result import Outcome, Path
-from explorers.walks.simulate import SimulateOptions, Walks, model_error, walk
+from kafka_mc.model.capabilities import offers
+from kafka_mc.model.core import Model
+from kafka_mc.explorers.core.result import Outcome, Path
+from kafka_mc.explorers.walks.simulate import SimulateOptions, Walks, model_error, walk
 
 LATE = (None, 1 / 32, 1 / 16, 1 / 8)
 MAX_WEIGHT_EXPONENT = 3            # kind weights 2**u, u uniform in [-3, 3]

@@ -1,7 +1,7 @@
 """The web side of ``kafka-mc explore``: a Starlette application served by uvicorn.
 
 One page (``static/index.html``, its script and style ship in the package: no CDN, no network at
-run time) and a JSON API over ``explorers.web.session``:
+run time) and a JSON API over ``kafka_mc.explorers.web.session``:
 
 * ``GET /api/sessions``: the configurations served (the one given, and any opened from a trace);
 * ``GET /api/state?s=KEY&path=0.3.1[&fp=HEX]``: the state at the end of a path (``fp``: the
@@ -26,7 +26,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from explorers.web.session import ExploreError, Explorer, parse_path
+from kafka_mc.explorers.web.session import ExploreError, Explorer, parse_path
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_UPLOAD = 8 * 2**20

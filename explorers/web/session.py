@@ -2,16 +2,16 @@
 
 A *path* is the list of choices from an initial state: ``[i0, k1, k2, ...]``, the initial state
 ``i0`` (in ``init_states`` order) and at step ``n`` the ``kn``-th enabled action (in ``actions``
-order, the model's deterministic order), as in ``explorers.core.adapter.follow``. A link to a state is its
+order, the model's deterministic order), as in ``kafka_mc.explorers.core.adapter.follow``. A link to a state is its
 path and, to catch a link that no longer means the same state (the model or its configuration
 changed: *stale*), the state's fingerprint. Everything is recomputed from the initial state on
-each request (the server keeps no per-user state), through ``model.core`` only:
+each request (the server keeps no per-user state), through ``kafka_mc.model.core`` only:
 
 * ``Explorer.state``: the state rendered per component (``Model.components``), the fields the last
   step changed, the enabled actions with their parameters, every property's verdict here (and, for
   transition properties, on the last step), the breadcrumb and the sequence diagram of the path
-  (``traces.render``);
-* ``Explorer.open_trace``: an ITF trace replayed (``traces.replay``) into a path, with its
+  (``kafka_mc.traces.render``);
+* ``Explorer.open_trace``: an ITF trace replayed (``kafka_mc.traces.replay``) into a path, with its
   violation's step, its lasso loop (ITF ``"loop": i``) and its diagram;
 * ``Explorer.download``: the path as an ITF trace that ``kafka-mc replay`` accepts.
 
@@ -25,16 +25,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from model import registry
-from model.config import Config, ConfigError, shown
-from model.core import Expectation, Record
-from model.display import show as show_value
-from explorers.core.adapter import key_function
-from traces import render
-from traces.diff import MISSING, Change, key_path, diff, show
-from traces.itf import canonical, encode
-from traces.replay import Replay, execute, model_of, replay, violation_check
-from traces.trace import Trace, TraceError, from_document, trace_metadata
+from kafka_mc.model import registry
+from kafka_mc.model.config import Config, ConfigError, shown
+from kafka_mc.model.core import Expectation, Record
+from kafka_mc.model.display import show as show_value
+from kafka_mc.explorers.core.adapter import key_function
+from kafka_mc.traces import render
+from kafka_mc.traces.diff import MISSING, Change, key_path, diff, show
+from kafka_mc.traces.itf import canonical, encode
+from kafka_mc.traces.replay import Replay, execute, model_of, replay, violation_check
+from kafka_mc.traces.trace import Trace, TraceError, from_document, trace_metadata
 
 MAX_STEPS = 10_000          # a path longer than this is refused (a forged link)
 MAX_SESSIONS = 16           # configurations opened from traces, beyond the one served

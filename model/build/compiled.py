@@ -6,18 +6,18 @@ a tenth of it: bench/RESULTS.md). Cython compiles those same ``.py`` files, unan
 extension modules that run them 1.3-1.4x faster; the Python source stays the only source, and
 every behaviour (counts, order, traces) is the interpreted one's.
 
-* ``python -m model.build.cython_build`` (``make`` runs it) compiles the modules listed in
+* ``python -m kafka_mc.model.build.cython_build`` (``make`` runs it) compiles the modules listed in
   ``MODULES`` (below) into the build folder (``BUILD``) and writes its ``MANIFEST.json``: each
   module's build and its source's SHA-256. It rebuilds only what changed. Without Cython or a C
   compiler it says so on stderr, and everything runs as source.
-  ``python -m model.build.cython_build status``: which builds are in use, and which are stale.
+  ``python -m kafka_mc.model.build.cython_build status``: which builds are in use, and which are stale.
 * The build folder: in a checkout (a ``pyproject.toml`` beside the packages) ``build/compiled/``
   of the checkout; in an installed copy the user's cache folder (``$XDG_CACHE_HOME``, else
   ``~/.cache``), ``kafka-mc/compiled/<a digest of the install's folder>``: never beside the
   installed sources (site-packages). ``KAFKA_MC_COMPILED_DIR`` names another.
 * ``install()`` puts a finder first on ``sys.meta_path``. It is a process-wide setting, so only a
   process's entry calls it, before it imports the listed modules: the ``kafka-mc`` command
-  (``explorers.main``), Spark's Python daemon (``explorers.spark.daemon``), the test suite
+  (``kafka_mc.explorers.main``), Spark's Python daemon (``kafka_mc.explorers.spark.daemon``), the test suite
   (tests/conftest.py), the benchmarks; importing a kafka-mc module never does. The finder loads
   a listed module's build only if the source's digest still matches the manifest and the build
   is for this interpreter; otherwise the source, as always. An edited module runs as written,
@@ -27,7 +27,7 @@ every behaviour (counts, order, traces) is the interpreted one's.
 
 One difference is not a result but memory: compiled, the inner functions of a function share one
 closure object, so an inner function calling another is a cycle through it, kept until the
-search ends since the BFS pauses the cyclic collector (``explorers.core.adapter.gc_paused``). Listed
+search ends since the BFS pauses the cyclic collector (``kafka_mc.explorers.core.adapter.gc_paused``). Listed
 modules keep inner functions from calling each other (tests/test_compiled.py measures the
 garbage a search leaves, compiled and not).
 
@@ -49,17 +49,17 @@ from pathlib import Path
 # The modules compiled (the successor function, the views, the properties and the BFS loop): a
 # module named here and edited runs as source until rebuilt.
 MODULES = (
-    "model.core", "model.fingerprints", "model.display", "model.symmetry", "model.canonical",
-    "model.symbolic",
-    "model.kafka.world", "model.kafka.spec", "model.kafka.network", "model.kafka.symmetry",
-    "model.kafka.producer", "model.kafka.coordinator", "model.kafka.partition",
-    "model.kafka.tables", "model.kafka.client", "model.kafka.consumer", "model.kafka.faults",
-    "model.kafka.footprints", "model.kafka.group_coordinator",
-    "invariants.anomalies", "invariants.atomicity", "invariants.duplicates", "invariants.fencing",
-    "invariants.hanging", "invariants.history", "invariants.isolation", "invariants.offsets",
-    "invariants.transitions",
-    "explorers.bfs.search", "explorers.bfs.workers", "explorers.core.checking",
-    "explorers.reductions.symmetry_check", "explorers.reductions.por",
+    "kafka_mc.model.core", "kafka_mc.model.fingerprints", "kafka_mc.model.display", "kafka_mc.model.symmetry", "kafka_mc.model.canonical",
+    "kafka_mc.model.symbolic",
+    "kafka_mc.model.kafka.world", "kafka_mc.model.kafka.spec", "kafka_mc.model.kafka.network", "kafka_mc.model.kafka.symmetry",
+    "kafka_mc.model.kafka.producer", "kafka_mc.model.kafka.coordinator", "kafka_mc.model.kafka.partition",
+    "kafka_mc.model.kafka.tables", "kafka_mc.model.kafka.client", "kafka_mc.model.kafka.consumer", "kafka_mc.model.kafka.faults",
+    "kafka_mc.model.kafka.footprints", "kafka_mc.model.kafka.group_coordinator",
+    "kafka_mc.invariants.anomalies", "kafka_mc.invariants.atomicity", "kafka_mc.invariants.duplicates", "kafka_mc.invariants.fencing",
+    "kafka_mc.invariants.hanging", "kafka_mc.invariants.history", "kafka_mc.invariants.isolation", "kafka_mc.invariants.offsets",
+    "kafka_mc.invariants.transitions",
+    "kafka_mc.explorers.bfs.search", "kafka_mc.explorers.bfs.workers", "kafka_mc.explorers.core.checking",
+    "kafka_mc.explorers.reductions.symmetry_check", "kafka_mc.explorers.reductions.por",
 )
 
 # The folder that holds the top-level package (this module is <ROOT>/<package>/.../compiled.py,

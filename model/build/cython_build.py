@@ -1,11 +1,11 @@
-"""Build the compiled modules that ``model.build.compiled`` loads (Cython; ``make`` runs this).
+"""Build the compiled modules that ``kafka_mc.model.build.compiled`` loads (Cython; ``make`` runs this).
 
-    python -m model.build.cython_build [build]   # compile what changed, rewrite the manifest
-    python -m model.build.cython_build status    # in use, stale, not built
+    python -m kafka_mc.model.build.cython_build [build]   # compile what changed, rewrite the manifest
+    python -m kafka_mc.model.build.cython_build status    # in use, stale, not built
 
-The modules are ``model.build.compiled.MODULES``. Each is cythonized on its own (a module Cython
+The modules are ``kafka_mc.model.build.compiled.MODULES``. Each is cythonized on its own (a module Cython
 refuses runs as source), the C is compiled in parallel, and each build is moved into the build
-folder (``model.build.compiled.BUILD``: a checkout's ``build/compiled/``, an installed copy's in
+folder (``kafka_mc.model.build.compiled.BUILD``: a checkout's ``build/compiled/``, an installed copy's in
 the user's cache folder) under a name carrying its source's digest; the manifest is written last, by
 rename, and builds it no longer names are removed. Cython and setuptools come with the
 ``compiled`` extra (``pip install -e '.[compiled]'``); without them, or without a C compiler, this
@@ -21,7 +21,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from model.build.compiled import (BUILD, MANIFEST, MODULES, ROOT, SUFFIX, SWITCH, digest, enabled,
+from kafka_mc.model.build.compiled import (BUILD, MANIFEST, MODULES, ROOT, SUFFIX, SWITCH, digest, enabled,
                                   fresh, read_manifest, source_of)
 
 
@@ -49,7 +49,7 @@ def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 
             from Cython.Build import cythonize
             from setuptools import Distribution, Extension
         except ImportError as e:
-            print(f"model.build.cython_build: {e.name or e} is not installed, so every module runs as "
+            print(f"kafka_mc.model.build.cython_build: {e.name or e} is not installed, so every module runs as "
                   "source (pip install 'kafka-mc[compiled]')", file=log)
             todo = []
     if todo:
@@ -103,7 +103,7 @@ def _compile(exts, root: Path, out: Path, jobs: int, Distribution) -> str | None
         return None
 
     def run():
-        dist = Distribution({"ext_modules": exts, "script_name": "model.build.cython_build"})
+        dist = Distribution({"ext_modules": exts, "script_name": "kafka_mc.model.build.cython_build"})
         cmd = dist.get_command_obj("build_ext")
         cmd.build_lib, cmd.build_temp, cmd.parallel = str(out / "lib"), str(out / "tmp"), jobs
         cmd.ensure_finalized()
@@ -118,7 +118,7 @@ def _compile(exts, root: Path, out: Path, jobs: int, Distribution) -> str | None
 
 def _refused(m: str, why, log) -> None:
     reason = str(why).strip().splitlines()
-    print(f"model.build.cython_build: {m} not compiled ({reason[-1] if reason else type(why).__name__});"
+    print(f"kafka_mc.model.build.cython_build: {m} not compiled ({reason[-1] if reason else type(why).__name__});"
           " it runs as source", file=log)
 
 
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     modules = listed()
     if argv in ([], ["build"]):
         built = build(modules)
-        print(f"model.build.cython_build: {len(built)} of {len(modules)} listed modules compiled "
+        print(f"kafka_mc.model.build.cython_build: {len(built)} of {len(modules)} listed modules compiled "
               f"({BUILD})")
         return 0
     if argv == ["status"]:
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compiled and in use: {len(in_use)}; stale, run as source: {', '.join(stale) or 0}; "
               f"not built: {', '.join(missing) or 0}{off} ({BUILD})")
         return 0
-    print("usage: python -m model.build.cython_build [build|status]", file=sys.stderr)
+    print("usage: python -m kafka_mc.model.build.cython_build [build|status]", file=sys.stderr)
     return 2
 
 

@@ -4,9 +4,9 @@ and ``Sender``/``TransactionManager``'s request queue); the handlers are in ``pr
 transaction timeout uses (``faults``)."""
 from __future__ import annotations
 
-from model.core import WF
-from model.kafka import group_coordinator, producer
-from model.protocol import Rule
+from kafka_mc.model.core import WF
+from kafka_mc.model.kafka import group_coordinator, producer
+from kafka_mc.model.protocol import Rule
 
 # Fairness (liveness is checked under it). The application runs its workload to the end: it
 # initialises, begins, sends and ends each transaction it has (commit or abort: one family, the

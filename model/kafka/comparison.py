@@ -9,8 +9,8 @@ one its producer abandoned).
 """
 from __future__ import annotations
 
-from model.comparison import Claim, Workload
-from model.kafka.faults import FAULTS
+from kafka_mc.model.comparison import Claim, Workload
+from kafka_mc.model.kafka.faults import FAULTS
 
 CLAIMS = {
     "atomicity": Claim(("txn_atomicity",)),

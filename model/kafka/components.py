@@ -1,5 +1,5 @@
 """The Kafka state as ``kafka-mc explore`` shows it: one panel per component, named as the
-sequence diagram's lifelines (``diagram.lifelines``), values in trace form (``model.codec``).
+sequence diagram's lifelines (``diagram.lifelines``), values in trace form (``kafka_mc.model.codec``).
 
 Each producer instance (``p0``: its TransactionManager state, epoch, sequences, what is in
 flight), the transaction ``coordinator`` (cache, transaction log, pending markers), each partition
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from model.codec import to_itf
-from model.core import Record
-from model.kafka import diagram
-from model.kafka.partition import last_stable_offset
-from model.kafka.world import World
+from kafka_mc.model.codec import to_itf
+from kafka_mc.model.core import Record
+from kafka_mc.model.kafka import diagram
+from kafka_mc.model.kafka.partition import last_stable_offset
+from kafka_mc.model.kafka.world import World
 
 
 def components(K, w: World) -> dict[str, Any]:

@@ -10,8 +10,8 @@ Abstraction: a fetch is one atomic step (request and response are not separate m
 """
 from __future__ import annotations
 
-from model.kafka.partition import last_stable_offset
-from model.kafka.world import Control, World, replace_at
+from kafka_mc.model.kafka.partition import last_stable_offset
+from kafka_mc.model.kafka.world import Control, World, replace_at
 
 
 def fetch_enabled(K, w):

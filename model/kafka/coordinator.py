@@ -53,9 +53,9 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
 """
 from __future__ import annotations
 
-from model.kafka.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
+from kafka_mc.model.kafka.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
                            Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, answer, send)
-from model.kafka.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
+from kafka_mc.model.kafka.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
                          replace_at, spend)
 
 PREPARE = (T.PrepareCommit, T.PrepareAbort)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from model.core import Event, show
-from model.kafka.world import Errors, Rpc
+from kafka_mc.model.core import Event, show
+from kafka_mc.model.kafka.world import Errors, Rpc
 
 COORDINATOR = "coordinator"
 GROUP_COORDINATOR = "group-coordinator"
@@ -80,7 +80,7 @@ def label(m) -> str:
 
 def describe(K, s, a, t, faults) -> tuple[Event, ...]:
     """The events of step ``s --a--> t``; ``faults``: rule name -> its row of the fault table
-    (``model.kafka.faults``), which says where a fault is drawn and what its note says."""
+    (``kafka_mc.model.kafka.faults``), which says where a fault is drawn and what its note says."""
     events = []
     name = a[0]
     if name in faults:

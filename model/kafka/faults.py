@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-from model.config import Param
-from model.core import WF
-from model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
-from model.kafka.world import Rpc, fast_replacer
-from model.protocol import Rule
+from kafka_mc.model.config import Param
+from kafka_mc.model.core import WF
+from kafka_mc.model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
+from kafka_mc.model.kafka.world import Rpc, fast_replacer
+from kafka_mc.model.protocol import Rule
 
 COORDINATOR, PRODUCER, NETWORK, LEADER, GROUP = ("coordinator", "producer", "network", "leader",
                                                  "group-coordinator")

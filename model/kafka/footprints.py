@@ -1,4 +1,4 @@
-"""What each Kafka rule reads and writes, for partial-order reduction (``model.core.Footprint``).
+"""What each Kafka rule reads and writes, for partial-order reduction (``kafka_mc.model.core.Footprint``).
 
 Locations are the components of ``World`` and the ends of its connections:
 
@@ -35,10 +35,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from model.kafka import client, faults, network, producer
-from model.kafka.network import Rpc, connection
-from model.kafka.world import Errors, World
-from model.core import Footprint
+from kafka_mc.model.kafka import client, faults, network, producer
+from kafka_mc.model.kafka.network import Rpc, connection
+from kafka_mc.model.kafka.world import Errors, World
+from kafka_mc.model.core import Footprint
 
 F = frozenset
 C, CE, G, B = "C", "CE", "G", "B"
@@ -384,7 +384,7 @@ def locations(K, *kinds) -> frozenset:
 
 
 def reads(kinds: str) -> Callable:
-    """A property's ``reads`` (``model.core.Property``; partial-order reduction: a step writing
+    """A property's ``reads`` (``kafka_mc.model.core.Property``; partial-order reduction: a step writing
     one of them is visible to the property), declared beside the property as kinds of locations:
     P producers, O what their applications were told (``Producer.outcomes``), C the coordinator,
     L partition logs, R consumers, N connections, D held-back messages. Resolved per

@@ -9,7 +9,7 @@ produce from 3.6 / TV2), ``prepareTxnOffsetCommit`` / ``completePendingTxnOffset
 
 The ``__consumer_offsets`` partition is ``w.partitions[K.partitions]`` (after the data partitions);
 the group coordinator leads it, TxnOffsetCommit appends to it through the partition leader's
-checks (``model.kafka.partition``) and the transaction coordinator's markers reach it like any other
+checks (``kafka_mc.model.kafka.partition``) and the transaction coordinator's markers reach it like any other
 partition. What the group coordinator holds follows from that log: a batch whose transaction has
 no marker yet is a *pending* transactional offset commit, a committed one is materialised (the
 latest by append offset wins, as ``completePendingTxnOffsetCommit`` compares them), an aborted one
@@ -26,9 +26,9 @@ coordinator does not fail over.
 """
 from __future__ import annotations
 
-from model.kafka import partition
-from model.kafka.producer import running, with_producer
-from model.kafka.world import ClientState as C, Control, Partition, World, budget, spend
+from kafka_mc.model.kafka import partition
+from kafka_mc.model.kafka.producer import running, with_producer
+from kafka_mc.model.kafka.world import ClientState as C, Control, Partition, World, budget, spend
 
 
 def offsets_partition(K) -> int:

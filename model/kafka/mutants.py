@@ -23,11 +23,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace as dc_replace
 from typing import Callable
 
-from model.kafka import (consumer, coordinator, faults, group_coordinator, network, partition,
+from kafka_mc.model.kafka import (consumer, coordinator, faults, group_coordinator, network, partition,
                          producer)
-from model.kafka.network import Rpc
-from model.protocol import ProtocolSpec, Rule
-from model.kafka.world import ClientState, Control, Outcome
+from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.protocol import ProtocolSpec, Rule
+from kafka_mc.model.kafka.world import ClientState, Control, Outcome
 
 NONE = "none"
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from model.kafka.world import Errors, Rpc, budget, offline_partitions, spend
+from kafka_mc.model.kafka.world import Errors, Rpc, budget, offline_partitions, spend
 
 
 class InitProducerId(NamedTuple):

@@ -1,6 +1,6 @@
 """What a recorded run of real Kafka tells about the Kafka model (issue 43): the mapping of the
 recording proxy's events (``realkafka/proxy.py``) and the Java client's history
-(``realkafka/client.py``) to the model's actions, rule by rule (``model.observations``).
+(``realkafka/client.py``) to the model's actions, rule by rule (``kafka_mc.model.observations``).
 
 Where a request is seen. The proxy sits on the wire between the sender's ``Send<Rpc>`` (the
 client, or the coordinator's marker channel, or a leader's AddPartitionsToTxnManager, putting
@@ -54,7 +54,7 @@ calls; and the application's calls when the run has no client history. Skipped: 
 readers' ``Fetch`` (they change only the readers, which no rule reads; the run's own reader is
 judged by the anomaly checks, not here).
 
-Real identifiers: transactional.ids are the model's by their ``-t<N>`` suffix (``realkafka.run``
+Real identifiers: transactional.ids are the model's by their ``-t<N>`` suffix (``kafka_mc.realkafka.run``
 names them ``kmc-<run>-t<N>``), else in order of first appearance; producer instances by their
 client.id / history process ``t<N>.i<M>`` (instance M of transactional.id N), else any instance of
 the request's transactional.id; producer ids numbered in increasing order (the coordinator
@@ -87,9 +87,9 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from model.kafka.network import Rpc
-from model.kafka.world import ClientState as C, Errors, Outcome
-from model.observations import Observation, Observations, differs, either, in_order, state, step
+from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.kafka.world import ClientState as C, Errors, Outcome
+from kafka_mc.model.observations import Observation, Observations, differs, either, in_order, state, step
 
 # --- normalising the proxy's decoded bodies ---------------------------------------------------
 
@@ -263,12 +263,12 @@ class _Run:
 def died_with_broker(events) -> frozenset:
     """(endpoint, conn, correlation id) of every observed request the proxy forwarded that was
     never answered because its broker died: the broker closed the connection (a killed broker,
-    ``realkafka.run``'s hard failover) with the request still unanswered. The sender sees the
+    ``kafka_mc.realkafka.run``'s hard failover) with the request still unanswered. The sender sees the
     connection fail (NetworkClient: disconnected; a client's Sender and TxnRequestHandler, the
     coordinator's marker channel, retry) and the broker's restart forgot whatever the request
     started in memory (a verification and its guard, a callback waiting for an append), so the
     model sees it as lost: ``LoseRequest`` (or handled, and its answer lost: ``LoseResponse``),
-    and a run's budgets allow one of each per such request (``realkafka.losses.
+    and a run's budgets allow one of each per such request (``kafka_mc.realkafka.losses.
     unanswered_at_broker_close`` finds the same requests for ``kafka-mc real conform``; the
     model does not import the harness, tests/model/test_kafka_observations.py holds the two
     equal). Abstraction: the model's failover moves the coordinator alone; a killed broker that

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from model.config import ConfigError, Param
-from model.kafka import faults
-from model.kafka.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
+from kafka_mc.model.config import ConfigError, Param
+from kafka_mc.model.kafka import faults
+from kafka_mc.model.kafka.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
 
 LAST_EPOCH = 32767   # Short.MaxValue
 

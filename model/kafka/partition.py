@@ -24,9 +24,9 @@ Abstraction: the high watermark is the log end (see ``Partition``).
 """
 from __future__ import annotations
 
-from model.kafka.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
+from kafka_mc.model.kafka.network import (ProduceResponse, Rpc, TxnOffsetCommitResponse, VerifyAddPartition,
                            WriteTxnMarkersResponse, answer, connection, deliverable, remove, send)
-from model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
+from kafka_mc.model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, Errors, Partition, budget, spend,
                          ProducerStateEntry, RecordId, World, replace_at)
 
 

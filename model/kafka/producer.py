@@ -31,7 +31,7 @@ TRANSACTION_ABORTABLE and 4.x's INITIALIZING -> ABORTABLE_ERROR are absent (the 
 unreachable in tests/presets.py).
 
 Consume-transform-produce (``workload.consume_transform_produce``): the application owns the
-input partition in its consumer group (``model.kafka.group_coordinator``), fetches the committed
+input partition in its consumer group (``kafka_mc.model.kafka.group_coordinator``), fetches the committed
 offset, consumes one input record per transaction and calls ``sendOffsetsToTransaction`` with the
 next offset: TV1 sends AddOffsetsToTxn (here the AddPartitionsToTxn of the ``__consumer_offsets``
 partition, which is what the coordinator does with it) and then TxnOffsetCommit to the group
@@ -40,9 +40,9 @@ next input offset; after an abort it fetches the committed offset again.
 """
 from __future__ import annotations
 
-from model.kafka.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
+from kafka_mc.model.kafka.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
                            TxnOffsetCommit, send)
-from model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
+from kafka_mc.model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
                          ClientState as C, Errors, Outcome, World, replace_at)
 
 RETRIABLE = (Errors.CONCURRENT_TRANSACTIONS, Errors.NOT_COORDINATOR)

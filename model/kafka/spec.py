@@ -4,7 +4,7 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 ``BeginTransaction``, ``Send``, ``CommitTransaction``, ``AbortTransaction``), the client's
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
-``ExpireVerificationRetry``, ``Fetch``) and the faults of ``model.kafka.faults`` (the
+``ExpireVerificationRetry``, ``Fetch``) and the faults of ``kafka_mc.model.kafka.faults`` (the
 coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
 rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
 ``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last). A delivery
@@ -20,21 +20,21 @@ import typing
 from functools import partial
 from operator import is_
 
-from model.capabilities import Capabilities
-from model.codec import from_itf, to_itf
-from model.config import Config, Param
-from model.core import WF
-from model.kafka import comparison
-from model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
+from kafka_mc.model.capabilities import Capabilities
+from kafka_mc.model.codec import from_itf, to_itf
+from kafka_mc.model.config import Config, Param
+from kafka_mc.model.core import WF
+from kafka_mc.model.kafka import comparison
+from kafka_mc.model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
                          group_coordinator, mutants, network, partition, producer, symmetry,
                          tables)
-from model.kafka.network import Rpc
-from model.kafka.params import PARAMS, KafkaParams, kafka_params
-from model.kafka.versions import PRESETS, RELEASES, Features
-from model.kafka.world import (Consumer, Coordinator, Partition, Producer, TxnMetadata, World,
+from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.kafka.params import PARAMS, KafkaParams, kafka_params
+from kafka_mc.model.kafka.versions import PRESETS, RELEASES, Features
+from kafka_mc.model.kafka.world import (Consumer, Coordinator, Partition, Producer, TxnMetadata, World,
                                offline_partitions)
-from model.protocol import ProtocolSpec, Rule, RuleModel
-from model.registry import ModelEntry
+from kafka_mc.model.protocol import ProtocolSpec, Rule, RuleModel
+from kafka_mc.model.registry import ModelEntry
 
 
 def initial_world(K: KafkaParams) -> World:
@@ -319,7 +319,7 @@ class KafkaModel(RuleModel):
     def symbolic(self):
         """The symbolic model of the fencing core (model/kafka/symbolic.py) for this
         configuration, in its ``symbolic.variant``; ValueError where it does not apply."""
-        from model.kafka import symbolic
+        from kafka_mc.model.kafka import symbolic
         return symbolic.for_model(self.params, self.cfg.get("symbolic.variant") or "none")
 
     def setting_defaults(self):
@@ -328,7 +328,7 @@ class KafkaModel(RuleModel):
 
     def observations(self, events):
         """What a recorded run of real Kafka observes (model/kafka/observations.py)."""
-        from model.kafka import observations
+        from kafka_mc.model.kafka import observations
         return observations.observations(self, events)
 
 

@@ -63,8 +63,8 @@ from __future__ import annotations
 
 import z3
 
-from model.core import SymbolicAction, SymbolicClaim, SymbolicSystem
-from model.kafka.world import TxnState as T
+from kafka_mc.model.core import SymbolicAction, SymbolicClaim, SymbolicSystem
+from kafka_mc.model.kafka.world import TxnState as T
 
 VARIANTS = ("none", "no_rotation", "fence_retry_bump")
 NO_PID, NO_EPOCH = -1, -1
@@ -109,7 +109,7 @@ def variables(instances: int, partitions: int) -> tuple[tuple[str, str], ...]:
 
 def build(features, instances: int, partitions: int, faults: dict, variant: str = "none"
           ) -> SymbolicSystem:
-    """The symbolic system for the flags ``features`` (model.kafka.versions.Features),
+    """The symbolic system for the flags ``features`` (kafka_mc.model.kafka.versions.Features),
     ``instances`` producer instances, ``partitions`` leaders, and the fault kinds whose budget in
     ``faults`` (budget name -> int) is not 0."""
     if variant not in VARIANTS:

@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from functools import cache
 
-from model.core import Symmetry, group_elements, least_fingerprint
-from model.kafka import network
-from model.kafka.world import (Append, Batch, Consumer, Coordinator, Partition, Producer, RecordId,
+from kafka_mc.model.core import Symmetry, group_elements, least_fingerprint
+from kafka_mc.model.kafka import network
+from kafka_mc.model.kafka.world import (Append, Batch, Consumer, Coordinator, Partition, Producer, RecordId,
                                Reply, TxnMetadata, World)
 
 TIDS, PARTITIONS, CONSUMERS = range(3)
@@ -217,7 +217,7 @@ def permute(K, w: World, g) -> World:
 
 
 def canonical(K, w: World) -> World:
-    """The state of ``w``'s orbit the search keeps (``model.core.with_symmetry``): of the images
+    """The state of ``w``'s orbit the search keeps (``kafka_mc.model.core.with_symmetry``): of the images
     of ``w`` under the permutations that order the data partitions' leaders by their hash, the
     one with the smallest fingerprint. Renaming partitions moves a leader's state without
     changing it (a log holds no partition index), so a leader's hash is the same wherever the
@@ -297,7 +297,7 @@ def permute_action(K, a, g, names: dict):
 
 
 class KafkaSymmetry:
-    """The spec's symmetry hooks (``model.protocol.ProtocolSpec.symmetry``), given the rules'
+    """The spec's symmetry hooks (``kafka_mc.model.protocol.ProtocolSpec.symmetry``), given the rules'
     parameter names (which arguments of an action are identifiers)."""
 
     def __init__(self, rules):

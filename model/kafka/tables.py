@@ -1,7 +1,7 @@
 """Kafka's own valid-transition tables (``data/transitions.json``, extracted from apache/kafka):
 ``TransactionState.validPreviousStates`` of the coordinator and ``TransactionManager.State``'s
 ``isTransitionValid`` of the producer client, per version; which edges a step of the model takes;
-and the two state machines as the model declares them (``model.core.Machine``), so explorers
+and the two state machines as the model declares them (``kafka_mc.model.core.Machine``), so explorers
 report which of a table's edges a run took.
 """
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 from functools import lru_cache, partial
 from pathlib import Path
 
-from model.core import Machine
-from model.kafka import producer
-from model.kafka.world import ClientState, TxnState
+from kafka_mc.model.core import Machine
+from kafka_mc.model.kafka import producer
+from kafka_mc.model.kafka.world import ClientState, TxnState
 
 TABLES = Path(__file__).resolve().parent / "data" / "transitions.json"
 

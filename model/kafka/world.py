@@ -70,7 +70,7 @@ class Errors(IntEnum):
 
 
 class Rpc(IntEnum):
-    """The requests and responses of the model (model.kafka.network defines their fields)."""
+    """The requests and responses of the model (kafka_mc.model.kafka.network defines their fields)."""
     InitProducerId = 0
     InitProducerIdResponse = 1
     AddPartitionsToTxn = 2
@@ -250,7 +250,7 @@ class Group(NamedTuple):
     """The consumer group of consume-transform-produce, at its group coordinator: the generation
     and which transactional.id's application owns the one input partition. The committed and
     pending offsets are not kept here: they are the ``__consumer_offsets`` partition's log (see
-    ``model.kafka.group_coordinator``)."""
+    ``kafka_mc.model.kafka.group_coordinator``)."""
     generation: int = 0
     owner: int = 0
 

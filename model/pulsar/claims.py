@@ -1,6 +1,6 @@
 """Claims a system may not make: the smallest mechanism the Pulsar model needs for them.
 
-The contract (``model.core.Property``) can say that a *witness* cannot arise in a configuration
+The contract (``kafka_mc.model.core.Property``) can say that a *witness* cannot arise in a configuration
 (``applies``: reported as not applicable), but not that a system does not *claim* an invariant
 there. A ``Claim`` is a ``Property`` with one more field, ``not_claimed(p)``: "" where the system
 makes the claim, else one sentence saying why it does not. ``PulsarModel`` checks the claims made
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from model.core import Property
+from kafka_mc.model.core import Property
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ transaction timeout, always enabled), so the crash workload is not run.
 """
 from __future__ import annotations
 
-from model.comparison import Claim, Workload
+from kafka_mc.model.comparison import Claim, Workload
 
 CLAIMS = {
     "atomicity": Claim(("atomic_writes",)),

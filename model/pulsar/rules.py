@@ -6,7 +6,7 @@ method it follows (apache/pulsar: pulsar-client ``TransactionImpl``,
 returns the next ``World``; both are pure."""
 from __future__ import annotations
 
-from model.pulsar.world import (ABORT_MARKER, ACK, ACK_RESPONSE, COMMIT_MARKER, END_ON_PARTITION,
+from kafka_mc.model.pulsar.world import (ABORT_MARKER, ACK, ACK_RESPONSE, COMMIT_MARKER, END_ON_PARTITION,
                                 END_ON_PARTITION_RESPONSE, END_ON_SUBSCRIPTION,
                                 END_ON_SUBSCRIPTION_RESPONSE, END_TXN, END_TXN_RESPONSE, M, MSG, N,
                                 SEND, SEND_RECEIPT, ABORT, ABORTED, ABORTING, ACKED, AVAILABLE,

@@ -19,18 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.capabilities import Capabilities
-from model.config import Param
-from model.core import WF, Event
-from model.protocol import ProtocolSpec, Rule, RuleModel
-from model.pulsar import comparison
-from model.pulsar import rules as r
-from model.pulsar.claims import split
-from model.pulsar.world import (ACK_NAMES, ACTION_NAMES, BUDGETS, CLIENT_STATES,
+from kafka_mc.model.capabilities import Capabilities
+from kafka_mc.model.config import Param
+from kafka_mc.model.core import WF, Event
+from kafka_mc.model.protocol import ProtocolSpec, Rule, RuleModel
+from kafka_mc.model.pulsar import comparison
+from kafka_mc.model.pulsar import rules as r
+from kafka_mc.model.pulsar.claims import split
+from kafka_mc.model.pulsar.world import (ACK_NAMES, ACTION_NAMES, BUDGETS, CLIENT_STATES,
                                 END_ON_PARTITION, ENTRY_NAMES, MESSAGE_NAMES, NET_NAMES,
                                 OP_NAMES, SEND, TB_STATES,
                                 TXN_STATUSES, Client, Coordinator, Topic, World, initial)
-from model.registry import spec_entry
+from kafka_mc.model.registry import spec_entry
 
 PRESETS = {
     "pulsar-2.9.0": (False, "maxReadPosition moves on a normal publish while the transaction "
@@ -122,7 +122,7 @@ class _Codec:
 
     @staticmethod
     def encode(p, w):
-        from model.core import Record
+        from kafka_mc.model.core import Record
         c, tc = w.client, w.tc
         return {
             "client": Record(state=CLIENT_STATES[c.state],

@@ -21,8 +21,8 @@ source, for a comparison table (``kafka-mc list invariants --model rocketmq`` pr
 """
 from __future__ import annotations
 
-from model.core import Expectation, Property
-from model.rocketmq.world import ABSENT, COMMITTED, DONE, MAXTIME, RESOLVED, ROLLED_BACK
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.rocketmq.world import ABSENT, COMMITTED, DONE, MAXTIME, RESOLVED, ROLLED_BACK
 
 
 def message_only_if_committed(p, w):

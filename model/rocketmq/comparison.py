@@ -15,7 +15,7 @@ no consume-produce transaction: that workload is not run.
 """
 from __future__ import annotations
 
-from model.comparison import Claim, Workload
+from kafka_mc.model.comparison import Claim, Workload
 
 CLAIMS = {
     "atomicity": Claim(("MessageOnlyIfCommitted",)),

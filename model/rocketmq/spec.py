@@ -60,15 +60,15 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import NamedTuple
 
-from model.capabilities import Capabilities
-from model.config import Config, Param
-from model.core import Event, WF
-from model.protocol import ProtocolSpec, RuleModel, Rule
-from model.registry import ModelEntry
-from model.rocketmq import comparison
-from model.rocketmq import claims
-from model.rocketmq.versions import DEFAULT_PRESET, PRESETS, RELEASES, Features
-from model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, CRASHED, DONE, DROPPED,
+from kafka_mc.model.capabilities import Capabilities
+from kafka_mc.model.config import Config, Param
+from kafka_mc.model.core import Event, WF
+from kafka_mc.model.protocol import ProtocolSpec, RuleModel, Rule
+from kafka_mc.model.registry import ModelEntry
+from kafka_mc.model.rocketmq import comparison
+from kafka_mc.model.rocketmq import claims
+from kafka_mc.model.rocketmq.versions import DEFAULT_PRESET, PRESETS, RELEASES, Features
+from kafka_mc.model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, CRASHED, DONE, DROPPED,
                                   ENDED, EXECUTED, EXECUTING, HALF, IDLE, LOCAL, MAXTIME, NONE,
                                   PENDING, PRODUCER, ROLLBACK, ROLLBACK_MESSAGE, ROLLED_BACK, UNKNOW,
                                   IN_DOUBT, CommitOrRollback, Local, LocalTransactionState, World)

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.config import Param
+from kafka_mc.model.config import Param
 
-from model.capabilities import Capabilities
-from model.core import Event, Expectation, Property, Symmetry
-from model.protocol import ProtocolSpec, RuleModel, Rule
-from model.registry import spec_entry
+from kafka_mc.model.capabilities import Capabilities
+from kafka_mc.model.core import Event, Expectation, Property, Symmetry
+from kafka_mc.model.protocol import ProtocolSpec, RuleModel, Rule
+from kafka_mc.model.registry import spec_entry
 
 WORKING, PREPARED, COMMITTED, ABORTED = 0, 1, 2, 3
 TM_INIT, TM_COMMITTED, TM_ABORTED = 0, 1, 2
@@ -328,7 +328,7 @@ class TwoPhase(RuleModel):
     capabilities = Capabilities(diagrams=True, observations=True)
 
     def observations(self, events):
-        from model.toys import twophase_observations
+        from kafka_mc.model.toys import twophase_observations
         return twophase_observations.observations(self, events)
 
     def lifelines(self):

@@ -1,5 +1,5 @@
 """What a run of a two-phase commit system's nodes logs, as observations of the TwoPhase model
-(``model.toys.twophase``; the validator's toy, ``explorers.conformance``).
+(``kafka_mc.model.toys.twophase``; the validator's toy, ``kafka_mc.explorers.conformance``).
 
 Each node writes its own log, one stream per node (``{"node": "db-2", "event": "prepare"}``);
 the logs are merged in any order, so only each node's own order counts:
@@ -18,7 +18,7 @@ Any other event (a heartbeat) is not observed.
 """
 from __future__ import annotations
 
-from model.observations import Observations, differs, state, step
+from kafka_mc.model.observations import Observations, differs, state, step
 
 TM = "TM"
 RM_EVENTS = {"prepare": "RMPrepare", "choose-abort": "RMChooseToAbort",

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from explorers import cli
+from kafka_mc.explorers import cli
 
-from explorers.core.run_dir import locked
-from explorers.spark import store as spark_store
-from traces import files
+from kafka_mc.explorers.core.run_dir import locked
+from kafka_mc.explorers.spark import store as spark_store
+from kafka_mc.traces import files
 from tests.explorers.test_cli import EXE
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -80,7 +80,7 @@ def test_a_check_that_finds_nothing_leaves_no_out_directory(tmp_path):
 def test_a_write_failure_after_the_search_still_prints_the_verdict(tmp_path, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr("traces.trace.write_atomically", full)
+    monkeypatch.setattr("kafka_mc.traces.trace.write_atomically", full)
     code, out, err = kmc("check", "twophase-broken", "--out", tmp_path)
     assert code == 12    # the verdict's code
     assert "Error: invariant TCConsistent is violated." in out and "5 steps" in out
@@ -344,7 +344,7 @@ def test_round_two_bad_input(tmp_path, monkeypatch, argv, expect):
 
 def test_graph_refuses_an_impossible_out_before_the_search(tmp_path, monkeypatch):
     """``graph --out nodir/g.dot`` failed only after the whole search."""
-    from explorers.graph import search
+    from kafka_mc.explorers.graph import search
 
     monkeypatch.setattr(search, "state_graph", lambda *a, **k: pytest.fail("searched"))
     one_line_error(*kmc("graph", "tiny", "--out", tmp_path / "nodir" / "g.dot"),
@@ -677,8 +677,8 @@ def test_an_out_with_dot_dot(tmp_path, monkeypatch):
 def test_an_old_quiescent_completion_trace_still_replays(tmp_path):
     """Written when quiescent_completion was an invariant (kind "always"): replayed as the
     terminal property it is now."""
-    from traces.replay import replay
-    from traces.trace import read
+    from kafka_mc.traces.replay import replay
+    from kafka_mc.traces.trace import read
     cfg = ["check", "small", "--protocol", "kafka-4.2", "--invariant", "quiescent_completion"]
     code, _, err = kmc(*cfg, "--out", tmp_path)
     assert code == 12, err
@@ -693,8 +693,8 @@ def test_an_old_quiescent_completion_trace_still_replays(tmp_path):
 def test_a_setting_the_trace_predates_means_its_default(tmp_path):
     """A trace that records settings but not a flag added since meant that flag's default (the
     behaviour before the change): replaying it where the flag is on now is refused."""
-    from traces.replay import replay
-    from traces.trace import TraceError, read
+    from kafka_mc.traces.replay import replay
+    from kafka_mc.traces.trace import TraceError, read
     code, _, err = kmc("check", "tiny", "--protocol", "kafka-0.11", "--out", tmp_path)
     path = tmp_path / "no_hanging_transactions.itf.json"
     doc = json.loads(path.read_text())

@@ -3,9 +3,9 @@ hand-built grid model of conftest.py (states (x, y), 0 <= x, y <= max)."""
 import pytest
 
 from tests.grid import grid, grid_spec
-from model.core import Expectation as E, ModelBase, Property
-from model.protocol import Rule
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model.core import Expectation as E, ModelBase, Property
+from kafka_mc.model.protocol import Rule
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 ALWAYS, TRANSITION, SOMETIMES, EVENTUALLY = E.ALWAYS, E.TRANSITION, E.SOMETIMES, E.EVENTUALLY
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorers.bfs.search import explore
-from explorers.bfs.visited import Levels, VisitedSet
-from model import registry
-from model.config import resolve_config_path
+from kafka_mc.explorers.bfs.search import explore
+from kafka_mc.explorers.bfs.visited import Levels, VisitedSet
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
 from tests.explorers.test_cli import EXE, run
 
 MODEL = registry.__name__.rpartition(".")[0]   # the model package, as imported
@@ -174,14 +174,14 @@ def test_a_tampered_frontier_state_is_refused(tmp_path):
     # a frontier edited consistently with its digest is still caught by its fingerprints
     import hashlib
     block = json.loads(lines[0])
-    enum = block["c"].index("model.kafka.world:ClientState")
+    enum = block["c"].index("kafka_mc.model.kafka.world:ClientState")
     node = next(n for n in block["n"] if n[0] == enum)
     node[1] = 2 if node[1] != 2 else 3      # another valid client state
     lines[0] = json.dumps(block, separators=(",", ":"))
     body = ("\n".join(lines) + "\n").encode()
     states.write_bytes(body)
     meta["files"][states.name] = {"bytes": len(body), "sha256": hashlib.sha256(body).hexdigest()}
-    from explorers.bfs.checkpoint import _meta_digest
+    from kafka_mc.explorers.bfs.checkpoint import _meta_digest
     meta["digest"] = _meta_digest(meta)
     (run_dir / "checkpoint.json").write_text(json.dumps(meta))
     r = run("check", "tiny", "--recover", run_dir, "--out", out, cwd=tmp_path)
@@ -209,8 +209,8 @@ def test_a_search_past_its_memory_budget_keeps_its_results(tmp_path):
 
 
 def test_state_blocks_round_trip_and_share_components():
-    from explorers.core.adapter import successors_of
-    from explorers.bfs.state_codec import decode_block, encode_block
+    from kafka_mc.explorers.core.adapter import successors_of
+    from kafka_mc.explorers.bfs.state_codec import decode_block, encode_block
     model = registry.bind(registry.load(resolve_config_path("tiny")))
     succ = successors_of(model)
     states = [t for s in model.init_states() for _, t in succ(s)]
@@ -226,20 +226,20 @@ def test_state_blocks_round_trip_and_share_components():
 
 @pytest.mark.parametrize("evil", [
     '{"c": ["os:system"], "n": [[0, "ls"]], "r": [[0]]}',          # not the model's
-    '{"c": ["model.core:Footprint.__init__"], "n": [[0]], "r": [[0]]}',  # not a NamedTuple class
-    '{"c": ["model.kafka.nope:X"], "n": [[0]], "r": [[0]]}',       # not imported
+    '{"c": ["kafka_mc.model.core:Footprint.__init__"], "n": [[0]], "r": [[0]]}',  # not a NamedTuple class
+    '{"c": ["kafka_mc.model.kafka.nope:X"], "n": [[0]], "r": [[0]]}',       # not imported
     '{"c": ["tuple"], "n": [[0, [5]]], "r": [[0]]}',              # a dangling reference
     '{"c": ["tuple"], "n": [[3]], "r": [[0]]}',                   # no such class
     '[1, 2]',
 ])
 def test_a_state_block_builds_only_the_models_classes(evil):
-    from explorers.bfs.state_codec import decode_block
+    from kafka_mc.explorers.bfs.state_codec import decode_block
     with pytest.raises(ValueError):
         decode_block(evil, MODEL)
 
 
 def test_states_that_are_atoms_round_trip():
-    from explorers.bfs.state_codec import decode_block, encode_block
+    from kafka_mc.explorers.bfs.state_codec import decode_block, encode_block
     states = [5, "x", None, True, (1, frozenset({2})), 5]
     assert decode_block(encode_block(states), MODEL) == states
 
@@ -264,8 +264,8 @@ def test_a_forged_violation_with_its_digest_recomputed_is_refused(tmp_path, caps
     """Issue 48: a violation added to checkpoint.json, its digest recomputed, was reported on
     ``--recover --continue``: recovery replayed the recorded path but never re-checked the
     property at its end. Now the path must end in the violation it claims."""
-    from explorers import cli
-    from explorers.bfs import checkpoint as bfs_checkpoint
+    from kafka_mc.explorers import cli
+    from kafka_mc.explorers.bfs import checkpoint as bfs_checkpoint
 
     out = tmp_path / "o"
     argv = ["check", "twophase", "--set", "model.resource_managers=3", "--continue"]

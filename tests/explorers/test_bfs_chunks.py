@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from explorers.bfs import search as bfs
+from kafka_mc.explorers.bfs import search as bfs
 
-from explorers.graph import search as graph
-from explorers.bfs.state_codec import decode_block, encode_block
-from model.core import Expectation as E, Property
-from model.protocol import ProtocolSpec, Rule
+from kafka_mc.explorers.graph import search as graph
+from kafka_mc.explorers.bfs.state_codec import decode_block, encode_block
+from kafka_mc.model.core import Expectation as E, Property
+from kafka_mc.model.protocol import ProtocolSpec, Rule
 from tests.explorers.test_graph import _same
 from tests.grid import grid, grid_spec
 
@@ -75,9 +75,9 @@ def test_state_blocks_round_trip_atoms_and_tuples():
 
 
 def test_a_reduced_search_resumes_from_a_checkpoint_past_where_reduction_views_differ(tmp_path):
-    from explorers.bfs.checkpoint import CheckpointOptions
-    from model import registry
-    from model.config import resolve_config_path
+    from kafka_mc.explorers.bfs.checkpoint import CheckpointOptions
+    from kafka_mc.model import registry
+    from kafka_mc.model.config import resolve_config_path
     cfg = registry.load(resolve_config_path("tiny")).with_values(**{"protocol.version": "kafka-0.11"})
     model = registry.bind(cfg)
 
@@ -96,7 +96,7 @@ def test_a_reduced_search_resumes_from_a_checkpoint_past_where_reduction_views_d
 
 
 def test_a_checkpoint_json_nested_past_the_recursion_limit_is_refused_in_one_line(tmp_path):
-    from explorers.bfs.checkpoint import CheckpointError, read_meta
+    from kafka_mc.explorers.bfs.checkpoint import CheckpointError, read_meta
     (tmp_path / "checkpoint.json").write_text("[" * 100_000)
     with pytest.raises(CheckpointError, match="unreadable"):
         read_meta(str(tmp_path), {})
@@ -131,7 +131,7 @@ def test_a_model_error_in_an_invariant_of_an_initial_state_counts_the_ones_befor
 
 
 def test_recovering_removes_the_memory_frontiers_a_killed_search_left(tmp_path):
-    from explorers.bfs.checkpoint import CheckpointOptions
+    from kafka_mc.explorers.bfs.checkpoint import CheckpointOptions
     model = grid(max=3)
     bfs.explore(model, bfs.BfsOptions(max_depth=2, checkpoint=CheckpointOptions(str(tmp_path),
                                                                                minutes=0)))
@@ -143,11 +143,12 @@ def test_recovering_removes_the_memory_frontiers_a_killed_search_left(tmp_path):
     assert not stale.exists()
 
 
-@pytest.mark.parametrize("name", ["model.registry:metadata.Pair",    # importlib.metadata's
-                                  "model.kafka.world:IntEnum"])      # enum's
+@pytest.mark.parametrize("name", ["kafka_mc.model.registry:metadata.Pair",    # importlib.metadata's
+                                  "kafka_mc.model.kafka.world:IntEnum"])      # enum's
 def test_a_state_block_names_only_classes_of_the_model_itself(name):
-    import model.kafka.world  # noqa: F401 -- the modules the names go through are imported
-    import model.registry  # noqa: F401
+    from kafka_mc import model
+    import kafka_mc.model.kafka.world  # noqa: F401 -- the modules the names go through are imported
+    import kafka_mc.model.registry  # noqa: F401
     assert name.startswith(model.__name__ + ".")   # (the model's own package, named as imported)
     line = json.dumps({"c": [name], "n": [[0, "a", "b"]], "r": [[0]]})
     with pytest.raises(ValueError, match="not"):
@@ -155,8 +156,8 @@ def test_a_state_block_names_only_classes_of_the_model_itself(name):
 
 
 def test_a_checkpoint_that_cannot_be_written_is_not_a_model_error(tmp_path, monkeypatch):
-    from explorers.bfs import checkpoint as bfs_checkpoint
-    from explorers.bfs.checkpoint import CheckpointError, CheckpointOptions
+    from kafka_mc.explorers.bfs import checkpoint as bfs_checkpoint
+    from kafka_mc.explorers.bfs.checkpoint import CheckpointError, CheckpointOptions
 
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")

@@ -10,12 +10,12 @@ import pickle
 
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka import mutants
-from explorers.bfs import workers as bfs_workers
-from explorers.bfs.search import BfsOptions, explore
-from explorers.reductions.por import sample_states
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import mutants
+from kafka_mc.explorers.bfs import workers as bfs_workers
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.reductions.por import sample_states
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="--workers forks")
 
@@ -224,7 +224,7 @@ def test_workers_on_a_toy_with_plain_tuple_states():
 
 
 def test_cli_workers_flag(tmp_path, capsys):
-    from explorers import cli
+    from kafka_mc.explorers import cli
     args = ["check", "tiny", "--set", "protocol.version=kafka-3.6", "--out", str(tmp_path)]
     assert cli.main(args) == 0
     alone = capsys.readouterr().out
@@ -248,7 +248,7 @@ def test_cli_workers_flag(tmp_path, capsys):
 def test_workers_with_a_memory_budget_and_checkpoints(tmp_path):
     """A level spilled to disk (``--memory``) is expanded by one process; checkpoints at every
     level boundary, and a search recovered from the last one, end as the sequential search."""
-    from explorers.bfs.checkpoint import CheckpointOptions, start_fresh
+    from kafka_mc.explorers.bfs.checkpoint import CheckpointOptions, start_fresh
     m = kafka("kafka-3.6")
     one, disk = both(m, memory_mb=1)
     assert summary(one) == summary(disk) and disk.extra["workers"]["levels"] == 0
@@ -266,7 +266,7 @@ def test_workers_with_a_memory_budget_and_checkpoints(tmp_path):
 def test_a_property_raising_is_a_model_error_as_with_one_process(expectation):
     """A property that raises on some state (an invariant, or a witness the BFS process sees as
     it merges): the same model error, path and counts as the sequential search."""
-    from model.core import Expectation, Property
+    from kafka_mc.model.core import Expectation, Property
     from tests.explorers.test_por import Counters
 
     def boom(s):
@@ -283,8 +283,8 @@ def _threads_after_importing_the_cli(**env) -> int:
     import subprocess
     import sys
     base = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    run = subprocess.run([sys.executable, "-c", "import os, explorers.main; "
-                          "explorers.main.prepare(); import explorers.cli; "
+    run = subprocess.run([sys.executable, "-c", "import os, kafka_mc.explorers.main; "
+                          "kafka_mc.explorers.main.prepare(); import kafka_mc.explorers.cli; "
                           "print(len(os.listdir('/proc/self/task')))"], capture_output=True,
                          text=True, env={**base, **env}, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from explorers import cli
-from model import registry
+from kafka_mc.explorers import cli
+from kafka_mc.model import registry
 from tests.grid import grid_spec
-from model.config import Param
+from kafka_mc.model.config import Param
 
 EXE = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or shutil.which("kafka-mc")
 
@@ -138,7 +138,7 @@ def _boom(p, s):
 
 
 def test_deadlock_and_model_error_exit_codes(monkeypatch, tmp_path, capsys):
-    from model.protocol import Rule
+    from kafka_mc.model.protocol import Rule
     spec = grid_spec().derive("grid", params=_grid_params)
     _register(monkeypatch, grid=spec,
               gridboom=spec.derive("gridboom", add=[Rule("Boom", (), _boom, lambda p, s: s)]))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from explorers.compare import Cell, Comparison, Cost, table
-from model import registry
-from model.comparison import CLAIMS, WORKLOADS, Claim, Workload
+from kafka_mc.explorers.compare import Cell, Comparison, Cost, table
+from kafka_mc.model import registry
+from kafka_mc.model.comparison import CLAIMS, WORKLOADS, Claim, Workload
 
 KAFKA_MC = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
 

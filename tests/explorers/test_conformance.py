@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from model import registry
-from model.observations import NoObservations, Observations, observations_of, state, step
-from explorers.conformance import validate, write_trace
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.model import registry
+from kafka_mc.model.observations import NoObservations, Observations, observations_of, state, step
+from kafka_mc.explorers.conformance import validate, write_trace
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 
 def twophase(n=3):
@@ -126,7 +126,7 @@ def test_the_result_reads_as_json():
 def test_events_far_out_of_the_run_order_are_found_by_widening_the_window():
     """The TM's commit logged before every prepare it needs, with more than a window's worth of
     other lines between: the first search cannot reach the prepares, the widened one does."""
-    from explorers import conformance
+    from kafka_mc.explorers import conformance
     run = log("TM commit", *["alpha heartbeat"] * (2 * conformance.WINDOW),
               "alpha prepare", "beta prepare", "gamma prepare")
     r = validate(twophase(), run)
@@ -134,7 +134,7 @@ def test_events_far_out_of_the_run_order_are_found_by_widening_the_window():
 
 
 def test_runs_are_read_from_json_lines_and_bad_ones_are_one_line(tmp_path):
-    from explorers.conformance import RunError, read_events
+    from kafka_mc.explorers.conformance import RunError, read_events
     a, b = tmp_path / "events.jsonl", tmp_path / "history.jsonl"
     a.write_text('{"node": "alpha", "event": "prepare"}\n\n')
     b.write_text('{"node": "TM", "event": "abort"}\n')

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from model import registry
-from model.config import resolve_config_path
-from model.core import Expectation, ModelBase, Property
-from explorers.web.app import create_app
-from explorers.web.session import Explorer, hex_fp
-from explorers.core.adapter import key_function
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation, ModelBase, Property
+from kafka_mc.explorers.web.app import create_app
+from kafka_mc.explorers.web.session import Explorer, hex_fp
+from kafka_mc.explorers.core.adapter import key_function
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
@@ -130,7 +130,7 @@ def test_the_downloaded_path_replays(kafka, tmp_path):
     file.write_text(r.text)
     assert read(file).actions == read(KAFKA_6119).actions
     assert replay(read(file)).reproduced
-    run = subprocess.run([sys.executable, "-m", "explorers.cli", "replay", str(file)],
+    run = subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "replay", str(file)],
                          capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 12, run.stderr
@@ -310,13 +310,13 @@ def test_an_oversized_upload_is_refused_before_it_is_read():
 # --- the command --------------------------------------------------------------------------------
 
 def explore(*args, timeout=60):
-    return subprocess.run([sys.executable, "-m", "explorers.cli", "explore", *args],
+    return subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "explore", *args],
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 def test_explore_serves_on_loopback_and_prints_its_url():
-    p = subprocess.Popen([sys.executable, "-m", "explorers.cli", "explore", "--port", "0"],
+    p = subprocess.Popen([sys.executable, "-m", "kafka_mc.explorers.cli", "explore", "--port", "0"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -334,7 +334,7 @@ def test_explore_serves_on_loopback_and_prints_its_url():
 
 
 def test_explore_on_another_address_warns():
-    p = subprocess.Popen([sys.executable, "-m", "explorers.cli", "explore", "--port", "0",
+    p = subprocess.Popen([sys.executable, "-m", "kafka_mc.explorers.cli", "explore", "--port", "0",
                           "--host", "127.0.0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:

@@ -46,7 +46,7 @@ def _missing() -> str:
 
 @pytest.fixture(scope="module")
 def server():
-    p = subprocess.Popen([sys.executable, "-m", "explorers.cli", "explore", "--port", "0"],
+    p = subprocess.Popen([sys.executable, "-m", "kafka_mc.explorers.cli", "explore", "--port", "0"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:

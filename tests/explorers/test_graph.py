@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.core import Expectation as E, Property, SF, WF
-from model.kafka import mutants
-from model.protocol import ProtocolSpec, Rule
-from explorers.bfs import search as bfs
-from explorers.graph import search as graph
-from explorers.graph.search import GraphOptions
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation as E, Property, SF, WF
+from kafka_mc.model.kafka import mutants
+from kafka_mc.model.protocol import ProtocolSpec, Rule
+from kafka_mc.explorers.bfs import search as bfs
+from kafka_mc.explorers.graph import search as graph
+from kafka_mc.explorers.graph.search import GraphOptions
 from tests.grid import grid
-from traces.replay import lasso_verdict
+from kafka_mc.traces.replay import lasso_verdict
 
 
 def lts(edges, fair=None, init=(0,), **props):
@@ -292,9 +292,9 @@ def test_graph_export_refuses_a_graph_too_big_to_read(tmp_path):
 
 
 def test_a_lasso_renders_with_its_loop_in_every_format(tmp_path):
-    from traces.render import render
-    from traces.trace import Trace, read
-    from explorers.cli.check import write_traces
+    from kafka_mc.traces.render import render
+    from kafka_mc.traces.trace import Trace, read
+    from kafka_mc.explorers.cli.check import write_traces
 
     model = kafka("kafka-4.2")
     out = graph.explore(model, GraphOptions(properties=["eventual_completion"]))
@@ -314,9 +314,9 @@ def test_a_lasso_renders_with_its_loop_in_every_format(tmp_path):
 def test_minimize_shrinks_a_lasso_stem_and_keeps_the_loop(monkeypatch, tmp_path):
     """Stem A, Detour, Back, B to state 2, then the fair self-loop Spin forever (Goal never
     holds): the detour goes, the loop stays, and the result replays as a lasso."""
-    from traces.minimize import minimize
-    from traces.replay import replay
-    from traces.trace import Trace, read, trace_metadata
+    from kafka_mc.traces.minimize import minimize
+    from kafka_mc.traces.replay import replay
+    from kafka_mc.traces.trace import Trace, read, trace_metadata
 
     edges = {0: [("A", 1)], 1: [("B", 2), ("Detour", 3)], 3: [("Back", 1)], 2: [("Spin", 2)]}
     spec = lts(edges, {n: W for n in ("A", "B", "Back", "Spin")}, **GOAL).spec
@@ -375,7 +375,7 @@ def test_state_graph_raises_the_interrupt_rather_than_return_part_of_a_graph(mon
         if len(calls) > 3:
             raise KeyboardInterrupt
         return s
-    from explorers.core import setup
+    from kafka_mc.explorers.core import setup
     monkeypatch.setattr(setup, "key_function", lambda m: key)
     with pytest.raises(KeyboardInterrupt):
         graph.state_graph(model)

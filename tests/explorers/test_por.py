@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
-from model import registry
-from model.core import Capabilities, Expectation, Footprint, ModelBase, Property
-from model.config import resolve_config_path
-from model.kafka import footprints, mutants
-from model.kafka.versions import PRESETS
-from explorers.bfs.search import BfsOptions, explore
-from explorers.reductions.por import Reducer, sample_states, self_check
-from explorers.core.checking import Checks
+from kafka_mc.model import registry
+from kafka_mc.model.core import Capabilities, Expectation, Footprint, ModelBase, Property
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import footprints, mutants
+from kafka_mc.model.kafka.versions import PRESETS
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.reductions.por import Reducer, sample_states, self_check
+from kafka_mc.explorers.core.checking import Checks
 from tests.reachable import bfs_order
 
 F = frozenset
@@ -247,8 +247,8 @@ def test_the_reduction_view_orders_connections_and_keeps_each_fifo(n):
     """Two (or three) messages of different connections give one view in either order, and two
     on one connection keep theirs (a later batch must not overtake an earlier one); a network
     already in connection order is the state itself."""
-    from model.kafka.network import Produce, WriteTxnMarkers
-    from model.kafka.world import Rpc
+    from kafka_mc.model.kafka.network import Produce, WriteTxnMarkers
+    from kafka_mc.model.kafka.world import Rpc
     model = kafka()
     view, w = model.reduction_view, next(iter(model.init_states()))
     first, later = (Produce(Rpc.Produce, 0, 1, 0, 0, seq, 0, seq) for seq in (0, 1))
@@ -360,7 +360,7 @@ def test_the_reducer_never_returns_an_empty_set_for_a_live_state():
 
 
 def test_cli_por_flag_and_config_key(tmp_path, capsys):
-    from explorers import cli
+    from kafka_mc.explorers import cli
     import json
 
     out = str(tmp_path / "out")
@@ -387,7 +387,7 @@ def test_cli_por_flag_and_config_key(tmp_path, capsys):
 def test_cli_por_with_spark_is_the_reduced_bfs(tmp_path):
     """``--explorer spark --por`` (a real local Spark session): the reduced BFS's counts."""
     def run(*extra):
-        r = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "tiny", "--protocol",
+        r = subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "check", "tiny", "--protocol",
                             "kafka-3.6", "--invariant", "txn_atomicity", "--por", "--json",
                             "--out", str(tmp_path), *extra], capture_output=True, text=True,
                            timeout=300, env={**os.environ, "PYTHONPATH": os.getcwd()})
@@ -451,7 +451,7 @@ def test_symmetry_and_the_reduction_compose_with_the_reduction_active():
 def test_cli_por_and_symmetry_with_spark_is_the_reduced_bfs(tmp_path):
     """``--por --symmetry`` under a real local Spark session: the BFS's counts."""
     def run(*extra):
-        r = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "tiny", "--protocol",
+        r = subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "check", "tiny", "--protocol",
                             "kafka-3.6", "--set", "cluster.partitions=2", "--invariant",
                             "txn_atomicity", "--por", "--symmetry", "--json", "--out",
                             str(tmp_path), *extra], capture_output=True, text=True,

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from model import registry
-from explorers.bfs.search import explore
-from explorers.web.app import create_app
-from explorers.web.session import Explorer
+from kafka_mc.model import registry
+from kafka_mc.explorers.bfs.search import explore
+from kafka_mc.explorers.web.app import create_app
+from kafka_mc.explorers.web.session import Explorer
 
 ROOT = Path(__file__).resolve().parents[2]
 EXE = str(Path(sys.executable).with_name("kafka-mc"))

@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from explorers.walks import simulate
+from kafka_mc.explorers.walks import simulate
 
-from explorers.walks import stateful
-from explorers.cli.check import write_traces
-from model import registry
-from model.kafka import mutants
-from model.config import resolve_config_path
+from kafka_mc.explorers.walks import stateful
+from kafka_mc.explorers.cli.check import write_traces
+from kafka_mc.model import registry
+from kafka_mc.model.kafka import mutants
+from kafka_mc.model.config import resolve_config_path
 from tests.explorers.test_stateful import kafka_mc
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 FOUND_FAST = ["add-partitions-skips-epoch-check", "lso-ignores-open-transactions"]
 EXPLORE = {

@@ -1,4 +1,4 @@
-"""Only the properties a step can change are checked on it (explorers.core.checking.Relevance): the
+"""Only the properties a step can change are checked on it (kafka_mc.explorers.core.checking.Relevance): the
 BFS's verdicts, counterexamples and counts are those of checking every property everywhere, with
 and without ``--continue`` (properties retired as they fail) and ``--workers``, and so are the
 state-graph explorer's and the random walks' (simulation, swarm); the skipped checks are most of
@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.core import Expectation, Property
-from model.kafka import mutants
-from explorers.core import checking
-from explorers.graph import search as graph
-from explorers.walks import simulate
-from explorers.bfs.search import BfsOptions, explore
-from explorers.core.checking import Checks, Relevance
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka import mutants
+from kafka_mc.explorers.core import checking
+from kafka_mc.explorers.graph import search as graph
+from kafka_mc.explorers.walks import simulate
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.core.checking import Checks, Relevance
 
 
 def kafka(preset, **overrides):
@@ -107,7 +107,7 @@ def test_most_checks_are_skipped_on_kafka():
     r = Relevance.of_model(m)
     calls = {p.name: 0 for p, _ in checks.always}
     seen = {p.name: 0 for p, _ in checks.always}
-    from explorers.reductions.por import sample_states
+    from kafka_mc.explorers.reductions.por import sample_states
     for s in sample_states(m, 200, seed=2):
         for a in m.actions(s):
             for p, _ in r.of(a, checks.always):

@@ -4,17 +4,17 @@ import json
 
 import pytest
 
-from explorers.cli.check import write_traces
-from explorers.bfs.search import explore as bfs
-from explorers.walks.simulate import SimulateOptions, explore
-from model import registry
-from model.config import resolve_config_path
-from model.core import Expectation as E
-from model.protocol import Rule
+from kafka_mc.explorers.cli.check import write_traces
+from kafka_mc.explorers.bfs.search import explore as bfs
+from kafka_mc.explorers.walks.simulate import SimulateOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation as E
+from kafka_mc.model.protocol import Rule
 from tests.explorers.test_stateful import GRID_BROKEN, assert_behaviour, kafka_mc, twophase
 from tests.grid import grid, grid_spec
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 
 # The Kafka mutants: tests/explorers/test_random_kafka.py.
@@ -166,7 +166,7 @@ def test_walks_on_the_fused_actions_are_the_walks_on_the_successors(preset, seed
     """With the fused successor function's actions (``successors.actions``) a walk applies only
     the action it picks; it is the same walk as on the successors: counts, coverage, edges and
     the violation with its path (twice: simulation and swarm)."""
-    from explorers.walks import swarm
+    from kafka_mc.explorers.walks import swarm
 
     def kafka():
         return registry.bind(registry.load(resolve_config_path("tiny"), overrides={

@@ -15,16 +15,16 @@ import pytest
 from tests.conftest import ROOT
 from tests.grid import grid, grid_spec
 from tests.explorers.test_por import Counters, replays
-from model import registry
-from traces.trace import Trace, trace_metadata
-from model.config import resolve_config_path
-from model.core import Expectation as E, Machine
-from model.protocol import Rule
-from explorers.bfs import search as bfs
-from explorers.spark import search as spark_explorer
-from explorers.core.adapter import key_function
-from explorers.spark.search import SparkOptions
-from explorers.spark.tasks import placement
+from kafka_mc.model import registry
+from kafka_mc.traces.trace import Trace, trace_metadata
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation as E, Machine
+from kafka_mc.model.protocol import Rule
+from kafka_mc.explorers.bfs import search as bfs
+from kafka_mc.explorers.spark import search as spark_explorer
+from kafka_mc.explorers.core.adapter import key_function
+from kafka_mc.explorers.spark.search import SparkOptions
+from kafka_mc.explorers.spark.tasks import placement
 
 EXE = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or shutil.which("kafka-mc")
 
@@ -489,7 +489,7 @@ def test_cli_without_java_is_one_line_error(tmp_path):
 
 
 def test_cli_without_pyspark_is_one_line_error(tmp_path):
-    code = ("import sys; sys.modules['pyspark'] = None; from explorers.cli import main; "
+    code = ("import sys; sys.modules['pyspark'] = None; from kafka_mc.explorers.cli import main; "
             "sys.exit(main(['check', '--explorer', 'spark']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 2
@@ -511,7 +511,7 @@ def test_merge_makes_equal_fields_of_new_states_one_object(tmp_path):
     """Buckets from different partitions unpickle into separate copies of the same values; the
     merge interns the new states' fields, so the next level's pickles write each value once
     (pickling on Kafka small with 2 partitions: 25 s -> 7 s, bench/RESULTS.md)."""
-    from explorers.spark.tasks import Expansion, Job, Level, pack, read_level, unpack
+    from kafka_mc.explorers.spark.tasks import Expansion, Job, Level, pack, read_level, unpack
 
     build = partial(registry.bind, registry.load(resolve_config_path("tiny")))
     model = build()
@@ -536,7 +536,7 @@ def test_merge_makes_equal_fields_of_new_states_one_object(tmp_path):
 
 def test_gc_paused_restores_the_collector_as_it_was():
     import gc
-    from explorers.core.adapter import gc_paused
+    from kafka_mc.explorers.core.adapter import gc_paused
 
     assert gc.isenabled()
     with gc_paused():

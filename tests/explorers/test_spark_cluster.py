@@ -16,8 +16,8 @@ import pyspark
 import pytest
 
 from tests.explorers.test_spark import EXE, summary
-from model import registry
-from explorers.bfs import search as bfs
+from kafka_mc.model import registry
+from kafka_mc.explorers.bfs import search as bfs
 
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 START_TIMEOUT = 120  # seconds for the master and each worker to come up

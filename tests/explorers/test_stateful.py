@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from explorers.cli.check import write_traces
-from explorers.walks.stateful import CI_PROFILE, StatefulOptions, as_state_machine, explore
-from model import registry
-from model.core import Expectation as E
-from model.protocol import ProtocolSpec, Rule
+from kafka_mc.explorers.cli.check import write_traces
+from kafka_mc.explorers.walks.stateful import CI_PROFILE, StatefulOptions, as_state_machine, explore
+from kafka_mc.model import registry
+from kafka_mc.model.core import Expectation as E
+from kafka_mc.model.protocol import ProtocolSpec, Rule
 from tests.grid import grid, grid_spec
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 
 def twophase(name="twophase", n=3):
@@ -202,9 +202,9 @@ def test_cli_stateful_clean_run(tmp_path):
 def test_an_interrupt_something_swallowed_still_stops_the_search(monkeypatch):
     """Issue 48: hypothesis's gc callback caught the KeyboardInterrupt of a Ctrl-C (an exception
     in a gc callback is reported and ignored) and the search ran on. The handler also remembers
-    the interrupt (``explorers.core.interrupts``); the next step raises it again."""
-    from explorers.core import interrupts
-    from explorers.walks import simulate
+    the interrupt (``kafka_mc.explorers.core.interrupts``); the next step raises it again."""
+    from kafka_mc.explorers.core import interrupts
+    from kafka_mc.explorers.walks import simulate
 
     _, model = twophase()
     steps = []
@@ -229,7 +229,7 @@ def test_an_interrupt_in_a_gc_callback_is_not_printed_as_an_error(capsys):
     user's: raised again at the next step, not printed."""
     import gc
 
-    from explorers.core import interrupts
+    from kafka_mc.explorers.core import interrupts
 
     _, model = twophase()
     fired = []

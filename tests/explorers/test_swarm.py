@@ -6,21 +6,21 @@ import random
 
 import pytest
 
-from explorers import cli
+from kafka_mc.explorers import cli
 
-from explorers.walks import simulate
+from kafka_mc.explorers.walks import simulate
 
-from explorers.walks import swarm
-from explorers.cli.check import write_traces
-from explorers.walks.simulate import SimulateOptions
-from model import registry
-from model.config import resolve_config_path
-from model.core import Expectation as E
-from model.kafka import faults, mutants
+from kafka_mc.explorers.walks import swarm
+from kafka_mc.explorers.cli.check import write_traces
+from kafka_mc.explorers.walks.simulate import SimulateOptions
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation as E
+from kafka_mc.model.kafka import faults, mutants
 from tests.explorers.test_stateful import assert_behaviour, twophase
 from tests.grid import grid
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 
 def config_of(model, seed: int, i: int) -> swarm.SwarmConfig:

@@ -5,10 +5,10 @@ import json
 
 import pytest
 
-from explorers import cli
-from explorers.symbolic.checker import bmc, explicit_witness, prove
-from model import registry
-from model.config import resolve_config_path
+from kafka_mc.explorers import cli
+from kafka_mc.explorers.symbolic.checker import bmc, explicit_witness, prove
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
 
 TIMEOUTS = {"faults.transaction_timeouts": 1}
 
@@ -142,8 +142,8 @@ def test_ctrl_c_during_a_z3_check_is_the_interrupt():
 
     import z3
 
-    from explorers.core import interrupts
-    from explorers.symbolic import checker
+    from kafka_mc.explorers.core import interrupts
+    from kafka_mc.explorers.symbolic import checker
 
     holes = z3.Ints(" ".join(f"h{i}" for i in range(40)))   # 40 pigeons, 39 holes: hard
     solver = z3.Solver()

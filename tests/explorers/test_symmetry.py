@@ -7,20 +7,20 @@ from __future__ import annotations
 import json
 import pytest
 
-from model import registry
-from model.config import ConfigError, resolve_config_path
-from model.canonical import with_symmetry
-from model.symmetry import group_elements, group_order
-from model.kafka import symmetry as kafka_symmetry
-from model.kafka.versions import PRESETS
-from model.protocol import Rule
-from model.toys import twophase
-from explorers import cli
-from explorers.bfs.search import BfsOptions, explore
-from explorers.core.adapter import successors_of
-from explorers.reductions.symmetry_check import self_check
-from traces.replay import replay
-from traces.trace import Trace, from_document, trace_metadata
+from kafka_mc.model import registry
+from kafka_mc.model.config import ConfigError, resolve_config_path
+from kafka_mc.model.canonical import with_symmetry
+from kafka_mc.model.symmetry import group_elements, group_order
+from kafka_mc.model.kafka import symmetry as kafka_symmetry
+from kafka_mc.model.kafka.versions import PRESETS
+from kafka_mc.model.protocol import Rule
+from kafka_mc.model.toys import twophase
+from kafka_mc.explorers import cli
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.core.adapter import successors_of
+from kafka_mc.explorers.reductions.symmetry_check import self_check
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import Trace, from_document, trace_metadata
 from tests.presets import PINNED
 
 
@@ -190,10 +190,10 @@ def test_kafka_reduced_counts_are_the_orbits(settings, full, reduced):
     {"cluster.transactional_ids": 2, "cluster.partitions": 2, "cluster.producers_per_id": 1},
 ])
 def test_kafka_canonical_is_the_same_state_of_the_orbit_from_every_image(settings):
-    """``model.kafka.symmetry.canonical`` (leaders ordered by their hash, ties and ids by the
+    """``kafka_mc.model.kafka.symmetry.canonical`` (leaders ordered by their hash, ties and ids by the
     least image): every image of a sampled state has the same canonical state, one of the
     images, whether leaders differ or tie (empty logs) and with ids or consumers renamed too."""
-    from explorers.reductions.por import sample_states
+    from kafka_mc.explorers.reductions.por import sample_states
     model = registry.bind(kafka(**settings))
     elements = group_elements(model.symmetries())
     ties = 0
@@ -206,13 +206,13 @@ def test_kafka_canonical_is_the_same_state_of_the_orbit_from_every_image(setting
 
 
 def test_remembered_fingerprints_are_the_canonical_views_fingerprints(monkeypatch):
-    """The keys explorers use under symmetry (``model.canonical.remembered``: the canonical view's
+    """The keys explorers use under symmetry (``kafka_mc.model.canonical.remembered``: the canonical view's
     fingerprint, looked up by the concrete one) equal the fingerprints of the canonical views,
     met the first time, again (remembered) and after the memory turned over twice; and they are
     not the concrete fingerprints, which a memory that forgot to canonicalise would return."""
-    from model import canonical
-    from explorers.core.adapter import key_function
-    from explorers.reductions.por import reduction_key, sample_states
+    from kafka_mc.model import canonical
+    from kafka_mc.explorers.core.adapter import key_function
+    from kafka_mc.explorers.reductions.por import reduction_key, sample_states
     monkeypatch.setattr(canonical, "REMEMBERED", 64)
     model = registry.bind(kafka(symmetry=True, **{"cluster.partitions": 2,
                                                   "cluster.producers_per_id": 1}))

@@ -2,11 +2,11 @@
 and is violated by a hand-built state showing the anomaly."""
 import pytest
 
-from invariants import anomalies
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.world import Batch, Control, Outcome, ProducerStateEntry, RecordId
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.invariants import anomalies
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.world import Batch, Control, Outcome, ProducerStateEntry, RecordId
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 NAMES = ["no_lost_writes", "no_aborted_reads", "aborted_writes_stay_aborted",
          "read_committed_polls"]

@@ -4,12 +4,12 @@ where the protocol could go on. The fixes that turn it into a fenced or abortabl
 (KAFKA-19690, KIP-1050, KAFKA-20785) are what the claim tells apart."""
 import pytest
 
-import invariants
-from invariants.availability import CLAIMS, no_fatal_invalid_txn_state
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.world import Errors, Rpc, TxnState
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc import invariants
+from kafka_mc.invariants.availability import CLAIMS, no_fatal_invalid_txn_state
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.world import Errors, Rpc, TxnState
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 CLAIM = "no_fatal_invalid_txn_state"
 
@@ -44,7 +44,7 @@ def test_a_commit_overtaken_by_the_new_instances_abort_is_invalid_txn_state(pres
                 and t.network[-1].error == Errors.INVALID_TXN_STATE):
             seen.add(s.coordinator.txns[a[1].tid].state)
         return True
-    from model.core import Expectation, Property
+    from kafka_mc.model.core import Expectation, Property
     model._properties += (Property("invalid", Expectation.TRANSITION, invalid),)
     explore(model, BfsOptions(properties=["invalid"]))
     assert seen & {TxnState.PrepareAbort, TxnState.CompleteAbort} == states
@@ -67,7 +67,7 @@ def test_a_batch_whose_guard_the_timeouts_marker_removed(preset, settings, fatal
                 model.params, s, a, t):
             failed.append(a)
         return True
-    from model.core import Expectation, Property
+    from kafka_mc.model.core import Expectation, Property
     model._properties += (Property("batches", Expectation.TRANSITION, batch_half),)
     explore(model, BfsOptions(properties=["batches"]))
     assert bool(failed) == fatal

@@ -4,13 +4,13 @@ explorer that needs a capability the model lacks is one line and exit 2; a model
 of a capability it does not declare is refused when bound, naming the declaration to add."""
 import pytest
 
-from model import registry
-from model.capabilities import (CAPABILITIES, Capabilities, MissingCapability, check_declared,
+from kafka_mc.model import registry
+from kafka_mc.model.capabilities import (CAPABILITIES, Capabilities, MissingCapability, check_declared,
                                 offers, require)
-from model.config import ConfigError
-from model.core import Event, ModelBase
-from model.observations import NoObservations, observations_of
-from model.toys import twophase
+from kafka_mc.model.config import ConfigError
+from kafka_mc.model.core import Event, ModelBase
+from kafka_mc.model.observations import NoObservations, observations_of
+from kafka_mc.model.toys import twophase
 from tests.explorers.test_bad_input import kmc, one_line_error
 
 
@@ -65,7 +65,7 @@ def test_without_a_capability_an_explorer_with_a_fallback_uses_it():
         def properties(self):
             return ()
 
-    from explorers.bfs.search import BfsOptions, explore
+    from kafka_mc.explorers.bfs.search import BfsOptions, explore
     m = Bare()
     assert not any(offers(m, c) for c in CAPABILITIES)
     full, reduced = explore(m, BfsOptions(check_deadlock=False)), \

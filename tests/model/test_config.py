@@ -1,7 +1,7 @@
 import pytest
 
-from model import registry
-from model.config import ConfigError, parse_assignment, resolve_config_path
+from kafka_mc.model import registry
+from kafka_mc.model.config import ConfigError, parse_assignment, resolve_config_path
 
 
 def test_builtin_default_is_the_shipped_small_config():

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.tables import TABLES
-from model.kafka.versions import PRESETS
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.tables import TABLES
+from kafka_mc.model.kafka.versions import PRESETS
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from tests.presets import PINNED
 
 SINGLE = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0, "cluster.consumers": 0}

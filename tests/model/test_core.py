@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from model.display import format_action
-from model.fingerprints import ViewError, check_view, collision_probability, fingerprint
-from model import registry
+from kafka_mc.model.display import format_action
+from kafka_mc.model.fingerprints import ViewError, check_view, collision_probability, fingerprint
+from kafka_mc.model import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ def test_unstable_views_are_named(bad, where):
 
 
 def test_fingerprint_is_the_same_in_other_processes_with_other_hash_seeds():
-    code = ("from tests.model.test_core import VIEW; from model.fingerprints import fingerprint; "
+    code = ("from tests.model.test_core import VIEW; from kafka_mc.model.fingerprints import fingerprint; "
             "print(fingerprint(VIEW))")
     here = fingerprint(VIEW)
     for seed in ("0", "1", "12345"):

@@ -7,12 +7,12 @@ found here from the generic rebalance budget, not a script. (Before 2.5 exactly-
 transactional.id per input partition, as Kafka Streams did.)"""
 import pytest
 
-from explorers.bfs.search import BfsOptions, explore
-from explorers.cli.check import write_traces
-from model import registry
-from model.config import resolve_config_path
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.cli.check import write_traces
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 TWO_APPS = {"workload.abort_transactions": False, "cluster.consumers": 0}
 # No consumer and no producer restart here: those witnesses are exercised by the other configs.

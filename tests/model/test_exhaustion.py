@@ -8,13 +8,13 @@ import pytest
 
 from tests.model.test_faults import _recording as recording
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka import partition
-from model.kafka.network import WriteTxnMarkers
-from model.kafka.params import LAST_EPOCH, kafka_params
-from model.kafka.world import (Errors, Partition, ProducerStateEntry, Rpc, TxnState)
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import partition
+from kafka_mc.model.kafka.network import WriteTxnMarkers
+from kafka_mc.model.kafka.params import LAST_EPOCH, kafka_params
+from kafka_mc.model.kafka.world import (Errors, Partition, ProducerStateEntry, Rpc, TxnState)
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 # One instance, two transactions, one timeout: the coordinator's own abort meets the last epoch.
 KAFKA_20090 = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0,
@@ -124,8 +124,8 @@ def test_kafka_20310_a_failover_forgot_the_next_producer_id_before_4_3():
 @pytest.mark.parametrize("preset, kept", [("kafka-4.2.0", False), ("kafka-4.3", True)])
 def test_the_log_keeps_the_producer_ids_from_4_3(preset, kept):
     """What a new coordinator reloads (TransactionLog.readTxnRecord): the ids as written."""
-    from model.kafka import coordinator
-    from model.kafka.world import TxnMetadata
+    from kafka_mc.model.kafka import coordinator
+    from kafka_mc.model.kafka.world import TxnMetadata
 
     K = kafka_params(registry.load(resolve_config_path("tiny"),
                                    overrides={"protocol.version": preset}))
@@ -146,8 +146,8 @@ def test_kafka_19367_the_double_fence_bump_overflows_at_the_exhausted_epoch(doub
                      and a[1].error == Errors.UNKNOWN_SERVER_ERROR)
     assert explore(model).violations == ()
     assert bool(seen) == failed
-    from model.kafka import coordinator
-    from model.kafka.world import TxnMetadata
+    from kafka_mc.model.kafka import coordinator
+    from kafka_mc.model.kafka.world import TxnMetadata
     K = kafka_params(registry.load(resolve_config_path("tiny"), overrides={
         "protocol.version": "kafka-4.1", "protocol.fence_double_bump": double}))
     assert coordinator.fence_epoch(K, TxnMetadata(producer_id=0, producer_epoch=3)) == \

@@ -6,10 +6,10 @@ epoch) retried after its response was lost and the coordinator failed over is fe
 model with the flag off answers it as the retry of a completed bump."""
 from tests.model.test_faults import _recording as recording
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.world import Errors, Rpc
-from explorers.bfs.search import explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.world import Errors, Rpc
+from kafka_mc.explorers.bfs.search import explore
 
 SETTINGS = {"protocol.version": "kafka-3.6", "cluster.producers_per_id": 1,
             "faults.producer_crashes": 0, "faults.batch_expiries": 1, "faults.response_losses": 1,

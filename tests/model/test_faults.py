@@ -4,12 +4,12 @@ leader; the KIP-360 epoch bump they exercise; and the protocol weaknesses they e
 KIP-890, each found from a generic budget (no scripted scenario)."""
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.core import Expectation, Property
-from model.kafka import network
-from model.kafka.world import ClientState as C, Errors, Outcome, Rpc, TxnState
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.kafka import network
+from kafka_mc.model.kafka.world import ClientState as C, Errors, Outcome, Rpc, TxnState
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 BEFORE_KIP_890 = ["kafka-1.0", "kafka-2.5", "kafka-2.6", "kafka-2.7"]
 COORDINATOR_ANSWERS = (Rpc.InitProducerIdResponse, Rpc.AddPartitionsToTxnResponse,

@@ -4,12 +4,12 @@ import multiprocessing
 
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.spec import spec_for
-from model.kafka.params import kafka_params
-from model.kafka.versions import PRESETS
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.spec import spec_for
+from kafka_mc.model.kafka.params import kafka_params
+from kafka_mc.model.kafka.versions import PRESETS
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from tests.presets import PINNED
 from tests.reachable import bfs_order
 
@@ -133,8 +133,8 @@ def test_fast_path_agrees_with_actions_and_step(preset):
 def _by_rules(model, K, w):
     """The fast path's successors computed from the rules alone, in its order: the rules that
     are not deliveries in rule order, then each deliverable message (network.deliverable)."""
-    from model.kafka import network
-    from model.kafka.spec import DELIVERIES
+    from kafka_mc.model.kafka import network
+    from kafka_mc.model.kafka.spec import DELIVERIES
     rules = spec_for(K).rules
     out = [((r.name, *args), r.apply(K, w, *args))
            for r in rules if r not in DELIVERIES.values() for args in r.enabled(K, w)]
@@ -177,7 +177,7 @@ def test_fast_path_keeps_the_idle_timeout_without_a_budget():
     """``ExpireTransaction`` fires unbudgeted once nothing else can happen (faults.UNBUDGETED):
     on states made idle (nothing in flight, every client failed, no budget left) with a
     transaction Ongoing, the fast path still has it, in the rules' order."""
-    from model.kafka.world import ClientState, TxnState
+    from kafka_mc.model.kafka.world import ClientState, TxnState
     model = registry.bind(load("small", **{"faults.transaction_timeouts": 0}))
     K = kafka_params(model.cfg)
     idle = [w._replace(network=(), delayed=(), budgets=w.budgets._replace(total=0),
@@ -196,7 +196,7 @@ def test_fast_path_keeps_the_idle_timeout_without_a_budget():
 def test_fault_rules_need_their_budget():
     """faults.gate: every fault rule but those in UNBUDGETED is disabled while its budget, or the
     total, is spent (the fast path leaves them out then)."""
-    from model.kafka import faults
+    from kafka_mc.model.kafka import faults
     model = registry.bind(load("small", **{"protocol.version": "kafka-3.6"}))
     K = kafka_params(model.cfg)
     states = bfs_order(model, 2000)
@@ -218,7 +218,7 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     """transactional.id expiration: Empty / CompleteCommit / CompleteAbort -> Dead, the metadata
     removed once the tombstone is replicated; the next InitProducerId gets a new producer id, and
     every invariant still holds (tiny, latest)."""
-    from model.core import Expectation, Property
+    from kafka_mc.model.core import Expectation, Property
 
     model = registry.bind(load(**{"faults.transactional_id_expirations": 1}))
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
@@ -233,8 +233,8 @@ def test_quiescent_completion_judges_the_model_being_checked():
     table: a variant whose coordinator never handles marker responses leaves its transaction in
     PrepareCommit / PrepareAbort once nothing can move (the responses pile up undelivered), and
     quiescent_completion reports it; the model itself holds."""
-    import invariants
-    from model.kafka.spec import KafkaModel
+    from kafka_mc import invariants
+    from kafka_mc.model.kafka.spec import KafkaModel
 
     cfg = load(**{"protocol.version": "latest"})
     stuck = spec_for(kafka_params(cfg)).derive(
@@ -303,9 +303,9 @@ def test_tv2_aborts_a_transaction_started_at_send_with_an_empty_abort():
 def test_connections_are_named_by_their_ends():
     """``network.connection`` computes a message's connection from its Rpc's number (the hot
     path); here it is spelled out by message kind, so a renumbered ``Rpc`` fails."""
-    from model.kafka import network
-    from model.kafka.spec import MESSAGES
-    from model.kafka.world import Rpc
+    from kafka_mc.model.kafka import network
+    from kafka_mc.model.kafka.spec import MESSAGES
+    from kafka_mc.model.kafka.world import Rpc
     ends = {"InitProducerId": (0, "producer", None), "AddPartitionsToTxn": (0, "producer", None),
             "EndTxn": (0, "producer", None), "Produce": (2, "producer", "partition"),
             "WriteTxnMarkers": (4, None, "partition"), "VerifyAddPartition": (6, None, "partition"),

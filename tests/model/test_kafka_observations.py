@@ -17,16 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka.observations import APIS, died_with_broker, norm, observations
-from model.kafka.network import Rpc
-from model.kafka.world import Errors
-from realkafka import losses
-from realkafka.releases import BY_VERSION
-from explorers.conformance import read_events, validate, write_trace
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka.observations import APIS, died_with_broker, norm, observations
+from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.kafka.world import Errors
+from kafka_mc.realkafka import losses
+from kafka_mc.realkafka.releases import BY_VERSION
+from kafka_mc.explorers.conformance import read_events, validate, write_trace
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 TOPIC = "kmc-7-a1b2c3"
 CLIENT, INTERNAL = "broker-1/CLIENT", "broker-1/INTERNAL"
@@ -507,7 +507,7 @@ def test_a_batch_expired_while_the_killed_broker_was_down_conforms():
     killed broker, but the broker stayed down (until the controller fenced it) past the
     client's delivery.timeout.ms, so the batch expired ("Expiring 1 record(s)": Sender's
     failBatch with a TimeoutException) and the application aborted. The model has it as
-    ExpireBatch, whose budget the killed broker's cost adds (realkafka.losses.expired_batches)."""
+    ExpireBatch, whose budget the killed broker's cost adds (kafka_mc.realkafka.losses.expired_batches)."""
     model, run = recorded("kafka-4.4.0-failover-batch-expired")
     assert losses.expired_batches(run) == 1
     r = validate(model, run)

@@ -7,7 +7,7 @@ import pytest
 
 
 def _check(preset, tmp_path):
-    out = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "configs/leaderless.toml",
+    out = subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "check", "configs/leaderless.toml",
                           "--protocol", preset, "--out", str(tmp_path)],
                          capture_output=True, text=True)
     return out.returncode, out.stdout + out.stderr
@@ -32,7 +32,7 @@ def test_before_kafka_17573_the_marker_waits_for_the_leader(tmp_path):
                                               ("kafka-4.3", "73 distinct states, 116 generated, depth 17")])
 def test_the_graph_explorer_agrees_and_kafka_4_2_0_completes_every_transaction(preset, expected,
                                                                               tmp_path):
-    out = subprocess.run([sys.executable, "-m", "explorers.cli", "check", "configs/leaderless.toml",
+    out = subprocess.run([sys.executable, "-m", "kafka_mc.explorers.cli", "check", "configs/leaderless.toml",
                           "--protocol", preset, "--explorer", "graph", "--out", str(tmp_path)],
                          capture_output=True, text=True)
     assert expected in out.stdout + out.stderr

@@ -12,12 +12,12 @@ import pytest
 from tests.model.test_faults import _recording as recording
 from tests.model.test_exhaustion import KAFKA_20090
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka import mutants
-from model.kafka.partition import entry_of
-from model.kafka.world import Errors, Rpc
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import mutants
+from kafka_mc.model.kafka.partition import entry_of
+from kafka_mc.model.kafka.world import Errors, Rpc
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 PROPERTY = ["marker_closes_its_own_transaction"]
 RECORDED = PROPERTY + ["record"]   # tests.model.test_faults._recording's property

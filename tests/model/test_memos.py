@@ -1,12 +1,12 @@
 """The module-level memos the Kafka model and its properties keep (the last state asked about:
-``model.kafka.producer.running``, ``invariants.history``) answer every caller with its own state's
+``kafka_mc.model.kafka.producer.running``, ``kafka_mc.invariants.history``) answer every caller with its own state's
 answer when callers run concurrently, as the web explorer's requests do (threads)."""
 import sys
 import threading
 
-from model import registry
-from model.kafka import producer
-from invariants import history
+from kafka_mc.model import registry
+from kafka_mc.model.kafka import producer
+from kafka_mc.invariants import history
 from tests.reachable import bfs_order
 
 

@@ -3,11 +3,11 @@ configuration, by the invariant named for it, with a shortest counterexample of 
 the correct model bound in the same process stays correct (the helper swaps are scoped)."""
 import pytest
 
-from model import registry
-from model.kafka import mutants, partition
-from model.config import ConfigError, resolve_config_path
-from explorers.graph import search as graph
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.kafka import mutants, partition
+from kafka_mc.model.config import ConfigError, resolve_config_path
+from kafka_mc.explorers.graph import search as graph
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 LIVENESS = ("eventual_completion", "markers_close_transactions", "lso_reaches_high_watermark")
 

@@ -1,8 +1,8 @@
 import pytest
 
-from model.core import Expectation, Property
-from model.protocol import ProtocolSpec, Rule
-from model.toys.twophase import SPEC
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.protocol import ProtocolSpec, Rule
+from kafka_mc.model.toys.twophase import SPEC
 
 
 def test_derive_replaces_in_place_adds_last_and_removes():
@@ -54,7 +54,7 @@ def test_properties_are_bound_to_the_models_parameters():
 
 
 def _cfg(n):
-    from model import registry
+    from kafka_mc.model import registry
     return registry.load(model="twophase", overrides={"model.resource_managers": n})
 
 

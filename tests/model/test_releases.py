@@ -5,14 +5,14 @@ import pytest
 
 from tests.model.test_faults import _recording as recording
 
-from model import registry
-from model.config import resolve_config_path
-from model.kafka import partition
-from model.kafka.network import Produce
-from model.kafka.params import kafka_params
-from model.kafka.versions import FLAGS, PRESETS, RELEASES, Features
-from model.kafka.world import Errors, Partition, ProducerStateEntry, Rpc, TxnState
-from explorers.bfs.search import explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import partition
+from kafka_mc.model.kafka.network import Produce
+from kafka_mc.model.kafka.params import kafka_params
+from kafka_mc.model.kafka.versions import FLAGS, PRESETS, RELEASES, Features
+from kafka_mc.model.kafka.world import Errors, Partition, ProducerStateEntry, Rpc, TxnState
+from kafka_mc.explorers.bfs.search import explore
 
 
 def bind(preset, config="tiny", **settings):
@@ -138,11 +138,11 @@ def test_a_commit_overtaken_by_the_coordinators_abort_is_fenced_on_latest(preset
 
 
 def test_the_harness_fetches_the_releases_the_model_maps_formatted_as_their_presets_say():
-    """realkafka.releases (what make kafka fetches, the transaction.version a cluster is
+    """kafka_mc.realkafka.releases (what make kafka fetches, the transaction.version a cluster is
     formatted with) and the model's RELEASES (the preset each stands for) name the same releases,
     and a release is formatted with its preset's transaction version."""
-    from model.kafka.versions import features
-    from realkafka import releases
+    from kafka_mc.model.kafka.versions import features
+    from kafka_mc.realkafka import releases
     assert [r.version for r in releases.RELEASES] == sorted(RELEASES, key=lambda v: tuple(map(int, v.split("."))))
     for r in releases.RELEASES:
         assert r.preset == RELEASES[r.version]

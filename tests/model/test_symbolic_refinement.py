@@ -6,9 +6,9 @@ from dataclasses import replace
 import pytest
 import z3
 
-from explorers.symbolic.checker import admitted, explicit_steps
-from model import registry
-from model.config import resolve_config_path
+from kafka_mc.explorers.symbolic.checker import admitted, explicit_steps
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
 
 # tiny plus every fault kind the symbolic model has an action for (one fault per execution)
 SMALL = {"faults.transaction_timeouts": 1, "faults.coordinator_failovers": 1,
@@ -79,7 +79,7 @@ def test_a_changed_version_flag_is_caught(tiny_latest):
     steps: EndTxn bumps the epoch there."""
     model, _ = bound()
     system, (_, steps) = tiny_latest
-    from model.kafka import symbolic
+    from kafka_mc.model.kafka import symbolic
     tv1 = symbolic.build(model.params.features._replace(transaction_version=1), 2, 1,
                          model.params.budgets._asdict())
     assert {f[1][0] for f in admitted(tv1, steps)} >= {"EndTxn"}

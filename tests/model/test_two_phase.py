@@ -11,17 +11,17 @@ import pytest
 
 from tests.model.test_faults import _recording as recording
 
-from model import registry
-from model.codec import to_itf
-from model.config import ConfigError, resolve_config_path
-from model.kafka.network import InitProducerId
-from model.kafka.params import kafka_params
-from model.kafka.spec import spec_for
-from model.kafka.tables import client_table, table_edges
-from model.kafka.versions import PRESETS
-from model.kafka.world import ClientState, Errors, Rpc, TxnState
-from explorers.bfs.search import BfsOptions, explore
-from explorers.graph import search as graph
+from kafka_mc.model import registry
+from kafka_mc.model.codec import to_itf
+from kafka_mc.model.config import ConfigError, resolve_config_path
+from kafka_mc.model.kafka.network import InitProducerId
+from kafka_mc.model.kafka.params import kafka_params
+from kafka_mc.model.kafka.spec import spec_for
+from kafka_mc.model.kafka.tables import client_table, table_edges
+from kafka_mc.model.kafka.versions import PRESETS
+from kafka_mc.model.kafka.world import ClientState, Errors, Rpc, TxnState
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.graph import search as graph
 
 TWO_PC = {"workload.two_phase_commit": True}
 TIMEOUT = {"faults.transaction_timeouts": 1, "faults.total": 2}
@@ -161,9 +161,9 @@ def test_an_init_producer_id_without_keep_prepared_txn_is_written_as_before():
 
 @pytest.mark.parametrize("settings", [TWO_PC, {**TWO_PC, **TIMEOUT, **WITHOUT_KAFKA_18953}])
 def test_the_reduction_keeps_the_declaration_and_the_verdicts(settings):
-    """The new client rules' footprints (model.kafka.footprints' generic client groups) pass the
+    """The new client rules' footprints (kafka_mc.model.kafka.footprints' generic client groups) pass the
     self-check, and the reduced search says what the full one does."""
-    from explorers.reductions.por import sample_states, self_check
+    from kafka_mc.explorers.reductions.por import sample_states, self_check
     from tests.explorers.test_por import replays, verdicts
     m = bind(**settings)
     assert self_check(m, sample_states(m, 400, seed=7)) == []

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from realkafka import releases
+from kafka_mc.realkafka import releases
 
 
 @pytest.fixture(autouse=True, scope="session")

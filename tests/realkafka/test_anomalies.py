@@ -2,7 +2,7 @@
 it (the histories are written by hand: what a real run records, in its shape)."""
 import pytest
 
-from realkafka.anomalies import check, parse_value, record_value
+from kafka_mc.realkafka.anomalies import check, parse_value, record_value
 
 T1, T2 = (0, 0, 0), (0, 1, 0)
 V = {t: [record_value(*t, r) for r in range(2)] for t in (T1, T2)}

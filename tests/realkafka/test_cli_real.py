@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
-from realkafka import releases
-from realkafka.cluster import TMP_PREFIX
+from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.cluster import TMP_PREFIX
 
 KAFKA_MC = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
 

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from realkafka import releases
-from realkafka.client import ClientError, Driver, DriverError
-from realkafka.cluster import Cluster
-from realkafka.proxy import HOLD, Fault, Proxy
+from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.client import ClientError, Driver, DriverError
+from kafka_mc.realkafka.cluster import Cluster
+from kafka_mc.realkafka.proxy import HOLD, Fault, Proxy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -534,7 +534,7 @@ def test_the_jvm_never_outlives_its_driver(cluster, tmp_path):
     for ending in ("sys.exit(0)", "os.kill(os.getpid(), signal.SIGKILL)"):
         script = textwrap.dedent(f"""
             import os, signal, sys
-            from realkafka.client import Driver
+            from kafka_mc.realkafka.client import Driver
             d = Driver({cluster.release.version!r}, {cluster.bootstrap!r})
             print(d.pid, flush=True)
             {ending}

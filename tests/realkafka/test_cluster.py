@@ -1,4 +1,4 @@
-"""realkafka.cluster and realkafka.logdump on real Kafka brokers (no mock of Kafka anywhere).
+"""kafka_mc.realkafka.cluster and kafka_mc.realkafka.logdump on real Kafka brokers (no mock of Kafka anywhere).
 
 One cluster per version and module (a start costs seconds); the teardown tests start their own.
 Transactions are made by Kafka's own Java producer (a few lines of Java run from source with the
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from realkafka import releases
-from realkafka.cluster import Cluster, ClusterError, metadata, sweep_stale
-from realkafka import logdump
+from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.cluster import Cluster, ClusterError, metadata, sweep_stale
+from kafka_mc.realkafka import logdump
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("3.6.2", "4.4.0")
@@ -401,11 +401,11 @@ class Forwarder:
 def test_proxied_listeners_carry_clients_and_inter_broker_traffic(producer_classes):
     """Advertised CLIENT and INTERNAL go through the proxy: the client's bootstrap is the
     proxy's, and the coordinator's WriteTxnMarkers reach the leader (itself) over INTERNAL
-    through it. Through realkafka.proxy; until it exists, a bare TCP forwarder (this module's)."""
+    through it. Through kafka_mc.realkafka.proxy; until it exists, a bare TCP forwarder (this module's)."""
     version = "4.4.0" if releases.fetched("4.4.0") else "3.6.2"
     _need(version)
     try:
-        from realkafka.proxy import Proxy
+        from kafka_mc.realkafka.proxy import Proxy
         kind, fwd = "proxy", Proxy(None)
     except ImportError:
         kind, fwd = "forwarder", Forwarder()
@@ -448,7 +448,7 @@ def test_a_failing_test_inside_the_with_leaves_nothing():
 CHILD = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from realkafka.cluster import Cluster
+from kafka_mc.realkafka.cluster import Cluster
 with Cluster(sys.argv[2]) as c:
     print(json.dumps({"pids": list(c.pids().values()), "ports": c.all_ports(),
                       "folder": str(c.workdir)}), flush=True)

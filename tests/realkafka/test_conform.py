@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from realkafka import releases
+from kafka_mc.realkafka import releases
 
 KAFKA_MC = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
 

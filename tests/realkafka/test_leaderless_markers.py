@@ -23,10 +23,10 @@ import time
 
 import pytest
 
-from realkafka import releases
-from realkafka.client import Driver
-from realkafka.cluster import Cluster
-from realkafka.run import FENCED_AFTER_S
+from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.client import Driver
+from kafka_mc.realkafka.cluster import Cluster
+from kafka_mc.realkafka.run import FENCED_AFTER_S
 
 VULNERABLE, FIXED = "4.4.0", "4.2.2"     # 4.3.1 is vulnerable too (same code); 4.2.2 the last before
 SKIPPED = "these partitions are likely deleted already"

@@ -1,7 +1,7 @@
-"""realkafka.losses: what a run's killed brokers cost the model's budgets, on hand-written
+"""kafka_mc.realkafka.losses: what a run's killed brokers cost the model's budgets, on hand-written
 events as the proxy and the client driver write them (no broker needed; the recorded runs of
 tests/model/test_kafka_observations.py hold it against real ones)."""
-from realkafka import losses
+from kafka_mc.realkafka import losses
 
 C = "broker-1/CLIENT"
 

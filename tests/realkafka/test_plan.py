@@ -2,9 +2,9 @@
 config the harness cannot run is refused in one line."""
 import pytest
 
-from model import registry
-from model.config import resolve_config_path
-from realkafka.plan import PlanError, make_plan
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.realkafka.plan import PlanError, make_plan
 
 
 def config(name="tiny", **sets):

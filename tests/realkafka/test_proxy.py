@@ -1,4 +1,4 @@
-"""realkafka.proxy with a REAL Kafka broker (realkafka.cluster, KRaft, its CLIENT and INTERNAL
+"""kafka_mc.realkafka.proxy with a REAL Kafka broker (kafka_mc.realkafka.cluster, KRaft, its CLIENT and INTERNAL
 listeners advertised through the proxy): requests of a raw socket client written with kio's
 writers, and the broker's own inter-broker requests (the coordinator's WriteTxnMarkers, the
 leader's KIP-890 verification), decoded in the event log; each fault kind applied and seen in
@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from realkafka import releases, wire
-from realkafka.proxy import DROP, DUPLICATE, HOLD, Fault, Proxy
+from kafka_mc.realkafka import releases, wire
+from kafka_mc.realkafka.proxy import DROP, DUPLICATE, HOLD, Fault, Proxy
 
 RELEASE = releases.NEWEST
 
@@ -149,7 +149,7 @@ def end_txn(raw: Raw, tid: str, pid: int, epoch: int, commit: bool = True) -> st
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):
     """(proxy, cluster, events file): one broker of the newest release behind the proxy."""
-    from realkafka.cluster import Cluster
+    from kafka_mc.realkafka.cluster import Cluster
     events = tmp_path_factory.mktemp("proxy") / "events.jsonl"
     proxy = Proxy(events)
     try:
@@ -447,8 +447,8 @@ def test_occurrence_and_count_pick_the_nth_match(kafka, proxy):
 
 
 def test_fault_for_a_run_plans_network_faults():
-    from realkafka.plan import NetworkFault
-    from realkafka.proxy import fault_for
+    from kafka_mc.realkafka.plan import NetworkFault
+    from kafka_mc.realkafka.proxy import fault_for
     f = fault_for(NetworkFault("delay", "EndTxn", 2, hold_ms=1500))
     assert (f.kind, f.api, f.direction, f.occurrence, f.delay) == (HOLD, "EndTxn", "request", 2, 1.5)
     f = fault_for(NetworkFault("duplicate", "WriteTxnMarkers", 1))
@@ -510,9 +510,9 @@ JAVA_RELEASES = [v for v in ("3.6.2", RELEASE) if releases.fetched(v)]
 @pytest.fixture(scope="module", params=JAVA_RELEASES)
 def java(request, tmp_path_factory):
     """(release, proxy, cluster, driver): a broker of the release behind the proxy and the
-    release's own Java client (realkafka.client), everything stopped at the end."""
-    client = pytest.importorskip("realkafka.client")
-    from realkafka.cluster import Cluster
+    release's own Java client (kafka_mc.realkafka.client), everything stopped at the end."""
+    client = pytest.importorskip("kafka_mc.realkafka.client")
+    from kafka_mc.realkafka.cluster import Cluster
     version = request.param
     proxy = Proxy(tmp_path_factory.mktemp(f"java-{version}") / "events.jsonl")
     try:

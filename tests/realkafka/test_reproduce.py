@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 
-from realkafka import releases
+from kafka_mc.realkafka import releases
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "kafka-3.6-two-transactions.committed_writes_visible.itf.json"

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from realkafka import releases
-from realkafka.client import Driver
-from realkafka.cluster import Cluster
-from realkafka.proxy import HOLD, Fault, Proxy
-from realkafka.run import FENCED_AFTER_S
+from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.client import Driver
+from kafka_mc.realkafka.cluster import Cluster
+from kafka_mc.realkafka.proxy import HOLD, Fault, Proxy
+from kafka_mc.realkafka.run import FENCED_AFTER_S
 
 OLDEST, NEWEST = releases.RELEASES[0].version, releases.NEWEST
 

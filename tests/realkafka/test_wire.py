@@ -1,4 +1,4 @@
-"""realkafka.wire on frames built with kio's own writers (Kafka's JSON schemas) and v2 record
+"""kafka_mc.realkafka.wire on frames built with kio's own writers (Kafka's JSON schemas) and v2 record
 batches built with kio's batch writer: headers per API version, bodies of the transactional
 APIs, the batch header's producer id / epoch / sequence and transactional and control bits, a
 control record's COMMIT/ABORT, error names, and bodies that do not decode."""
@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
-from realkafka import wire
+from kafka_mc.realkafka import wire
 
 
 def _write(entity) -> bytes:

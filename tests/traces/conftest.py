@@ -4,14 +4,14 @@ import random
 
 import pytest
 
-from explorers.bfs.search import BfsOptions, explore
-from model import registry
-from model.config import Param
-from model.core import Expectation, Property
-from model.protocol import Rule
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.config import Param
+from kafka_mc.model.core import Expectation, Property
+from kafka_mc.model.protocol import Rule
 from tests.grid import grid_spec
-from traces.replay import violation_check
-from traces.trace import Trace, trace_metadata
+from kafka_mc.traces.replay import violation_check
+from kafka_mc.traces.trace import Trace, trace_metadata
 
 
 def bound(model_name, **settings):

@@ -1,9 +1,9 @@
 """Explain: what ``kafka-mc check`` says on a violation, in the protocol's own words."""
-from explorers import cli
-from explorers.bfs.search import explore
-from model.core import Event
+from kafka_mc.explorers import cli
+from kafka_mc.explorers.bfs.search import explore
+from kafka_mc.model.core import Event
 from tests.traces.conftest import bound
-from traces import explain
+from kafka_mc.traces import explain
 
 
 def test_check_prints_the_claim_the_events_of_each_step_and_the_commands(tmp_path, capsys):

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from traces.minimize import minimize
-from traces.render import FORMATS, render
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.traces.minimize import minimize
+from kafka_mc.traces.render import FORMATS, render
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 FILES = sorted(GOLDEN.glob("*.itf.json"))

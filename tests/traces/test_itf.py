@@ -4,11 +4,11 @@ import itf_py
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from model import registry
-from explorers.bfs.search import explore
-from traces.itf import ItfError, canonical, decode, encode
-from traces.replay import replay
-from traces.trace import Trace, TraceError, read
+from kafka_mc.model import registry
+from kafka_mc.explorers.bfs.search import explore
+from kafka_mc.traces.itf import ItfError, canonical, decode, encode
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import Trace, TraceError, read
 from tests.traces.conftest import bfs_trace, bound, meta_for
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from explorers import cli
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers import cli
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from tests.traces.conftest import bound, meta_for, random_walk
-from traces.minimize import _components, minimize, shrink
-from traces.replay import replay
-from traces.trace import Trace, TraceError, read
+from kafka_mc.traces.minimize import _components, minimize, shrink
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import Trace, TraceError, read
 
 EXE = str(Path(sys.executable).with_name("kafka-mc"))
 
@@ -108,8 +108,8 @@ def test_a_trace_that_no_longer_violates_is_not_minimized(write):
 def test_a_message_whose_fields_changed_is_handled_in_its_new_form():
     """Actions carry messages: dropping a Bump changes the epoch of the message Send puts in
     flight, and the recorded Handle(message with epoch 1) becomes Handle(message with epoch 0)."""
-    from model.core import Expectation, Property
-    from model.protocol import ProtocolSpec, Rule
+    from kafka_mc.model.core import Expectation, Property
+    from kafka_mc.model.protocol import ProtocolSpec, Rule
     rules = (  # state: (epoch, messages in flight, handled)
         Rule("Bump", (), lambda p, s: [()] if s[0] < 3 else [], lambda p, s: (s[0] + 1, *s[1:])),
         Rule("Send", (), lambda p, s: [()],

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from explorers import cli
-from model.core import Event
+from kafka_mc.explorers import cli
+from kafka_mc.model.core import Event
 from tests.traces.conftest import bfs_trace, bound
-from traces.render import render
-from traces.trace import TraceError, read
+from kafka_mc.traces.render import render
+from kafka_mc.traces.trace import TraceError, read
 
 EXE = str(Path(sys.executable).with_name("kafka-mc"))
 
@@ -74,7 +74,7 @@ def test_mermaid_has_a_participant_per_lifeline_arrows_notes_and_the_violation_b
 
 
 def test_mermaid_escapes_what_would_break_the_diagram():
-    from traces.render import _m
+    from kafka_mc.traces.render import _m
     assert _m("a;b#c<d>\ne") == "a#59;b#35;c#lt;d#gt; e"
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from explorers import cli
-from explorers.core.result import EXIT_DEADLOCK, EXIT_MODEL_ERROR, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
+from kafka_mc.explorers import cli
+from kafka_mc.explorers.core.result import EXIT_DEADLOCK, EXIT_MODEL_ERROR, EXIT_OK, EXIT_SAFETY, EXIT_USAGE
 from tests.traces.conftest import bfs_trace, bound, meta_for
-from traces.replay import Divergence, replay
-from traces.trace import Trace, TraceError, read
+from kafka_mc.traces.replay import Divergence, replay
+from kafka_mc.traces.trace import Trace, TraceError, read
 
 EXE = str(Path(sys.executable).with_name("kafka-mc"))
 

@@ -6,9 +6,9 @@ from importlib import metadata
 
 import pytest
 
-from model import registry
-from explorers.bfs.search import BfsOptions, explore
-from explorers.graph.search import GraphOptions, explore as graph
+from kafka_mc.model import registry
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.graph.search import GraphOptions, explore as graph
 
 DEFAULT = (50_636, 189_750, 22)
 
@@ -25,7 +25,7 @@ def test_pulsar_is_registered_through_the_entry_points_as_a_package_would_be():
     (model,) = [ep for ep in metadata.entry_points(group="kafka_mc.models") if ep.name == "pulsar"]
     (props,) = [ep for ep in metadata.entry_points(group="kafka_mc.properties")
                 if ep.name == "pulsar"]
-    assert (model.value, props.value) == ("model.pulsar.spec:MODEL", "invariants.pulsar:PROPERTIES")
+    assert (model.value, props.value) == ("kafka_mc.model.pulsar.spec:MODEL", "kafka_mc.invariants.pulsar:PROPERTIES")
     assert "pulsar" in registry.models() and "pulsar" not in registry.REGISTERED
     assert registry.entry("pulsar").presets == ("pulsar-2.9.0", "pulsar-2.9.1", "latest")
 

@@ -10,21 +10,21 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from explorers.bfs import search as bfs
-from explorers.cli.check import write_traces
-from explorers.graph import search as graph
-from explorers.walks import simulate, swarm
-from explorers.walks.simulate import SimulateOptions
-from explorers.web.app import create_app
-from explorers.web.session import Explorer
-from model import registry
-from model.config import resolve_config_path
-from model.rocketmq import claims
-from model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, DONE, PENDING,
+from kafka_mc.explorers.bfs import search as bfs
+from kafka_mc.explorers.cli.check import write_traces
+from kafka_mc.explorers.graph import search as graph
+from kafka_mc.explorers.walks import simulate, swarm
+from kafka_mc.explorers.walks.simulate import SimulateOptions
+from kafka_mc.explorers.web.app import create_app
+from kafka_mc.explorers.web.session import Explorer
+from kafka_mc.model import registry
+from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.rocketmq import claims
+from kafka_mc.model.rocketmq.world import (COMMIT, COMMIT_MESSAGE, COMMITTED, DONE, PENDING,
                                   ROLLBACK_MESSAGE, UNKNOW)
 from tests.reachable import bfs_order
-from traces.replay import replay
-from traces.trace import read
+from kafka_mc.traces.replay import replay
+from kafka_mc.traces.trace import read
 
 EXE = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
 CLAIMED = ["MessageOnlyIfCommitted", "NoReadOfRolledBack", "CommittedMessageNotLost",
@@ -190,8 +190,8 @@ def test_unknown_local_transaction_sends_no_end_transaction():
 
 def test_spark_agrees_with_bfs_on_the_tiny_config():
     pytest.importorskip("pyspark")
-    from explorers.spark import search as spark_explorer
-    from explorers.spark.search import SparkOptions
+    from kafka_mc.explorers.spark import search as spark_explorer
+    from kafka_mc.explorers.spark.search import SparkOptions
     from tests.conftest import ROOT
     c = registry.load(resolve_config_path("rocketmq-tiny"))
     expected = bfs.explore(registry.bind(c))
@@ -204,7 +204,7 @@ def test_spark_agrees_with_bfs_on_the_tiny_config():
 
 
 def test_stateful_walks_it_and_finds_the_seeded_bug():
-    from explorers.walks.stateful import StatefulOptions, explore
+    from kafka_mc.explorers.walks.stateful import StatefulOptions, explore
     out = explore(model(), StatefulOptions(max_examples=50, seed=0))
     assert out.exit_code == 0 and (out.stats.distinct, out.stats.generated) == (192, 415)
     out = explore(model(**{"protocol.version": "rocketmq-4.3"}),

@@ -2,9 +2,9 @@
 shortest counterexample, exactly."""
 import pytest
 
-from model import registry
-from model.toys.twophase import SPEC, BROKEN_SPEC
-from explorers.bfs.search import BfsOptions, explore
+from kafka_mc.model import registry
+from kafka_mc.model.toys.twophase import SPEC, BROKEN_SPEC
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 
 def bind(n, spec=SPEC):
