@@ -61,6 +61,10 @@ epoch in the cache and the next timeout bumps again).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
 import z3
 
 from kafka_mc.model.core import SymbolicAction, SymbolicClaim, SymbolicSystem
@@ -107,400 +111,453 @@ def variables(instances: int, partitions: int) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def build(features, instances: int, partitions: int, faults: dict, variant: str = "none"
-          ) -> SymbolicSystem:
-    """The symbolic system for the flags ``features`` (kafka_mc.model.kafka.versions.Features),
-    ``instances`` producer instances, ``partitions`` leaders, and the fault kinds whose budget in
-    ``faults`` (budget name -> int) is not 0."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown symbolic variant {variant!r} (known: {', '.join(VARIANTS)})")
-    F = features
-    tv2 = F.transaction_version == 2
-    rotate = variant != "no_rotation"
-    names = [n for n, _ in variables(instances, partitions)]
-    I, P = range(instances), range(partitions)
+def _exhausted(epoch):
+    return epoch >= _ep(EXHAUSTED)
 
-    def frame(v, w, **upd):
+
+def _meta(prefix, pid, epoch, last, state) -> dict:
+    """The update of the metadata variables ``prefix.*`` (dots written as __, as in ``frame``)."""
+    return {f"{prefix}__producerId": pid, f"{prefix}__producerEpoch": epoch,
+            f"{prefix}__lastProducerEpoch": last, f"{prefix}__state": state}
+
+
+def _no_append() -> dict:
+    """The update that clears the append in flight."""
+    return {"append__on": z3.BoolVal(False),
+            **_meta("append", _pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH), _st(T.Empty))}
+
+
+def _txn(v) -> tuple:
+    return tuple(v[f"txn.{f}"] for f in META)
+
+
+def _leader(v, k) -> tuple:
+    return (v[f"leader{k}.producerId"], v[f"leader{k}.producerEpoch"], v[f"leader{k}.open"])
+
+
+def _set_leader(k, pid, epoch, open_) -> dict:
+    return {f"leader{k}__producerId": pid, f"leader{k}__producerEpoch": epoch,
+            f"leader{k}__open": z3.BoolVal(open_)}
+
+
+def _behind(v, j_pid, j_epoch, prefix):
+    return z3.Implies(z3.And(j_pid == v[f"{prefix}.producerId"], j_pid != _pid(NO_PID)),
+                      j_epoch <= v[f"{prefix}.producerEpoch"])
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """What the formulas of one symbolic system depend on: the version's flags, the variant and
+    the sizes. Its methods build the formulas, grouped by the Kafka component they encode; an
+    action's relation is a method taking (its constant arguments,) ``v``, ``p``, ``w``."""
+
+    features: Any
+    variant: str
+    names: tuple[str, ...]
+    I: range
+    P: range
+
+    @classmethod
+    def of(cls, features, instances: int, partitions: int, variant: str = "none") -> Encoding:
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown symbolic variant {variant!r} (known: {', '.join(VARIANTS)})")
+        names = tuple(n for n, _ in variables(instances, partitions))
+        return cls(features, variant, names, range(instances), range(partitions))
+
+    @property
+    def tv2(self) -> bool:
+        return self.features.transaction_version == 2
+
+    @property
+    def rotate(self) -> bool:
+        return self.variant != "no_rotation"
+
+    # --- frames and messages ----------------------------------------------------------------------------
+
+    def frame(self, v, w, **upd):
         """w equals v but for the updated variables (dots in names written as __)."""
         upd = {k.replace("__", "."): x for k, x in upd.items()}
-        return z3.And(*[w[n] == upd.get(n, v[n]) for n in names])
+        return z3.And(*[w[n] == upd.get(n, v[n]) for n in self.names])
 
-    def meta(prefix, pid, epoch, last, state):
-        return {f"{prefix}__producerId": pid, f"{prefix}__producerEpoch": epoch,
-                f"{prefix}__lastProducerEpoch": last, f"{prefix}__state": state}
+    def cases(self, v, w, *alternatives):
+        """One of the (condition, update) alternatives."""
+        return z3.Or(*[z3.And(cond, self.frame(v, w, **upd)) for cond, upd in alternatives])
 
-    def cases(v, w, *alternatives):
-        return z3.Or(*[z3.And(cond, frame(v, w, **upd)) for cond, upd in alternatives])
-
-    def exhausted(epoch):
-        return epoch >= _ep(EXHAUSTED)
-
+    @staticmethod
     def sent(v, i, p_, e):
         """A request from instance i: its producer id, an epoch it held under it."""
         return z3.And(v[f"producer{i}.producerId"] == p_, p_ != _pid(NO_PID), e >= _ep(0),
                       e <= v[f"producer{i}.producerEpoch"])
 
-    def issued(v, p_, e):
+    def issued(self, v, p_, e):
         """A pair the coordinator handed out (in a response or a marker)."""
-        below = e < _ep(SHORT_MAX) if rotate else True   # InitProducerId rotates at 32,766;
+        below = e < _ep(SHORT_MAX) if self.rotate else True   # InitProducerId rotates at 32,766;
         return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0), below,  # fences answer none
                       z3.Implies(p_ == v["log.producerId"], e <= v["log.producerEpoch"]),
                       z3.Implies(p_ == v["txn.producerId"], e <= v["txn.producerEpoch"]),
                       z3.Implies(z3.And(v["append.on"], p_ == v["append.producerId"]), z3.And(
                           e <= v["append.producerEpoch"], p_ == v["txn.producerId"])))
 
-    def prepare(v, pid, epoch, last, state, cache=None, **more):
+    # --- the coordinator's transitions (TransactionMetadata) --------------------------------------------
+
+    @staticmethod
+    def prepare(v, pid, epoch, last, state, cache=None, **more) -> dict:
         """prepareTransitionTo + appendTransactionToLog: the cache keeps its metadata (``cache``
         overrides it, e.g. a fence's bumped epoch) with pendingState set; the target in flight."""
-        c = meta("txn", *(cache or ()))
+        c = _meta("txn", *(cache or ()))
         return {**c, "txn__pending": z3.BoolVal(True), "append__on": z3.BoolVal(True),
-                **meta("append", pid, epoch, last, state), **more}
+                **_meta("append", pid, epoch, last, state), **more}
 
-    def fence(v, pid, epoch, state, **more):
+    def fence(self, v, pid, epoch, state, **more) -> dict:
         """prepareFenceProducerEpoch + endTransaction(ABORT, isFromClient = false): from 1.0
         (KAFKA-6119) the epoch is bumped in memory and PrepareAbort written with it."""
-        if F.bump_epoch_on_timeout:
+        if self.features.bump_epoch_on_timeout:
             epoch, last = epoch + 1, _ep(NO_EPOCH)
         else:
             last = v["txn.lastProducerEpoch"]
-        return prepare(v, pid, epoch, last, _st(T.PrepareAbort),
-                       cache=(pid, epoch, last, state), **more)
+        return self.prepare(v, pid, epoch, last, _st(T.PrepareAbort),
+                            cache=(pid, epoch, last, state), **more)
 
-    def complete_target(v, pid, epoch, last, state, next_pid):
+    def complete_target(self, v, pid, epoch, last, state, next_pid):
         """prepareComplete: CompleteCommit / CompleteAbort; in TV2 an exhausted epoch moves to
         the next producer id at epoch 0 (KIP-890). Returns (metadata, nextProducerId)."""
         done = z3.If(state == _st(T.PrepareCommit), _st(T.CompleteCommit), _st(T.CompleteAbort))
-        if tv2 and rotate:
-            r = z3.And(exhausted(epoch), next_pid < _pid(LONG_MAX - 1))
+        if self.tv2 and self.rotate:
+            r = z3.And(_exhausted(epoch), next_pid < _pid(LONG_MAX - 1))
             return ((z3.If(r, next_pid, pid), z3.If(r, _ep(0), epoch), z3.If(r, _ep(NO_EPOCH), last),
                      done), z3.If(r, next_pid + 1, next_pid))
         return (pid, epoch, last, done), next_pid
 
-    def prepare_complete(v, pid, epoch, last, state, next_pid, **more):
-        target, nxt = complete_target(v, pid, epoch, last, state, next_pid)
-        return prepare(v, *target, cache=(pid, epoch, last, state), nextProducerId=nxt, **more)
+    def prepare_complete(self, v, pid, epoch, last, state, next_pid, **more) -> dict:
+        """The completion prepared (its target in flight) after the markers."""
+        target, nxt = self.complete_target(v, pid, epoch, last, state, next_pid)
+        return self.prepare(v, *target, cache=(pid, epoch, last, state), nextProducerId=nxt, **more)
 
-    NO_APPEND = {"append__on": z3.BoolVal(False),
-                 **meta("append", _pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH), _st(T.Empty))}
-
-    def txn(v):
-        return tuple(v[f"txn.{f}"] for f in META)
-
-    # --- the coordinator ------------------------------------------------------------------------------
-
-    def init_producer_id(i):
-        def rel(v, p, w):
-            rp, re = p["P"], p["E"]
-            request = z3.Or(z3.And(rp == _pid(NO_PID), re == _ep(NO_EPOCH)), sent(v, i, rp, re))
-            new = v["txn.producerId"] == _pid(NO_PID)
-            pid = z3.If(new, v["nextProducerId"], v["txn.producerId"])
-            epoch = z3.If(new, _ep(NO_EPOCH), v["txn.producerEpoch"])
-            last = z3.If(new, _ep(NO_EPOCH), v["txn.lastProducerEpoch"])
-            state = z3.If(new, _st(T.Empty), v["txn.state"])
-            pending = z3.And(z3.Not(new), v["txn.pending"])
-            nxt = z3.If(new, v["nextProducerId"] + 1, v["nextProducerId"])
-            bump = rp != _pid(NO_PID)
-            # ProducerIdManager: ids are not exhausted (it fails the request when they are)
-            request = z3.And(request, v["nextProducerId"] < _pid(LONG_MAX - 1))
-            fenced = z3.And(bump, epoch != _ep(NO_EPOCH), rp != pid)
-            go = z3.And(z3.Not(pending), z3.Not(fenced), z3.Not(_in(state, PREPARE)))
-            alts = [(z3.And(go, state == _st(T.Ongoing)),
-                     fence(v, pid, epoch, state, nextProducerId=nxt))]
-            # prepareIncrementProducerEpoch: a new instance, the client's bump, its retry
-            incr = z3.Or(z3.Not(bump), re == epoch, epoch == _ep(NO_EPOCH))
-            retry = z3.And(z3.Not(incr), re == last)
-            for cond, new_epoch, new_last in ((incr, epoch + 1, z3.If(bump, epoch, _ep(NO_EPOCH))),
-                                              (retry, epoch, last)):
-                ok = z3.And(go, _in(state, COMPLETE), cond)
-                if rotate and new_epoch is not epoch:   # prepareProducerIdRotation
-                    alts.append((z3.And(ok, exhausted(epoch)),
-                                 prepare(v, nxt, _ep(0), _ep(NO_EPOCH), _st(T.Empty),
-                                         cache=(pid, epoch, last, state), nextProducerId=nxt + 1)))
-                    ok = z3.And(ok, z3.Not(exhausted(epoch)))
-                alts.append((ok, prepare(v, pid, new_epoch, new_last, _st(T.Empty),
-                                         cache=(pid, epoch, last, state), nextProducerId=nxt)))
-            # new metadata that is then refused leaves the new id in the cache
-            alts.append((z3.And(new, z3.Not(go)), {**meta("txn", pid, epoch, last, state),
-                                                   "txn__pending": pending, "nextProducerId": nxt}))
-            return z3.And(request, cases(v, w, *alts))
-        return SymbolicAction("InitProducerId", (("P", "bv64"), ("E", "bv16")), rel,
-                              (("producer", i),))
-
-    def end_txn(i):
-        def rel(v, p, w):
-            rp, re, commit = p["P"], p["E"], p["commit"]
-            pid, epoch, last, state = txn(v)
-            mapped = z3.And(pid == rp, pid != _pid(NO_PID), z3.Not(v["txn.pending"]))
-            prep = z3.If(commit, _st(T.PrepareCommit), _st(T.PrepareAbort))
-            if tv2:
-                ok = z3.And(mapped, re == epoch, _in(state, (T.Ongoing,) + COMPLETE),
-                            z3.Implies(commit, state == _st(T.Ongoing)))
-                target = (pid, epoch + 1, epoch, prep)
-            else:
-                fresh = re == epoch if F.strict_end_txn_epoch else re >= epoch
-                ok = z3.And(mapped, fresh, state == _st(T.Ongoing))
-                target = (pid, epoch, last, prep)
-            return z3.And(sent(v, i, rp, re), cases(v, w, (ok, prepare(v, *target,
-                                                                       cache=txn(v)))))
-        return SymbolicAction("EndTxn", (("P", "bv64"), ("E", "bv16"), ("commit", "bool")), rel,
-                              (("producer", i),))
-
-    def add_partitions(i):
-        def rel(v, p, w):
-            rp, re = p["P"], p["E"]
-            pid, epoch, last, state = txn(v)
-            ok = z3.And(pid == rp, pid != _pid(NO_PID), re == epoch, z3.Not(v["txn.pending"]),
-                        z3.Not(_in(state, PREPARE)))
-            return z3.And(sent(v, i, rp, re), cases(v, w, (ok, prepare(
-                v, pid, epoch, last, _st(T.Ongoing), cache=txn(v)))))
-        return SymbolicAction("AddPartitionsToTxn", (("P", "bv64"), ("E", "bv16")), rel,
-                              (("producer", i),))
-
-    def after_prepare_logged(v, logged, base):
+    def after_prepare_logged(self, v, logged, base) -> list:
         """Markers sent (some awaited), or none to send and completion prepared at once
         (addTxnMarkersToSend, then TransactionMarkerChannelManager's completion)."""
         pid, epoch, last, state = logged
         rest = {k: x for k, x in base.items()
                 if not k.startswith(("txn__", "append__")) and k != "markersPending"}
         return [{**base, "markersPending": z3.BoolVal(True)},
-                {**base, **prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
-                                            markersPending=z3.BoolVal(False), **rest)}]
+                {**base, **self.prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
+                                                 markersPending=z3.BoolVal(False), **rest)}]
 
-    def commit_append(v, p, w):
+    # --- the coordinator's requests (TransactionCoordinator) --------------------------------------------
+
+    def init_producer_id(self, i, v, p, w):
+        """handleInitProducerId / prepareInitProducerIdTransit from instance i."""
+        rp, re = p["P"], p["E"]
+        request = z3.Or(z3.And(rp == _pid(NO_PID), re == _ep(NO_EPOCH)), self.sent(v, i, rp, re))
+        new = v["txn.producerId"] == _pid(NO_PID)
+        pid = z3.If(new, v["nextProducerId"], v["txn.producerId"])
+        epoch = z3.If(new, _ep(NO_EPOCH), v["txn.producerEpoch"])
+        last = z3.If(new, _ep(NO_EPOCH), v["txn.lastProducerEpoch"])
+        state = z3.If(new, _st(T.Empty), v["txn.state"])
+        pending = z3.And(z3.Not(new), v["txn.pending"])
+        nxt = z3.If(new, v["nextProducerId"] + 1, v["nextProducerId"])
+        bump = rp != _pid(NO_PID)
+        # ProducerIdManager: ids are not exhausted (it fails the request when they are)
+        request = z3.And(request, v["nextProducerId"] < _pid(LONG_MAX - 1))
+        fenced = z3.And(bump, epoch != _ep(NO_EPOCH), rp != pid)
+        go = z3.And(z3.Not(pending), z3.Not(fenced), z3.Not(_in(state, PREPARE)))
+        alts = [(z3.And(go, state == _st(T.Ongoing)),
+                 self.fence(v, pid, epoch, state, nextProducerId=nxt))]
+        # prepareIncrementProducerEpoch: a new instance, the client's bump, its retry
+        incr = z3.Or(z3.Not(bump), re == epoch, epoch == _ep(NO_EPOCH))
+        retry = z3.And(z3.Not(incr), re == last)
+        for cond, new_epoch, new_last in ((incr, epoch + 1, z3.If(bump, epoch, _ep(NO_EPOCH))),
+                                          (retry, epoch, last)):
+            ok = z3.And(go, _in(state, COMPLETE), cond)
+            if self.rotate and new_epoch is not epoch:   # prepareProducerIdRotation
+                alts.append((z3.And(ok, _exhausted(epoch)),
+                             self.prepare(v, nxt, _ep(0), _ep(NO_EPOCH), _st(T.Empty),
+                                          cache=(pid, epoch, last, state), nextProducerId=nxt + 1)))
+                ok = z3.And(ok, z3.Not(_exhausted(epoch)))
+            alts.append((ok, self.prepare(v, pid, new_epoch, new_last, _st(T.Empty),
+                                          cache=(pid, epoch, last, state), nextProducerId=nxt)))
+        # new metadata that is then refused leaves the new id in the cache
+        alts.append((z3.And(new, z3.Not(go)), {**_meta("txn", pid, epoch, last, state),
+                                               "txn__pending": pending, "nextProducerId": nxt}))
+        return z3.And(request, self.cases(v, w, *alts))
+
+    def end_txn(self, i, v, p, w):
+        """handleEndTransaction from instance i (endTransactionWithTV1, or TV2's epoch bump)."""
+        rp, re, commit = p["P"], p["E"], p["commit"]
+        pid, epoch, last, state = _txn(v)
+        mapped = z3.And(pid == rp, pid != _pid(NO_PID), z3.Not(v["txn.pending"]))
+        prep = z3.If(commit, _st(T.PrepareCommit), _st(T.PrepareAbort))
+        if self.tv2:
+            ok = z3.And(mapped, re == epoch, _in(state, (T.Ongoing,) + COMPLETE),
+                        z3.Implies(commit, state == _st(T.Ongoing)))
+            target = (pid, epoch + 1, epoch, prep)
+        else:
+            fresh = re == epoch if self.features.strict_end_txn_epoch else re >= epoch
+            ok = z3.And(mapped, fresh, state == _st(T.Ongoing))
+            target = (pid, epoch, last, prep)
+        return z3.And(self.sent(v, i, rp, re),
+                      self.cases(v, w, (ok, self.prepare(v, *target, cache=_txn(v)))))
+
+    def add_partitions(self, i, v, p, w):
+        """handleAddPartitionsToTransaction from instance i (or TV2's implicit add)."""
+        rp, re = p["P"], p["E"]
+        pid, epoch, last, state = _txn(v)
+        ok = z3.And(pid == rp, pid != _pid(NO_PID), re == epoch, z3.Not(v["txn.pending"]),
+                    z3.Not(_in(state, PREPARE)))
+        return z3.And(self.sent(v, i, rp, re), self.cases(v, w, (ok, self.prepare(
+            v, pid, epoch, last, _st(T.Ongoing), cache=_txn(v)))))
+
+    def commit_append(self, v, p, w):
+        """appendTransactionToLog's callback: the target replicated, cached and acted on."""
         dead = v["append.state"] == _st(T.Dead)
         target = tuple(v[f"append.{f}"] for f in META)
         logged = (z3.If(dead, _pid(NO_PID), target[0]), z3.If(dead, _ep(NO_EPOCH), target[1]),
                   z3.If(dead, _ep(NO_EPOCH), target[2]), z3.If(dead, _st(T.Empty), target[3]))
-        base = {**meta("log", *logged), **meta("txn", *logged), "txn__pending": z3.BoolVal(False),
-                **NO_APPEND}
+        base = {**_meta("log", *logged), **_meta("txn", *logged), "txn__pending": z3.BoolVal(False),
+                **_no_append()}
         prep = _in(logged[3], PREPARE)
         alts = [(z3.Not(prep), base)]
-        alts += [(prep, upd) for upd in after_prepare_logged(v, logged, base)]
-        return z3.And(v["append.on"], cases(v, w, *alts))
+        alts += [(prep, upd) for upd in self.after_prepare_logged(v, logged, base)]
+        return z3.And(v["append.on"], self.cases(v, w, *alts))
 
-    def marker_ack(v, p, w):
-        pid, epoch, last, state = txn(v)
+    def marker_ack(self, v, p, w):
+        """TransactionMarkerRequestCompletionHandler: some markers acknowledged, or the last."""
+        pid, epoch, last, state = _txn(v)
         ok = z3.And(v["markersPending"], _in(state, PREPARE), z3.Not(v["txn.pending"]))
-        return cases(v, w, (ok, {"markersPending": z3.BoolVal(False)}),
-                     (ok, prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
-                                           markersPending=z3.BoolVal(False))))
+        return self.cases(v, w, (ok, {"markersPending": z3.BoolVal(False)}),
+                          (ok, self.prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
+                                                     markersPending=z3.BoolVal(False))))
 
-    def expire_transaction(v, p, w):
-        pid, epoch, last, state = txn(v)
+    def expire_transaction(self, v, p, w):
+        """abortTimedOutTransactions: an Ongoing transaction fenced."""
+        pid, epoch, last, state = _txn(v)
         ok = z3.And(state == _st(T.Ongoing), z3.Not(v["txn.pending"]))
-        return cases(v, w, (ok, fence(v, pid, epoch, state)))
+        return self.cases(v, w, (ok, self.fence(v, pid, epoch, state)))
 
-    def failed_fence(v, p, w):
+    def failed_fence(self, v, p, w):
         """KAFKA-9666 (before 2.6): the fence's append fails, the bumped epoch stays in the
         cache (pendingState cleared), and the next timeout bumps it again."""
         return z3.And(v["append.on"], v["append.state"] == _st(T.PrepareAbort),
-                      frame(v, w, txn__pending=z3.BoolVal(False), **NO_APPEND,
-                            txn__state=_st(T.Ongoing)))
+                      self.frame(v, w, txn__pending=z3.BoolVal(False), **_no_append(),
+                                 txn__state=_st(T.Ongoing)))
 
-    def expire_transactional_id(v, p, w):
-        pid, epoch, last, state = txn(v)
+    def expire_transactional_id(self, v, p, w):
+        """The transactional.id expired: Dead written."""
+        pid, epoch, last, state = _txn(v)
         ok = z3.And(pid != _pid(NO_PID), _in(state, COMPLETE), z3.Not(v["txn.pending"]))
-        return cases(v, w, (ok, prepare(v, pid, epoch, last, _st(T.Dead), cache=txn(v))))
+        return self.cases(v, w, (ok, self.prepare(v, pid, epoch, last, _st(T.Dead), cache=_txn(v))))
 
-    def elect_coordinator(v, p, w):
+    def elect_coordinator(self, v, p, w):
+        """A new coordinator reloads from the log, the append in flight replicated or lost."""
         rep = z3.And(p["replicated"], v["append.on"])
         dead = v["append.state"] == _st(T.Dead)
         log = tuple(z3.If(rep, z3.If(dead, empty, v[f"append.{f}"]), v[f"log.{f}"])
                     for f, empty in zip(META, (_pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH),
                                                _st(T.Empty))))
-        base = {**meta("log", *log), **meta("txn", *log), "txn__pending": z3.BoolVal(False),
-                **NO_APPEND, "markersPending": z3.BoolVal(False)}
+        base = {**_meta("log", *log), **_meta("txn", *log), "txn__pending": z3.BoolVal(False),
+                **_no_append(), "markersPending": z3.BoolVal(False)}
         prep = _in(log[3], PREPARE)
         alts = [(z3.Not(prep), base)]
-        alts += [(prep, upd) for upd in after_prepare_logged(v, log, base)]
-        return cases(v, w, *alts)
+        alts += [(prep, upd) for upd in self.after_prepare_logged(v, log, base)]
+        return self.cases(v, w, *alts)
 
-    # --- producers and leaders ------------------------------------------------------------------------------
+    # --- producers and partition leaders (ProducerStateManager) -----------------------------------------
 
-    def receive(i):
-        def rel(v, p, w):
-            return z3.And(issued(v, p["P"], p["E"]), frame(v, w, **{
-                f"producer{i}__producerId": p["P"], f"producer{i}__producerEpoch": p["E"]}))
-        return SymbolicAction("ReceiveProducerId", (("P", "bv64"), ("E", "bv16")), rel,
-                              (("producer", i),))
+    def receive(self, i, v, p, w):
+        """Instance i takes a pair the coordinator issued (InitProducerId / TV2 EndTxn response)."""
+        return z3.And(self.issued(v, p["P"], p["E"]), self.frame(v, w, **{
+            f"producer{i}__producerId": p["P"], f"producer{i}__producerEpoch": p["E"]}))
 
-    def leader(v, k):
-        return (v[f"leader{k}.producerId"], v[f"leader{k}.producerEpoch"], v[f"leader{k}.open"])
+    def write_marker(self, k, v, p, w):
+        """appendEndTxnMarker's epoch checks at leader k (KIP-1228, KAFKA-19999)."""
+        rp, re = p["P"], p["E"]
+        lp, le, lo = _leader(v, k)
+        same = z3.And(rp == lp, lp != _pid(NO_PID))
+        if self.tv2 and self.features.strict_marker_epoch:                  # KIP-1228
+            noop = z3.And(re == le, z3.Not(lo)) if self.features.idempotent_marker_retry else False
+            ok = z3.And(z3.Not(noop), re > le)
+        else:
+            ok = re >= le
+        accept = z3.Or(z3.And(same, ok), rp > lp)
+        return z3.And(self.issued(v, rp, re),
+                      self.cases(v, w, (accept, _set_leader(k, rp, re, False))))
 
-    def set_leader(k, pid, epoch, open_):
-        return {f"leader{k}__producerId": pid, f"leader{k}__producerEpoch": epoch,
-                f"leader{k}__open": z3.BoolVal(open_)}
+    def produce(self, i, k, v, p, w):
+        """checkProducerEpoch at leader k for a batch from instance i."""
+        rp, re = p["P"], p["E"]
+        lp, le, lo = _leader(v, k)
+        accept = z3.Or(z3.And(rp == lp, lp != _pid(NO_PID), re >= le), rp > lp)
+        return z3.And(self.sent(v, i, rp, re),
+                      self.cases(v, w, (accept, _set_leader(k, rp, re, True))))
 
-    def write_marker(k):
-        def rel(v, p, w):
-            rp, re = p["P"], p["E"]
-            lp, le, lo = leader(v, k)
-            same = z3.And(rp == lp, lp != _pid(NO_PID))
-            if tv2 and F.strict_marker_epoch:                  # KIP-1228
-                noop = z3.And(re == le, z3.Not(lo)) if F.idempotent_marker_retry else False
-                ok = z3.And(z3.Not(noop), re > le)
-            else:
-                ok = re >= le
-            accept = z3.Or(z3.And(same, ok), rp > lp)
-            return z3.And(issued(v, rp, re), cases(v, w, (accept, set_leader(k, rp, re, False))))
-        return SymbolicAction("WriteTxnMarker", (("P", "bv64"), ("E", "bv16"), ("commit", "bool")),
-                              rel, (("partition", k),))
+    def lose_producer_state(self, k, v, p, w):
+        """Leader k loses its entry (of a producer id with no open transaction)."""
+        lp, le, lo = _leader(v, k)
+        np_, ne, no = (w[f"leader{k}.producerId"], w[f"leader{k}.producerEpoch"],
+                       w[f"leader{k}.open"])
+        # What is left is an older producer id's entry, one the coordinator issued, or none.
+        left = z3.Or(z3.And(np_ == _pid(NO_PID), ne == _ep(NO_EPOCH), z3.Not(no)),
+                     z3.And(np_ != _pid(NO_PID), self.issued(v, np_, ne)))
+        return z3.And(lp != _pid(NO_PID), z3.Not(lo), np_ < lp, np_ >= _pid(NO_PID), left,
+                      self.frame(v, w, **{f"leader{k}__producerId": np_,
+                                          f"leader{k}__producerEpoch": ne,
+                                          f"leader{k}__open": no}))
 
-    def produce(i, k):
-        def rel(v, p, w):
-            rp, re = p["P"], p["E"]
-            lp, le, lo = leader(v, k)
-            accept = z3.Or(z3.And(rp == lp, lp != _pid(NO_PID), re >= le), rp > lp)
-            return z3.And(sent(v, i, rp, re), cases(v, w, (accept, set_leader(k, rp, re, True))))
-        return SymbolicAction("Produce", (("P", "bv64"), ("E", "bv16")), rel,
-                              (("producer", i), ("partition", k)))
+    def stutter(self, v, p, w):
+        """Every step that leaves the projection alone."""
+        return self.frame(v, w)
 
-    def lose_producer_state(k):
-        def rel(v, p, w):
-            lp, le, lo = leader(v, k)
-            np_, ne, no = (w[f"leader{k}.producerId"], w[f"leader{k}.producerEpoch"],
-                           w[f"leader{k}.open"])
-            # What is left is an older producer id's entry, one the coordinator issued, or none.
-            left = z3.Or(z3.And(np_ == _pid(NO_PID), ne == _ep(NO_EPOCH), z3.Not(no)),
-                         z3.And(np_ != _pid(NO_PID), issued(v, np_, ne)))
-            return z3.And(lp != _pid(NO_PID), z3.Not(lo), np_ < lp, np_ >= _pid(NO_PID), left,
-                          frame(v, w, **{f"leader{k}__producerId": np_,
-                                         f"leader{k}__producerEpoch": ne,
-                                         f"leader{k}__open": no}))
-        return SymbolicAction("LoseProducerState", (), rel, (("partition", k),))
+    # --- the actions, faults among them when their budget is not 0 --------------------------------------
 
-    actions = [SymbolicAction("Stutter", (), lambda v, p, w: frame(v, w))]
-    actions += [init_producer_id(i) for i in I]
-    actions += [end_txn(i) for i in I]
-    actions += [add_partitions(i) for i in I]
-    actions += [SymbolicAction("CommitTxnLogAppend", (), commit_append),
-                SymbolicAction("MarkerAck", (), marker_ack)]
-    if faults.get("transaction_timeouts"):
-        actions.append(SymbolicAction("ExpireTransaction", (), expire_transaction))
-        if variant == "fence_retry_bump":
-            actions.append(SymbolicAction("FailedFenceAppend", (), failed_fence))
-    if faults.get("transactional_id_expirations"):
-        actions.append(SymbolicAction("ExpireTransactionalId", (), expire_transactional_id))
-    if faults.get("coordinator_failovers"):
-        actions.append(SymbolicAction("ElectCoordinator", (("replicated", "bool"),),
-                                      elect_coordinator))
-    actions += [receive(i) for i in I]
-    actions += [write_marker(k) for k in P]
-    actions += [produce(i, k) for i in I for k in P]
-    if faults.get("producer_state_losses"):
-        actions += [lose_producer_state(k) for k in P]
+    def actions(self, faults: dict) -> tuple[SymbolicAction, ...]:
+        """The actions in the order the explorer numbers them."""
+        I, P = self.I, self.P
+        pe = (("P", "bv64"), ("E", "bv16"))
+        out = [SymbolicAction("Stutter", (), self.stutter)]
+        out += [SymbolicAction("InitProducerId", pe, partial(self.init_producer_id, i),
+                               (("producer", i),)) for i in I]
+        out += [SymbolicAction("EndTxn", pe + (("commit", "bool"),), partial(self.end_txn, i),
+                               (("producer", i),)) for i in I]
+        out += [SymbolicAction("AddPartitionsToTxn", pe, partial(self.add_partitions, i),
+                               (("producer", i),)) for i in I]
+        out += [SymbolicAction("CommitTxnLogAppend", (), self.commit_append),
+                SymbolicAction("MarkerAck", (), self.marker_ack)]
+        if faults.get("transaction_timeouts"):
+            out.append(SymbolicAction("ExpireTransaction", (), self.expire_transaction))
+            if self.variant == "fence_retry_bump":
+                out.append(SymbolicAction("FailedFenceAppend", (), self.failed_fence))
+        if faults.get("transactional_id_expirations"):
+            out.append(SymbolicAction("ExpireTransactionalId", (), self.expire_transactional_id))
+        if faults.get("coordinator_failovers"):
+            out.append(SymbolicAction("ElectCoordinator", (("replicated", "bool"),),
+                                      self.elect_coordinator))
+        out += [SymbolicAction("ReceiveProducerId", pe, partial(self.receive, i),
+                               (("producer", i),)) for i in I]
+        out += [SymbolicAction("WriteTxnMarker", pe + (("commit", "bool"),),
+                               partial(self.write_marker, k), (("partition", k),)) for k in P]
+        out += [SymbolicAction("Produce", pe, partial(self.produce, i, k),
+                               (("producer", i), ("partition", k))) for i in I for k in P]
+        if faults.get("producer_state_losses"):
+            out += [SymbolicAction("LoseProducerState", (), partial(self.lose_producer_state, k),
+                                   (("partition", k),)) for k in P]
+        return tuple(out)
 
-    # --- claims ----------------------------------------------------------------------------------------
+    # --- the claims -------------------------------------------------------------------------------------
 
-    def coordinator_unchanged(v, w):
-        return z3.And(*[w[n] == v[n] for n in names if n.startswith(("txn.", "append."))])
+    def coordinator_unchanged(self, v, w):
+        return z3.And(*[w[n] == v[n] for n in self.names if n.startswith(("txn.", "append."))])
 
-    def zombie_fencing(action, v, p, w):
+    def zombie_fencing(self, action, v, p, w):
+        """A request superseded by a newer instance's epoch changes nothing at the coordinator."""
         if action.name not in ("EndTxn", "AddPartitionsToTxn"):
             return z3.BoolVal(True)
         i = dict(action.args)["producer"]
         superseded = z3.Or(False, *[z3.And(v[f"producer{j}.producerId"] == p["P"],
                                            v[f"producer{j}.producerEpoch"] > p["E"])
-                                    for j in I if j > i])
-        return z3.Implies(superseded, coordinator_unchanged(v, w))
+                                    for j in self.I if j > i])
+        return z3.Implies(superseded, self.coordinator_unchanged(v, w))
 
-    def marker_fencing(action, v, p, w):
+    def marker_fencing(self, action, v, p, w):
+        """An older epoch's marker leaves a newer open transaction's leader alone."""
         if action.name != "WriteTxnMarker":
             return z3.BoolVal(True)
-        lp, le, lo = leader(v, dict(action.args)["partition"])
+        lp, le, lo = _leader(v, dict(action.args)["partition"])
         ends_newer = z3.And(lp == p["P"], lo, le > p["E"])
-        return z3.Implies(ends_newer, z3.And(*[w[n] == v[n] for n in names if n.startswith("leader")]))
+        return z3.Implies(ends_newer,
+                          z3.And(*[w[n] == v[n] for n in self.names if n.startswith("leader")]))
 
-    def fence_bumps_epoch(action, v, p, w):
+    def fence_bumps_epoch(self, action, v, p, w):
+        """A fence's PrepareAbort carries an epoch above every instance's under its id."""
         if action.name not in ("ExpireTransaction", "InitProducerId"):
             return z3.BoolVal(True)
         fenced = z3.And(z3.Not(v["append.on"]), w["append.on"],
                         w["append.state"] == _st(T.PrepareAbort))
         return z3.Implies(fenced, z3.And(*[z3.Implies(
             v[f"producer{j}.producerId"] == w["append.producerId"],
-            v[f"producer{j}.producerEpoch"] < w["append.producerEpoch"]) for j in I]))
+            v[f"producer{j}.producerEpoch"] < w["append.producerEpoch"]) for j in self.I]))
 
-    def epochs(v):
+    def epochs(self, v) -> list:
         out = [v["txn.producerEpoch"], v["log.producerEpoch"], v["append.producerEpoch"]]
-        out += [v[f"producer{i}.producerEpoch"] for i in I]
-        return out + [v[f"leader{k}.producerEpoch"] for k in P]
+        out += [v[f"producer{i}.producerEpoch"] for i in self.I]
+        return out + [v[f"leader{k}.producerEpoch"] for k in self.P]
 
-    def no_epoch_overflow(v):
-        return z3.And(*[e >= _ep(NO_EPOCH) for e in epochs(v)])
+    def no_epoch_overflow(self, v):
+        """No epoch below -1."""
+        return z3.And(*[e >= _ep(NO_EPOCH) for e in self.epochs(v)])
 
-    properties = (
-        SymbolicClaim("zombie_fencing", "step", zombie_fencing,
-                      "an EndTxn or AddPartitionsToTxn carrying an epoch older than one a newer "
-                      "instance holds under the same producer id changes nothing at the coordinator"),
-        SymbolicClaim("marker_fencing", "step", marker_fencing,
-                      "no transaction marker of an older epoch ends a newer open transaction"),
-        SymbolicClaim("fence_bumps_epoch", "step", fence_bumps_epoch,
-                      "the abort that fences an Ongoing transaction carries an epoch greater than "
-                      "any instance holds under its producer id (KAFKA-6119)"),
-        SymbolicClaim("no_epoch_overflow", "state", no_epoch_overflow,
-                      "no producer epoch wraps past Short.MaxValue (rotation on exhaustion)"),
-    )
+    def properties(self) -> tuple[SymbolicClaim, ...]:
+        return (
+            SymbolicClaim("zombie_fencing", "step", self.zombie_fencing,
+                          "an EndTxn or AddPartitionsToTxn carrying an epoch older than one a newer "
+                          "instance holds under the same producer id changes nothing at the coordinator"),
+            SymbolicClaim("marker_fencing", "step", self.marker_fencing,
+                          "no transaction marker of an older epoch ends a newer open transaction"),
+            SymbolicClaim("fence_bumps_epoch", "step", self.fence_bumps_epoch,
+                          "the abort that fences an Ongoing transaction carries an epoch greater than "
+                          "any instance holds under its producer id (KAFKA-6119)"),
+            SymbolicClaim("no_epoch_overflow", "state", self.no_epoch_overflow,
+                          "no producer epoch wraps past Short.MaxValue (rotation on exhaustion)"),
+        )
 
-    # --- auxiliary invariants -----------------------------------------------------------------------------
+    # --- the auxiliary invariants (each one's claim text is its docstring, shown in reports) ------------
 
-    def ids_issued(v):
+    def ids_issued(self, v):
         ids = [v["txn.producerId"], v["log.producerId"]] + [
-            v[f"producer{i}.producerId"] for i in I] + [v[f"leader{k}.producerId"] for k in P]
+            v[f"producer{i}.producerId"] for i in self.I] + [
+            v[f"leader{k}.producerId"] for k in self.P]
         return z3.And(v["nextProducerId"] >= _pid(0), z3.Implies(v["append.on"], z3.And(
             v["append.producerId"] >= _pid(0), v["append.producerId"] < v["nextProducerId"])),
             *[z3.And(x >= _pid(NO_PID), x < v["nextProducerId"]) for x in ids])
 
-    def behind(v, j_pid, j_epoch, prefix):
-        return z3.Implies(z3.And(j_pid == v[f"{prefix}.producerId"], j_pid != _pid(NO_PID)),
-                          j_epoch <= v[f"{prefix}.producerEpoch"])
+    def holders_behind_coordinator(self, v):
+        return z3.And(*[z3.And(_behind(v, v[f"producer{i}.producerId"],
+                                       v[f"producer{i}.producerEpoch"], "txn"),
+                               _behind(v, v[f"producer{i}.producerId"],
+                                       v[f"producer{i}.producerEpoch"], "log"))
+                        for i in self.I])
 
-    def holders_behind_coordinator(v):
-        return z3.And(*[z3.And(behind(v, v[f"producer{i}.producerId"],
-                                      v[f"producer{i}.producerEpoch"], "txn"),
-                               behind(v, v[f"producer{i}.producerId"],
-                                      v[f"producer{i}.producerEpoch"], "log"))
-                        for i in I])
+    def log_behind_cache(self, v):
+        return _behind(v, v["log.producerId"], v["log.producerEpoch"], "txn")
 
-    def log_behind_cache(v):
-        return behind(v, v["log.producerId"], v["log.producerEpoch"], "txn")
-
-    def cache_behind_append(v):
+    def cache_behind_append(self, v):
         return z3.Implies(v["append.on"], z3.And(
             v["txn.pending"], v["txn.producerId"] != _pid(NO_PID),
             z3.Or(z3.And(v["append.producerId"] == v["txn.producerId"],
                          v["append.producerEpoch"] >= v["txn.producerEpoch"]),
                   v["append.producerId"] > v["txn.producerId"])))
 
-    def ongoing_below_max(v):
+    def ongoing_below_max(self, v):
         """With rotation, an Ongoing transaction's epoch is below Short.MaxValue (a client's,
         which InitProducerId never makes 32,767), so its fence does not wrap."""
-        if not rotate:
+        if not self.rotate:
             return z3.BoolVal(True)
         return z3.And(*[z3.Implies(v[f"{x}.state"] == _st(T.Ongoing),
                                    v[f"{x}.producerEpoch"] < _ep(SHORT_MAX))
                         for x in ("log", "append")],
                       z3.Implies(z3.And(v["txn.state"] == _st(T.Ongoing), z3.Not(v["txn.pending"])),
                                  v["txn.producerEpoch"] < _ep(SHORT_MAX)),
-                      *[v[f"producer{i}.producerEpoch"] < _ep(SHORT_MAX) for i in I])
+                      *[v[f"producer{i}.producerEpoch"] < _ep(SHORT_MAX) for i in self.I])
 
-    def others(v):
-        return ([v[f"producer{i}.producerId"] for i in I] + [v[f"leader{k}.producerId"] for k in P])
+    def others(self, v) -> list:
+        return ([v[f"producer{i}.producerId"] for i in self.I]
+                + [v[f"leader{k}.producerId"] for k in self.P])
 
-    def new_ids_fresh(v):
+    def new_ids_fresh(self, v):
         """A producer id the coordinator just generated (a new transactional.id's in the cache,
         a rotation's in the append) is above every other id, and no epoch of it is out yet."""
         return z3.And(
             z3.Implies(v["txn.producerId"] != v["log.producerId"], z3.And(
                 v["txn.producerId"] == v["nextProducerId"] - 1, v["txn.state"] == _st(T.Empty),
                 v["log.producerId"] == _pid(NO_PID), v["txn.producerEpoch"] == _ep(NO_EPOCH),
-                *[x < v["txn.producerId"] for x in others(v)])),
+                *[x < v["txn.producerId"] for x in self.others(v)])),
             z3.Implies(z3.And(v["append.on"], v["append.producerId"] != v["txn.producerId"]), z3.And(
                 v["append.producerId"] > v["txn.producerId"], v["append.producerEpoch"] == _ep(0),
                 v["append.producerId"] == v["nextProducerId"] - 1,
                 _in(v["append.state"], COMPLETE),
                 v["append.producerId"] > v["log.producerId"],
-                *[x < v["append.producerId"] for x in others(v)])))
+                *[x < v["append.producerId"] for x in self.others(v)])))
 
+    @staticmethod
     def cache_is_log(v):
         """The cache equals the log but while an append is in flight, when it may hold a
         fence's bumped epoch (prepareFenceProducerEpoch changes it in memory), or a new
@@ -513,7 +570,7 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
                         v["append.producerEpoch"] == v["txn.producerEpoch"])
         return z3.Implies(same, z3.Or(eq, z3.And(v["txn.pending"], fenced)))
 
-    def no_metadata_is_empty(v):
+    def no_metadata_is_empty(self, v):
         """A transactional.id without a producer id has no epoch, state or append (a new
         id's metadata, or the tombstone's)."""
         return z3.And(*[z3.Implies(v[f"{x}.producerId"] == _pid(NO_PID), z3.And(
@@ -522,17 +579,19 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
                 v["append.producerId"] == _pid(NO_PID), v["append.producerEpoch"] == _ep(NO_EPOCH),
                 v["append.lastProducerEpoch"] == _ep(NO_EPOCH), v["append.state"] == _st(T.Empty))),
             *[z3.Implies(v[f"producer{i}.producerId"] == _pid(NO_PID),
-                         v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)) for i in I])
+                         v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)) for i in self.I])
 
+    @staticmethod
     def pending_iff_append(v):
         return v["txn.pending"] == v["append.on"]
 
+    @staticmethod
     def states_valid(v):
         return z3.And(*[z3.ULE(v[f"{x}.state"], _st(max(T))) for x in ("txn", "log", "append")])
 
-    def epochs_valid(v):
+    def epochs_valid(self, v):
         """Epochs of a producer id are >= 0 once it is held (a new id's metadata has -1)."""
-        held = [(v[f"producer{i}.producerId"], v[f"producer{i}.producerEpoch"]) for i in I]
+        held = [(v[f"producer{i}.producerId"], v[f"producer{i}.producerEpoch"]) for i in self.I]
         return z3.And(*[z3.Implies(x != _pid(NO_PID), e >= _ep(0)) for x, e in held],
                       z3.Implies(v["log.producerId"] != _pid(NO_PID), v["log.producerEpoch"] >= _ep(0)),
                       z3.Implies(z3.And(v["append.on"], v["append.state"] != _st(T.Dead)),
@@ -541,35 +600,47 @@ def build(features, instances: int, partitions: int, faults: dict, variant: str 
                                         v["txn.producerId"] != _pid(NO_PID)),
                                  v["txn.producerEpoch"] >= _ep(0)),
                       *[z3.Implies(v[f"leader{k}.producerId"] != _pid(NO_PID),
-                                   v[f"leader{k}.producerEpoch"] >= _ep(0)) for k in P])
+                                   v[f"leader{k}.producerEpoch"] >= _ep(0)) for k in self.P])
 
-    auxiliary = tuple(SymbolicClaim(f.__name__, "state", f, (f.__doc__ or "").strip()) for f in (
-        ids_issued, holders_behind_coordinator, log_behind_cache, cache_behind_append,
-        pending_iff_append, states_valid, epochs_valid, no_metadata_is_empty,
-        ongoing_below_max, new_ids_fresh, cache_is_log))
+    def auxiliary(self) -> tuple[SymbolicClaim, ...]:
+        return tuple(SymbolicClaim(f.__name__, "state", f, (f.__doc__ or "").strip()) for f in (
+            self.ids_issued, self.holders_behind_coordinator, self.log_behind_cache,
+            self.cache_behind_append, self.pending_iff_append, self.states_valid,
+            self.epochs_valid, self.no_metadata_is_empty, self.ongoing_below_max,
+            self.new_ids_fresh, self.cache_is_log))
 
-    def init(v):
+    # --- initial and reachable states -------------------------------------------------------------------
+
+    def init(self, v):
+        """No metadata, no producer id handed out, no entry at any leader."""
         none = {f"{x}.{f}": val for x in ("txn", "append", "log")
                 for f, val in zip(META, (_pid(NO_PID), _ep(NO_EPOCH), _ep(NO_EPOCH), _st(T.Empty)))}
         eqs = [v[n] == x for n, x in none.items()]
         eqs += [v["txn.pending"] == False, v["append.on"] == False,  # noqa: E712
                 v["nextProducerId"] == _pid(0), v["markersPending"] == False]  # noqa: E712
-        for i in I:
+        for i in self.I:
             eqs += [v[f"producer{i}.producerId"] == _pid(NO_PID),
                     v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)]
-        for k in P:
+        for k in self.P:
             eqs += [v[f"leader{k}.producerId"] == _pid(NO_PID),
                     v[f"leader{k}.producerEpoch"] == _ep(NO_EPOCH), v[f"leader{k}.open"] == False]  # noqa: E712
         return z3.And(*eqs)
 
-    def reachable(v):
+    def reachable(self, v):
         """Where bounded checks start: any state meeting the auxiliary invariants (any epoch and
         producer id, e.g. one step from exhaustion)."""
-        return z3.And(*[c.holds(v) for c in auxiliary])
+        return z3.And(*[c.holds(v) for c in self.auxiliary()])
 
-    return SymbolicSystem(variables=variables(instances, partitions), init=init,
-                          reachable=reachable, actions=tuple(actions), properties=properties,
-                          auxiliary=auxiliary, doc=__doc__)
+
+def build(features, instances: int, partitions: int, faults: dict, variant: str = "none"
+          ) -> SymbolicSystem:
+    """The symbolic system for the flags ``features`` (kafka_mc.model.kafka.versions.Features),
+    ``instances`` producer instances, ``partitions`` leaders, and the fault kinds whose budget in
+    ``faults`` (budget name -> int) is not 0."""
+    enc = Encoding.of(features, instances, partitions, variant)
+    return SymbolicSystem(variables=variables(instances, partitions), init=enc.init,
+                          reachable=enc.reachable, actions=enc.actions(faults),
+                          properties=enc.properties(), auxiliary=enc.auxiliary(), doc=__doc__)
 
 
 # --- projection of the explicit model (for the refinement test) --------------------------------------------
@@ -644,6 +715,4 @@ def for_model(K, variant: str = "none") -> SymbolicSystem:
     if K.ctp:
         raise ValueError("the symbolic model does not cover consume-transform-produce")
     system = build(K.features, K.producers_per_id, K.partitions, K.budgets._asdict(), variant)
-    from dataclasses import replace
-    return replace(system, project=lambda w: project(K, w),
-                   project_action=lambda s, a, t: project_action(K, s, a, t))
+    return replace(system, project=partial(project, K), project_action=partial(project_action, K))
