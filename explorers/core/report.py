@@ -45,15 +45,35 @@ def describe_config(cfg) -> str:
 
 
 def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
-    s = outcome.stats
+    """The TLC-style report: the run, what the search covered, the properties, the coverage of
+    the actions and state machines, and each violation with its explained path."""
+    lines = _headline(outcome, cfg)
+    lines += _search(outcome)
+    lines += _symmetry(model)
+    lines += _extent(outcome)
+    lines += _properties(outcome)
+    lines += _coverage(outcome)
+    for v in outcome.violations:
+        lines += _violation(v, outcome, model, traces)
+    return "\n".join(lines)
+
+
+def _headline(outcome: Outcome, cfg) -> list[str]:
+    """The configuration and explorer, and the verdict when there is no violation to show."""
     lines = [f"kafka-mc check: {describe_config(cfg)}, explorer {outcome.explorer} [{cfg.source}]"]
     if outcome.exit_code == 0:
         lines.append("Model checking completed. No error has been found.")
     elif outcome.interrupted and not outcome.violations:
         lines.append("Interrupted: the results below are partial.")
-    lines.append(f"  {_n(s.distinct)} distinct states, {_n(s.generated)} generated, depth {s.depth}, "
-                 f"{s.seconds:.2f} s ({_n(int(s.states_per_second))} distinct states/s)")
-    x = outcome.extra
+    return lines
+
+
+def _search(outcome: Outcome) -> list[str]:
+    """States, time and memory; the BFS's memory, partial-order reduction and workers
+    (``outcome.extra`` "memory", "reduction", "workers") when the explorer reports them."""
+    s, x = outcome.stats, outcome.extra
+    lines = [f"  {_n(s.distinct)} distinct states, {_n(s.generated)} generated, depth {s.depth}, "
+             f"{s.seconds:.2f} s ({_n(int(s.states_per_second))} distinct states/s)"]
     lines.append(f"  peak memory {s.peak_memory_mb:.0f} MB ({s.bytes_per_state:.0f} bytes per state); "
                  + ("fingerprints exact (packed states)" if s.collision_probability == 0
                     else f"fingerprint collision probability {s.collision_probability:.1e}"))
@@ -63,24 +83,41 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
                      " bytes per state in memory" + ("; tree and frontier on disk (--memory)"
                                                      if m["on_disk"] else ""))
     if "reduction" in x:  # a partial-order reduced search (explorers/reductions/por.py)
-        r = x["reduction"]
-        lines.append("  partial-order reduction: " + (
-            f"{_n(r['reduced_states'])} states expanded with a reduced set; counterexamples are "
-            "shortest within the reduced graph" if r["active"] else
-            "every action writes what a checked property reads, so every state is expanded "
-            "fully (states are deduplicated on the model's reduction view)"
-            if r.get("every_action_visible") else
-            "nothing is reducible here (no footprints, a property reading everything, or a "
-            "state constraint): every state is expanded fully, on the model's reduction view"))
+        lines.append(_reduction(x["reduction"]))
     if "workers" in x:  # the BFS's levels expanded by forked processes (explorers/bfs/workers.py)
         w = x["workers"]
         lines.append(f"  workers: {_n(w['levels'])} levels expanded by {w['processes']} processes "
                      "(the others, small or holding something to report, by one)")
+    return lines
+
+
+def _reduction(r: dict) -> str:
+    """What partial-order reduction did (``outcome.extra["reduction"]``)."""
+    return "  partial-order reduction: " + (
+        f"{_n(r['reduced_states'])} states expanded with a reduced set; counterexamples are "
+        "shortest within the reduced graph" if r["active"] else
+        "every action writes what a checked property reads, so every state is expanded "
+        "fully (states are deduplicated on the model's reduction view)"
+        if r.get("every_action_visible") else
+        "nothing is reducible here (no footprints, a property reading everything, or a "
+        "state constraint): every state is expanded fully, on the model's reduction view")
+
+
+def _symmetry(model) -> list[str]:
+    """The model's symmetry groups, when it has any."""
     sym = symmetry_note(model)
-    if sym is not None:
-        lines.append("  symmetry: " + (", ".join(f"{g['name']} x{g['size']}" for g in sym["groups"])
-                                       + f" (group of {sym['order']} permutations); one state per "
-                                       "orbit, counterexamples concrete"))
+    if sym is None:
+        return []
+    return ["  symmetry: " + (", ".join(f"{g['name']} x{g['size']}" for g in sym["groups"])
+                              + f" (group of {sym['order']} permutations); one state per "
+                              "orbit, counterexamples concrete")]
+
+
+def _extent(outcome: Outcome) -> list[str]:
+    """How far the search went: a random explorer's walks (``outcome.extra`` "walks", "swarm"),
+    or the depth bound that stopped it."""
+    s, x = outcome.stats, outcome.extra
+    lines = []
     if "walks" in x:  # a random explorer: what it did, and how to get the same run again
         lines.append(f"  {_n(x['walks'])} random behaviours, {_n(int(x['steps_per_second']))} steps/s, "
                      f"seed {x.get('seed', 0)}; not exhaustive")
@@ -88,6 +125,13 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
         lines.append(f"  search stopped at the depth bound ({s.depth}); the state space was not exhausted")
     if "swarm" in x:
         lines.extend(_swarm(x["swarm"], outcome.edges))
+    return lines
+
+
+def _properties(outcome: Outcome) -> list[str]:
+    """The properties checked and not, and the state graph's figures (``outcome.extra["graph"]``)."""
+    x = outcome.extra
+    lines = []
     if outcome.checked:
         lines.append(f"Properties checked: {', '.join(outcome.checked)}")
     if outcome.unchecked:
@@ -103,7 +147,12 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
     if outcome.not_applicable:
         lines.append("Not applicable in this configuration (witnesses that cannot arise): "
                      f"{', '.join(outcome.not_applicable)}")
-    lines.append("Coverage (transitions generated / new states found, per action):")
+    return lines
+
+
+def _coverage(outcome: Outcome) -> list[str]:
+    """Transitions and new states per action, and the state machines' edges taken."""
+    lines = ["Coverage (transitions generated / new states found, per action):"]
     width = max([len(c.name) for c in outcome.coverage] + [6])
     for c in outcome.coverage:
         lines.append(f"  {c.name:<{width}}  {_n(c.fired):>12}  {_n(c.distinct):>10}")
@@ -114,31 +163,34 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
             lines.append(f"  {e.machine}: {len(e.taken)} of {len(e.taken) + len(e.not_taken)}"
                          + ("" if not e.not_taken else "; not taken: "
                             + ", ".join(f"{a} -> {b}" for a, b in e.not_taken)))
-    for v in outcome.violations:
-        lines.append("")
-        lines.append(_violation_headline(v))
-        if v.claim:
-            lines.append(f"  claim: {v.claim}")
-        if v.path is not None and v.path.loop is not None:
-            p = v.path
-            lines.append(f"  fair lasso: {len(p)} steps, then "
-                         + (f"a loop back to state {p.loop}" if p.loop_action is not None
-                            else "stuttering in the last state forever")
-                         + " (shortest stem to a fair loop in the state graph)")
-            lines.extend(explain.lasso_steps(model, p.states, p.actions, v.property, p.loop,
-                                             p.loop_action, p.trigger))
-            lines.extend("  " + ln for ln in v.detail.splitlines())
-        elif v.path is not None:
-            shortest = outcome.explorer in ("bfs", "spark", "graph")
-            lines.append(f"  {'shortest' if shortest else 'minimized'} counterexample: {len(v.path)} steps")
-            lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
-        if v.detail and not (v.path is not None and v.path.loop is not None):
-            lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
-        if v.property in traces:
-            lines.append(f"  trace written to {traces[v.property]}")
-            lines.extend(explain.commands(traces[v.property]))
-    return "\n".join(lines)
+    return lines
 
+
+def _violation(v, outcome: Outcome, model, traces: dict[str, str]) -> list[str]:
+    """A violation: its headline and claim, its path explained (a fair lasso or a finite
+    counterexample), the explorer's detail, and the trace written with the commands to use it."""
+    lines = ["", _violation_headline(v)]
+    if v.claim:
+        lines.append(f"  claim: {v.claim}")
+    if v.path is not None and v.path.loop is not None:
+        p = v.path
+        lines.append(f"  fair lasso: {len(p)} steps, then "
+                     + (f"a loop back to state {p.loop}" if p.loop_action is not None
+                        else "stuttering in the last state forever")
+                     + " (shortest stem to a fair loop in the state graph)")
+        lines.extend(explain.lasso_steps(model, p.states, p.actions, v.property, p.loop,
+                                         p.loop_action, p.trigger))
+        lines.extend("  " + ln for ln in v.detail.splitlines())
+    elif v.path is not None:
+        shortest = outcome.explorer in ("bfs", "spark", "graph")
+        lines.append(f"  {'shortest' if shortest else 'minimized'} counterexample: {len(v.path)} steps")
+        lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
+    if v.detail and not (v.path is not None and v.path.loop is not None):
+        lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
+    if v.property in traces:
+        lines.append(f"  trace written to {traces[v.property]}")
+        lines.extend(explain.commands(traces[v.property]))
+    return lines
 
 SWARM_ROWS = 12
 
@@ -156,23 +208,25 @@ def _swarm(sw: dict, edges) -> list[str]:
                 f"(walk seed {sw['found_by']['walk_seed']})")]
     names = [e.machine for e in edges]
 
-    def cells(r) -> str:
-        return (f"{_n(r['walks'])} walks, {_n(r['steps'])} steps, {len(r['rules'])} rules"
-                + "".join(f", {len(r['states'].get(n, ()))}" for n in names)
-                + (f", {r['violations']} violation" if r["violations"] else ""))
-
     head = ("walks, steps, rules taken, states reached"
             + "".join(f" ({n})" for n in names))
     rows = sw["by_family"]
     if len(rows) <= SWARM_ROWS:
         lines.append(f"Coverage per walk family (families on: {head}):")
-        lines.extend(f"  {' + '.join(r['families_on']) or '(none)'}: {cells(r)}" for r in rows)
+        lines.extend(f"  {' + '.join(r['families_on']) or '(none)'}: {_swarm_cells(r, names)}" for r in rows)
     else:
         lines.append(f"Coverage per swarm family ({len(rows)} sets of families walked; "
                      f"on | off: {head}):")
-        lines.extend(f"  {r['family']}: {cells(r['on'])} | {cells(r['off'])}"
+        lines.extend(f"  {r['family']}: {_swarm_cells(r['on'], names)} | {_swarm_cells(r['off'], names)}"
                      for r in sw["per_family"])
     return lines
+
+
+def _swarm_cells(r: dict, names: list[str]) -> str:
+    """A swarm coverage row's figures: walks, steps, rules, states per state machine."""
+    return (f"{_n(r['walks'])} walks, {_n(r['steps'])} steps, {len(r['rules'])} rules"
+            + "".join(f", {len(r['states'].get(n, ()))}" for n in names)
+            + (f", {r['violations']} violation" if r["violations"] else ""))
 
 
 def _violation_headline(v) -> str:
