@@ -387,8 +387,22 @@ class _Run:
 
     # -- steps
     def step(self, i: int, action: tuple, before: dict, after: dict, label: str) -> None:
+        """Step i of the trace on the real cluster: a client call, a message released or a
+        fault, each in its group (``_client_call``, ``_message``, ``_environment``); logged."""
         self.i, self.name = i, action[0]
-        name = action[0]
+        done = self._client_call(i, action[0], action, before, after)
+        if done is None:
+            done = self._message(i, action[0], action, before, after)
+        if done is None:
+            done = self._environment(i, action[0], action, before, after)
+        if done is None:   # load() refuses these
+            raise ReproduceError(f"step {i} {action[0]}: no real counterpart")
+        self._step_log(i, action, label, **done)
+
+    def _client_call(self, i: int, name: str, action: tuple, before: dict, after: dict
+                     ) -> dict | None:
+        """The producer calls (initTransactions, beginTransaction, send, commit/abort),
+        started, not awaited; None if the step is not one."""
         done: dict = {}
         if name == "InitTransactions":
             p = action[1]
@@ -417,7 +431,16 @@ class _Run:
             self.ops[("end", p)] = op
             self.ops[("end-ident", p)] = (pr["tid"], pr["instance"], pr["txn"],
                                           name == "CommitTransaction")
-        elif name.startswith("Send") and name[4:] in CLIENT_APIS:
+        else:
+            return None
+        return done
+
+    def _message(self, i: int, name: str, action: tuple, before: dict, after: dict
+                 ) -> dict | None:
+        """A request or response of the client APIs, Produce or WriteTxnMarkers held by the
+        proxy and released (or mapped), and the log append; None if the step is not one."""
+        done: dict = {}
+        if name.startswith("Send") and name[4:] in CLIENT_APIS:
             api = name[4:]
             if api == "AddPartitionsToTxn" and self.tv2:
                 done["mapped"] = "TV2: no client AddPartitionsToTxn (the leader adds the partition)"
@@ -481,7 +504,16 @@ class _Run:
             done.update(self._handle_markers(action[1], action[2]))
         elif name == "HandleWriteTxnMarkersResponse":
             done.update(self._markers_response(action[1]))
-        elif name == "DuplicateRequest":
+        else:
+            return None
+        return done
+
+    def _environment(self, i: int, name: str, action: tuple, before: dict, after: dict
+                     ) -> dict | None:
+        """Network faults, a producer crash, a consumer's read and the brokers' failovers;
+        None if the step is not one."""
+        done: dict = {}
+        if name == "DuplicateRequest":
             done.update(self._duplicate(action[1]))
         elif name == "DelayRequest":
             done["mapped"] = "kept held until the trace handles it"
@@ -524,9 +556,9 @@ class _Run:
             self.cluster.start_node(node)
             done["leader"] = self.cluster.leader(self.topic, k, timeout=60)
             done["mapped"] = f"broker {node} started again, partition {k}'s leader elected"
-        else:   # load() refuses these
-            raise ReproduceError(f"step {i} {name}: no real counterpart")
-        self._step_log(i, action, label, **done)
+        else:
+            return None
+        return done
 
     def _leader_of(self, k: int):
         """Partition k's leader as the controller's metadata says (None: NO_LEADER)."""
