@@ -737,20 +737,15 @@ class _Run:
 
     # -- the whole run
     def run(self) -> Result:
-        from kafka_mc.realkafka import run as runs
-        from kafka_mc.realkafka.client import ClientError, Driver
+        """The trace on a fresh cluster of the release: set up, every step gated, the evidence
+        read, the verdict and report.json written."""
+        from kafka_mc.realkafka.client import Driver
         from kafka_mc.realkafka.cluster import Cluster
-        from kafka_mc.realkafka.logdump import partition_log
-        from kafka_mc.realkafka.proxy import HOLD, Fault, Proxy
+        from kafka_mc.realkafka.proxy import Proxy
 
         self.t0 = time.monotonic()
         out = self.out
-        out.mkdir(parents=True, exist_ok=True)
-        for old in ("events.jsonl", "history.jsonl", "steps.jsonl", "report.json", *out.glob(
-                "*.log"), *(out / "conform").glob("*")):   # a folder used again: this run only
-            path = out / old
-            if path.is_file():
-                path.unlink()
+        _fresh_folder(out)
         steps = list(zip(self.t.actions, self.t.states, self.t.states[1:],
                          self.t.labels or [""] * len(self.t.actions)))
         divergence = None
@@ -765,50 +760,11 @@ class _Run:
                 Driver(self.release, self.cluster.bootstrap, history_path=out / "history.jsonl",
                        origin_ns=self.proxy.origin_ns) as self.driver:
             self.admin = self.driver.admin()
-            if any(a[0] == "PartitionOffline" for a in self.t.actions):
-                # a partition that goes offline must not take the coordinator with it
-                coordinator = self.cluster.coordinator_node()
-                others = [n for n in sorted(self.cluster.nodes) if n != coordinator]
-                self.admin.create_topic(self.topic, self.loaded.partitions, 1, assignment={
-                    k: [others[k % len(others)]] for k in range(self.loaded.partitions)})
-            else:
-                self.admin.create_topic(self.topic, self.loaded.partitions, 1)
-            self.leaders = {k: self.cluster.leader(self.topic, k)
-                            for k in range(self.loaded.partitions)}
-            shared = len(set(self.leaders.values())) < len(self.leaders)
-            if shared:
-                self.notes.append(f"partition leaders {self.leaders}: a broker leading several "
-                                  "partitions gets their markers (and a client's records) in one "
-                                  "request, released at the first step that delivers one of them "
-                                  "(--brokers 3 gives each partition its own leader)")
-            # Warm-up, ungated: __transaction_state created and loaded (else the trace's first
-            # InitProducerId is answered COORDINATOR_LOAD_IN_PROGRESS, a state the model has not).
-            warm = self.driver.producer("warmup", f"kmc-repro-{self.run_id}-warmup",
-                                        **CLIENT_SETTINGS)
-            warm.init_transactions(timeout=120)
-            warm.close()
-            gates = [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/CLIENT",
-                                                count=None))
-                     for api in CLIENT_APIS for d in ("request", "response")]
-            gates += [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/INTERNAL",
-                                                 count=None))
-                      for api in BROKER_APIS for d in ("request", "response")]
+            self._create_topic()
+            gates = self._warm_up_and_gate()
             self.log(f"Kafka {self.release.version}: {len(steps)} steps of "
                      f"{self.loaded.path} ({self.loaded.property})")
-            try:
-                for i, (action, before, after, label) in enumerate(steps, 1):
-                    self.step(i, action, before, after, label)
-                    ran = i
-            except (TimeoutError, RuntimeError, KeyError, ClientError) as e:
-                d = Diverged(self.i, self.name, f"{type(e).__name__}: "
-                             f"{' '.join(str(e).split())[:300]}")
-                divergence = d.to_dict()
-                self._step_log(d.step, (d.action,), "", diverged=d.what)
-                self.log(f"  diverged at step {d.step} {d.action}: {d.what}")
-            except Diverged as d:
-                divergence = d.to_dict()
-                self._step_log(d.step, (d.action,), "", diverged=d.what)
-                self.log(f"  diverged at step {d.step} {d.action}: {d.what}")
+            ran, divergence = self._play(steps)
             for g in gates:
                 self.proxy.remove_fault(g)
             self.proxy.release(None)
@@ -816,43 +772,131 @@ class _Run:
             if self.t.loop is not None and divergence is None:
                 lasso = self._stutter(self.t.states[-1])
                 self.log(f"  lasso: {lasso['verdict']}")
-            for key, op in list(self.ops.items()):
-                if key[0] in ("init", "send", "end") and hasattr(op, "exception"):
-                    try:
-                        err = op.exception(timeout=STEP_TIMEOUT_S)
-                    except Exception:
-                        err = "pending"
-                    if key[0] == "send" and err is None and key in self.send_ident:
-                        ident, value = self.send_ident[key]
-                        if value not in self.sent.get(ident, []):
-                            self.sent.setdefault(ident, []).append(value)
-                    if key[0] == "end":
-                        tid, inst, txn, commit = self.ops[("end-ident", key[1])]
-                        self.outcomes.setdefault((tid, inst, txn), (
-                            "committed" if commit else "aborted") if err is None else "unknown")
-            for k, node in sorted(self.down.items()):   # offline when the trace ended
-                self.cluster.start_node(node)
-                self.cluster.leader(self.topic, k, timeout=60)
-                self.notes.append(f"partition {k} was offline when the trace ended: broker "
-                                  f"{node} started again to read the evidence")
-            self.down.clear()
-            tids = sorted({self.tid_name(pr["tid"]) for pr in self.t.states[0]["producers"]})
-            partitions = list(range(self.loaded.partitions))
-            open_, state = runs.quiesce(self.admin, tids, partitions, self.topic)
-            state["producers"] = {p: self.admin.describe_producers(self.topic, p)
-                                  for p in partitions}
-            reads = runs.read_all(self.driver, self.topic, partitions, state["offsets"],
-                                   "read_committed")
-            state["read_committed"] = reads
-            state["logs"] = {p: partition_log(self.cluster, self.topic, p) for p in partitions}
-            found = anomalies.check(self.outcomes, self.sent, reads, state["offsets"], open_)
-            old = getattr(self, "stale_answer", None)
-            if old is not None:
-                state["duplicate_old_copy_answer"] = {"seq": old["seq"], "errors": old["errors"]}
-            state["leaders"] = self.leaders
-            evidence = state
+            self._settle_ops()
+            evidence, found = self._evidence()
             for f in self.cluster.log_files():
                 shutil.copy(f, out / Path(f).name)
+        verdict, code = self._verdict(found, evidence, lasso, divergence)
+        if self.tv2 != (self.trace_tv >= 2):
+            self.notes.append(f"the trace is TV{self.trace_tv}, Kafka {self.release.version} runs "
+                              f"TV{self.release.transaction_version}: client AddPartitionsToTxn "
+                              "steps mapped onto the leader's implicit add; epochs not compared")
+        result = Result(verdict, code, self.loaded.path, self.loaded.property,
+                        self.release.version, self.release.preset, ran, len(steps),
+                        round(time.monotonic() - self.t0, 1), str(out), divergence,
+                        [a.to_dict() for a in found], _jsonable(evidence), self.notes)
+        self._write_report(result)
+        return result
+
+    def _create_topic(self) -> None:
+        """The data topic, one replica per partition (a partition that goes offline on another
+        broker than the coordinator), and its leaders noted."""
+        if any(a[0] == "PartitionOffline" for a in self.t.actions):
+            # a partition that goes offline must not take the coordinator with it
+            coordinator = self.cluster.coordinator_node()
+            others = [n for n in sorted(self.cluster.nodes) if n != coordinator]
+            self.admin.create_topic(self.topic, self.loaded.partitions, 1, assignment={
+                k: [others[k % len(others)]] for k in range(self.loaded.partitions)})
+        else:
+            self.admin.create_topic(self.topic, self.loaded.partitions, 1)
+        self.leaders = {k: self.cluster.leader(self.topic, k)
+                        for k in range(self.loaded.partitions)}
+        shared = len(set(self.leaders.values())) < len(self.leaders)
+        if shared:
+            self.notes.append(f"partition leaders {self.leaders}: a broker leading several "
+                              "partitions gets their markers (and a client's records) in one "
+                              "request, released at the first step that delivers one of them "
+                              "(--brokers 3 gives each partition its own leader)")
+
+    def _warm_up_and_gate(self) -> list:
+        """The transaction log loaded by an ungated producer, then every client and broker API
+        held by the proxy; returns the gates."""
+        from kafka_mc.realkafka.proxy import HOLD, Fault
+
+        # Warm-up, ungated: __transaction_state created and loaded (else the trace's first
+        # InitProducerId is answered COORDINATOR_LOAD_IN_PROGRESS, a state the model has not).
+        warm = self.driver.producer("warmup", f"kmc-repro-{self.run_id}-warmup",
+                                    **CLIENT_SETTINGS)
+        warm.init_transactions(timeout=120)
+        warm.close()
+        gates = [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/CLIENT",
+                                            count=None))
+                 for api in CLIENT_APIS for d in ("request", "response")]
+        gates += [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/INTERNAL",
+                                             count=None))
+                  for api in BROKER_APIS for d in ("request", "response")]
+        return gates
+
+    def _play(self, steps: list) -> tuple[int, dict | None]:
+        """Every step in order until one diverges; returns (steps run, the divergence)."""
+        from kafka_mc.realkafka.client import ClientError
+
+        divergence = None
+        ran = 0
+        try:
+            for i, (action, before, after, label) in enumerate(steps, 1):
+                self.step(i, action, before, after, label)
+                ran = i
+        except (TimeoutError, RuntimeError, KeyError, ClientError) as e:
+            d = Diverged(self.i, self.name, f"{type(e).__name__}: "
+                         f"{' '.join(str(e).split())[:300]}")
+            divergence = d.to_dict()
+            self._step_log(d.step, (d.action,), "", diverged=d.what)
+            self.log(f"  diverged at step {d.step} {d.action}: {d.what}")
+        except Diverged as d:
+            divergence = d.to_dict()
+            self._step_log(d.step, (d.action,), "", diverged=d.what)
+            self.log(f"  diverged at step {d.step} {d.action}: {d.what}")
+        return ran, divergence
+
+    def _settle_ops(self) -> None:
+        """The clients' calls still pending awaited: records sent and transactions' outcomes."""
+        for key, op in list(self.ops.items()):
+            if key[0] in ("init", "send", "end") and hasattr(op, "exception"):
+                try:
+                    err = op.exception(timeout=STEP_TIMEOUT_S)
+                except Exception:
+                    err = "pending"
+                if key[0] == "send" and err is None and key in self.send_ident:
+                    ident, value = self.send_ident[key]
+                    if value not in self.sent.get(ident, []):
+                        self.sent.setdefault(ident, []).append(value)
+                if key[0] == "end":
+                    tid, inst, txn, commit = self.ops[("end-ident", key[1])]
+                    self.outcomes.setdefault((tid, inst, txn), (
+                        "committed" if commit else "aborted") if err is None else "unknown")
+
+    def _evidence(self) -> tuple[dict, list]:
+        """Offline partitions brought back, the transactions quiesced, the topic read
+        read_committed and its logs dumped; returns (evidence, anomalies found)."""
+        from kafka_mc.realkafka import run as runs
+        from kafka_mc.realkafka.logdump import partition_log
+
+        for k, node in sorted(self.down.items()):   # offline when the trace ended
+            self.cluster.start_node(node)
+            self.cluster.leader(self.topic, k, timeout=60)
+            self.notes.append(f"partition {k} was offline when the trace ended: broker "
+                              f"{node} started again to read the evidence")
+        self.down.clear()
+        tids = sorted({self.tid_name(pr["tid"]) for pr in self.t.states[0]["producers"]})
+        partitions = list(range(self.loaded.partitions))
+        open_, state = runs.quiesce(self.admin, tids, partitions, self.topic)
+        state["producers"] = {p: self.admin.describe_producers(self.topic, p)
+                              for p in partitions}
+        reads = runs.read_all(self.driver, self.topic, partitions, state["offsets"],
+                              "read_committed")
+        state["read_committed"] = reads
+        state["logs"] = {p: partition_log(self.cluster, self.topic, p) for p in partitions}
+        found = anomalies.check(self.outcomes, self.sent, reads, state["offsets"], open_)
+        old = getattr(self, "stale_answer", None)
+        if old is not None:
+            state["duplicate_old_copy_answer"] = {"seq": old["seq"], "errors": old["errors"]}
+        state["leaders"] = self.leaders
+        return state, found
+
+    def _verdict(self, found: list, evidence: dict, lasso, divergence) -> tuple[str, int]:
+        """Reproduced (an anomaly of the trace's property, or a stuck lasso), diverged or not
+        reproduced, with its exit code; a stuck lasso is added to ``found`` and ``evidence``."""
         hit = [a for a in found if a.property == self.loaded.property]
         if lasso is not None:
             evidence["lasso"] = lasso
@@ -866,19 +910,14 @@ class _Run:
                     anomalies.parse_value(r["value"])[0]) == a.transaction
                 for r in evidence.get("read_committed") or ())]
         if hit:
-            verdict, code = "reproduced", EXIT_REPRODUCED
-        elif divergence is not None:
-            verdict, code = "diverged", EXIT_DIVERGED
-        else:
-            verdict, code = "not-reproduced", EXIT_NOT_REPRODUCED
-        if self.tv2 != (self.trace_tv >= 2):
-            self.notes.append(f"the trace is TV{self.trace_tv}, Kafka {self.release.version} runs "
-                              f"TV{self.release.transaction_version}: client AddPartitionsToTxn "
-                              "steps mapped onto the leader's implicit add; epochs not compared")
-        result = Result(verdict, code, self.loaded.path, self.loaded.property,
-                        self.release.version, self.release.preset, ran, len(steps),
-                        round(time.monotonic() - self.t0, 1), str(out), divergence,
-                        [a.to_dict() for a in found], _jsonable(evidence), self.notes)
+            return "reproduced", EXIT_REPRODUCED
+        if divergence is not None:
+            return "diverged", EXIT_DIVERGED
+        return "not-reproduced", EXIT_NOT_REPRODUCED
+
+    def _write_report(self, result: Result) -> None:
+        """The conform folder (noted), then report.json written atomically."""
+        out = self.out
         try:
             folder = conform_folder(out, self.release, dict(self.t.meta.get("config") or {}),
                                     self.brokers)
@@ -892,8 +931,16 @@ class _Run:
             "sent": {anomalies._txn_name(k): v for k, v in sorted(self.sent.items())}},
             indent=1, sort_keys=True, default=str) + "\n")
         os.replace(tmp, out / "report.json")
-        return result
 
+
+def _fresh_folder(out: Path) -> None:
+    """``out`` created, or emptied of a previous run's files (a folder used again: this run only)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for old in ("events.jsonl", "history.jsonl", "steps.jsonl", "report.json", *out.glob(
+            "*.log"), *(out / "conform").glob("*")):
+        path = out / old
+        if path.is_file():
+            path.unlink()
 
 def conform_folder(out: Path, release: Release, config: dict, brokers: int) -> Path:
     """``out/conform``: the run as ``kafka-mc real conform --run`` reads one (run.json, the event
