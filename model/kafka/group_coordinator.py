@@ -6,8 +6,9 @@ Follows ``GroupCoordinator.handleTxnCommitOffsets`` (the generation check of KIP
 with origin COORDINATOR, epoch-only validation, verified with the transaction coordinator like a
 produce from 3.6 / TV2), ``prepareTxnOffsetCommit`` / ``completePendingTxnOffsetCommit`` and
 ``handleFetchOffsets`` (``requireStable``, KIP-447): the Scala coordinator, Kafka's default up to
-3.9. From 4.0 the only coordinator is the Java one of KIP-848 (``group-coordinator`` module), whose
-``OffsetMetadataManager`` keeps the same rules: ``replay(recordOffset, producerId, key, value)``
+3.9. From 4.0 the default is the Java one of KIP-848 (``group-coordinator`` module;
+``group.coordinator.new.enable`` defaults to true, the Scala one is deleted in 4.1, KAFKA-18329),
+whose ``OffsetMetadataManager`` keeps the same rules: ``replay(recordOffset, producerId, key, value)``
 puts a transactional offset commit in ``pendingTransactionalOffsets``, keyed by producer id (a
 later commit of the same transaction and partition replaces the earlier one: ``Offsets.put``), and
 in ``openTransactions`` (group, topic, partition -> producer ids); ``replayEndTransactionMarker``
