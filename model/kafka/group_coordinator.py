@@ -5,15 +5,28 @@ Follows ``GroupCoordinator.handleTxnCommitOffsets`` (the generation check of KIP
 ``GroupMetadataManager.storeOffsets``: a transactional batch appended to ``__consumer_offsets``
 with origin COORDINATOR, epoch-only validation, verified with the transaction coordinator like a
 produce from 3.6 / TV2), ``prepareTxnOffsetCommit`` / ``completePendingTxnOffsetCommit`` and
-``handleFetchOffsets`` (``requireStable``, KIP-447).
+``handleFetchOffsets`` (``requireStable``, KIP-447): the Scala coordinator, Kafka's default up to
+3.9. From 4.0 the default is the Java one of KIP-848 (``group-coordinator`` module;
+``group.coordinator.new.enable`` defaults to true, the Scala one is deleted in 4.1, KAFKA-18329),
+whose ``OffsetMetadataManager`` keeps the same rules: ``replay(recordOffset, producerId, key, value)``
+puts a transactional offset commit in ``pendingTransactionalOffsets``, keyed by producer id (a
+later commit of the same transaction and partition replaces the earlier one: ``Offsets.put``), and
+in ``openTransactions`` (group, topic, partition -> producer ids); ``replayEndTransactionMarker``
+removes the producer id's pending offsets and, on COMMIT, moves each into ``offsets`` only if its
+``recordOffset`` is greater than the committed one's (otherwise "Skipped the materialization"),
+on ABORT drops them; ``fetchOffsets`` with ``requireStable`` answers UNSTABLE_OFFSET_COMMIT while
+``openTransactions`` holds the partition (read from the 4.4 branch; the rules are the same on
+4.0 .. 4.4).
 
 The ``__consumer_offsets`` partition is ``w.partitions[K.partitions]`` (after the data partitions);
 the group coordinator leads it, TxnOffsetCommit appends to it through the partition leader's
 checks (``kafka_mc.model.kafka.partition``) and the transaction coordinator's markers reach it like any other
 partition. What the group coordinator holds follows from that log: a batch whose transaction has
 no marker yet is a *pending* transactional offset commit, a committed one is materialised (the
-latest by append offset wins, as ``completePendingTxnOffsetCommit`` compares them), an aborted one
-is dropped. So the model keeps no second copy that could disagree with the log.
+latest by append offset wins, as ``completePendingTxnOffsetCommit`` and
+``replayEndTransactionMarker`` compare them), an aborted one is dropped. So the model keeps no
+second copy that could disagree with the log: ``committed_offset`` replays the log as
+``OffsetMetadataManager.replay`` / ``replayEndTransactionMarker`` do.
 
 Abstractions: one group and one input partition, whose records are all committed and never
 change (the application's consumer reads offset ``position`` and transforms it); JoinGroup /
@@ -22,7 +35,12 @@ before it fetches); OffsetFetch is atomic (request and answer in one step, like 
 with ``requireStable``, a fetch answered UNSTABLE_OFFSET_COMMIT is retried until it is not (so it
 is enabled only when no offset commit is pending); a rebalance (a fault, budgeted) moves the input
 partition to the next transactional.id's application and bumps the generation; the group
-coordinator does not fail over.
+coordinator does not fail over. Every offset commit is transactional (no OffsetCommit, whose
+replay puts the offset in ``offsets`` whatever its record offset), and neither offsets nor the
+group expire (no ``offsets.retention.minutes``, no ``GroupCoordinatorShard.cleanupGroupMetadata``,
+no group deletion): so KAFKA-19163 (4.0.0: an empty group whose only offsets were pending
+transactional ones was deleted, ``OffsetMetadataManager.cleanupExpiredOffsets``) is not
+modelled; docs/findings.md says why and what it would take.
 """
 from __future__ import annotations
 
@@ -37,7 +55,20 @@ def offsets_partition(K) -> int:
 
 def committed_offset(part: Partition) -> int:
     """The materialised offset: the committed offset commit with the greatest append offset
-    (0 when none: the application starts at the beginning of the input)."""
+    (0 when none: the application starts at the beginning of the input).
+
+    The log replayed as ``OffsetMetadataManager`` does (4.0+; the Scala ``GroupMetadata`` the
+    same way): a data batch is ``replay(recordOffset, producerId, ...)`` of a transactional
+    offset commit, kept pending under its producer id (``pendingTransactionalOffsets``; of two
+    in one transaction the later append replaces the earlier, which the max below picks too,
+    append offsets growing); a COMMIT marker is ``replayEndTransactionMarker(producerId,
+    COMMIT)``: the producer id's pending offset is materialised only if its record offset is
+    greater than the materialised one's (``offsetAndMetadata.recordOffset >
+    existingOffsetAndMetadata.recordOffset``), which is the max of (append offset, offset)
+    pairs; an ABORT marker drops them. So a commit marker written later for an offset commit
+    appended earlier does not win (OffsetMetadataManagerTest
+    .testReplayTransactionEndMarkerKeepsTheMostRecentCommittedOffset; tests/model/
+    test_group_coordinator.py)."""
     pending: dict[int, list] = {}
     best = (-1, 0)
     for offset, b in enumerate(part.log):
@@ -51,7 +82,10 @@ def committed_offset(part: Partition) -> int:
 
 
 def has_pending(part: Partition) -> bool:
-    """A transactional offset commit awaits its marker (pendingTransactionalOffsetCommits)."""
+    """A transactional offset commit awaits its marker (``pendingTransactionalOffsetCommits``;
+    from 4.0 ``OffsetMetadataManager.hasPendingTransactionalOffsets``: ``openTransactions``
+    holds the partition). One group and one input partition, so any open transaction on
+    ``__consumer_offsets`` is one of this group's."""
     return any(e.current_txn_first_offset >= 0 for e in part.producers)
 
 

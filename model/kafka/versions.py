@@ -153,6 +153,12 @@ _preset("kafka-4.0", "kafka-3.8",
         "partitions are added implicitly by the leader, markers carry the bumped epoch; "
         "leaders accept a marker whose epoch equals the stored one.",
         transaction_version=2)
+# KAFKA-19163 (4.0.0 only; fixed in 4.0.1 by 48f75616d7 and in 4.1.0 by 1293658cca) is on no
+# flag: OffsetMetadataManager.cleanupExpiredOffsets let GroupCoordinatorShard
+# .cleanupGroupMetadata delete an empty group whose only offsets were pending transactional ones.
+# The model has no group deletion or offset retention, and its members rejoin before they fetch,
+# which recreates the group in Kafka too; the harm needs a simple group (assign(), generation -1).
+# docs/findings.md ("KAFKA-19163") says what a flag for it would take.
 _preset("kafka-4.1", "kafka-4.0",
         "4.0.0 .. 4.0.1 (the name is the branch KAFKA-18654 was first written for; it was "
         "backported to 4.0 before 4.0.0): a TV2 leader retries a produce's verification "
