@@ -48,7 +48,9 @@ order, the client matches answers in order) and one per client process of the hi
 Silent (nothing records them): the client's ``Send<Rpc>`` and ``CompleteTransaction`` (its
 queue), ``CommitTxnLogAppend`` (a transaction-log append completing inside the coordinator's
 broker), the coordinator's timers and elections (``ExpireTransaction``, ``ElectCoordinator``,
-``ExpireTransactionalId``), ``CrashProducer`` (the application abandons an instance: seen only as
+``ExpireTransactionalId``), a partition's leader lost and elected again
+(``PartitionOffline``, ``ElectLeader``: a broker killed and started by the harness, not a
+request), ``CrashProducer`` (the application abandons an instance: seen only as
 the next instance's calls), ``ExpireBatch``, ``LoseProducerState``, the consume-transform-produce
 calls; and the application's calls when the run has no client history. Skipped: the model's
 readers' ``Fetch`` (they change only the readers, which no rule reads; the run's own reader is
@@ -417,7 +419,8 @@ APPLICATION = ("InitTransactions", "BeginTransaction", "Send", "CommitTransactio
 SILENT = frozenset({"SendAddPartitionsToTxn", "SendProduce", "SendTxnOffsetCommit", "SendEndTxn",
                     "CompleteTransaction", "CommitTxnLogAppend", "ExpireTransaction",
                     "ElectCoordinator", "ExpireTransactionalId", "CrashProducer", "ExpireBatch",
-                    "LoseProducerState", "Rebalance", "OffsetFetch", "SendOffsetsToTransaction"})
+                    "LoseProducerState", "Rebalance", "OffsetFetch", "SendOffsetsToTransaction",
+                    "PartitionOffline", "ElectLeader"})
 SKIPPED = frozenset({"Fetch"})
 UNSEEN = ("appends inside a broker (transaction log, partition logs), timers, the client's queue, "
           "FindCoordinator, batches of several records, the other requests a fault's closed "

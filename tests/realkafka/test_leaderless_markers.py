@@ -18,8 +18,12 @@ broker other than the coordinator, killed and left down until fenced.
 """
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +111,57 @@ def test_a_commit_whose_partition_has_no_leader_hangs_the_partition_on_4_4():
     assert seen["state_while_down"] == "completecommit" and seen["skipped"] == 1
     assert seen["markers"] == [] and (seen["lso"], seen["hw"]) == (0, 1)
     assert seen["read"] == []
+
+
+# --- the model's counterexample, replayed (kafka-mc real reproduce, issue 44) ------------------
+
+TRACE = (Path(__file__).resolve().parents[1] / "model" / "leaderless-kafka-4.3.itf.json")
+# `kafka-mc check leaderless --out DIR` writes it (no_hanging_transactions, 17 steps on kafka-4.3);
+# regenerate it when the model's configuration keys change (the trace records them)
+
+
+def _reproduce(version: str, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    _need(version)
+    kafka_mc = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
+    run = subprocess.run([kafka_mc, "real", "reproduce", str(TRACE), "--version", version,
+                          "--brokers", "3", "--out", str(out), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    report = json.loads(run.stdout) if run.stdout.strip().startswith("{") else {}
+    return run, report
+
+
+def _conforms(run_dir: Path) -> None:
+    kafka_mc = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
+    conform = subprocess.run([kafka_mc, "real", "conform", "--run", str(run_dir), "--json"],
+                             capture_output=True, text=True, timeout=120)
+    assert conform.returncode == 0, conform.stdout[-2000:] + conform.stderr[-2000:]
+
+
+def test_the_model_s_leaderless_counterexample_reproduces_on_4_4(tmp_path):
+    """The model's 17 steps (PartitionOffline before the marker send, ElectLeader never) on real
+    4.4.0, 3 brokers: the commit completes (CompleteCommit) with no marker in the partition,
+    LSO 0 < high watermark 1, the committed record never read; the run conforms to kafka-4.3."""
+    run, report = _reproduce(VULNERABLE, tmp_path)
+    assert run.returncode == 12, run.stdout[-2000:] + run.stderr[-2000:]
+    assert report["verdict"] == "reproduced" and report["steps_run"] == report["steps"] == 17
+    assert {a["name"] for a in report["anomalies"]} == {"lost-write", "hanging-transaction"}
+    ev = report["evidence"]
+    assert ev["offsets"]["0"] == {"high_watermark": 1, "lso": 0}
+    assert [b.get("marker") for b in ev["logs"]["0"]] == [None]          # the record, no marker
+    assert ev["read_committed"] == []
+    assert [t["state"] for t in ev["transactions"].values()] == ["CompleteCommit"]
+    _conforms(tmp_path / "conform")
+
+
+def test_the_same_steps_do_no_harm_on_4_2(tmp_path):
+    """The same schedule on 4.2.2: the marker waits for the leader and is written when it is
+    back (the record, then COMMIT; LSO = high watermark = 2): not reproduced, and the run
+    conforms to kafka-4.2.0."""
+    run, report = _reproduce(FIXED, tmp_path)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert report["verdict"] == "not-reproduced" and report["steps_run"] == 17
+    ev = report["evidence"]
+    assert ev["offsets"]["0"] == {"high_watermark": 2, "lso": 2}
+    assert [b.get("marker") for b in ev["logs"]["0"]] == [None, "COMMIT"]
+    assert [r["value"] for r in ev["read_committed"]] == ["t0.i0.x0.r0"]
+    _conforms(tmp_path / "conform")
