@@ -4,10 +4,12 @@ run's validation must give the model (``kafka-mc real conform``, explorers/cli/r
 A hard failover (``kafka_mc.realkafka.run``) kills the coordinator's broker, which on one broker also
 leads the data partitions: the requests in flight on its connections die with it (their senders
 see the connection fail and retry), and a client's batch waiting for the broker to come back may
-expire (delivery.timeout.ms). The model's failover moves the coordinator alone, so these are
-faults of their own to it: a loss per request left unanswered (``LoseRequest``, or handled and
-its answer lost: ``LoseResponse``), a batch expiry per ``Expiring ... record(s)`` the client
-reported (``ExpireBatch``).
+expire (delivery.timeout.ms). A killed replica can also stall a live broker (an append waiting
+for the ISR to shrink) past a client's request timeout, and the client gives the request up on
+a closed connection. The model's failover moves the coordinator alone and its leaders never go
+away, so these are faults of their own to it: a loss per request left unanswered
+(``LoseRequest``, or handled and its answer lost: ``LoseResponse``), a batch expiry per
+``Expiring ... record(s)`` the client reported (``ExpireBatch``).
 """
 from __future__ import annotations
 
@@ -19,19 +21,21 @@ TRANSACTIONAL_APIS = ("InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn
 _EXPIRING = re.compile(r"^Expiring \d+ record")
 
 
-def unanswered_at_broker_close(events, apis=None) -> frozenset:
+def unanswered_at_close(events, apis=None) -> frozenset:
     """(endpoint, conn, correlation id) of every request this proxy forwarded (of ``apis``, or
-    any) that had no response when the broker closed its connection: a killed broker's
-    (``run``'s hard failover) requests in flight, which their senders see fail and retry. The
-    model's mapping sees each as a loss (``kafka_mc.model.kafka.observations.died_with_broker``), so a
-    run's validation adds one request and one response loss per request to its budgets."""
+    any) that had no response when the broker or the client closed its connection: a killed
+    broker's (``run``'s hard failover, an outage) requests in flight, and those a client gave up
+    on (its request timeout: NetworkClient.handleTimedOutRequests disconnects), which their
+    senders see fail and retry. The model's mapping sees each as a loss
+    (``kafka_mc.model.kafka.observations.lost_in_flight``), so a run's validation adds one
+    request and one response loss per request to its budgets."""
     pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
     died = set()
     for e in events:
         conn = (e.get("endpoint"), e.get("conn"))
         direction = e.get("direction")
         if direction == "connection" and e.get("action") == "closed":
-            if e.get("by") == "broker":
+            if e.get("by") in ("broker", "client"):
                 died.update(pending.get(conn, ()))
             pending.pop(conn, None)
         elif (direction == "request" and e.get("action") == "forwarded"
@@ -59,7 +63,7 @@ def expired_batches(events) -> int:
 def budgets(cfg_budget, events) -> dict:
     """``faults.<budget>`` -> value: the budgets (``cfg_budget(name)``: the config's) raised by
     what the run's killed brokers cost."""
-    lost = len(unanswered_at_broker_close(events, TRANSACTIONAL_APIS))
+    lost = len(unanswered_at_close(events, TRANSACTIONAL_APIS))
     expired = expired_batches(events)
     out = {}
     if lost:

@@ -368,7 +368,8 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
     stop = threading.Event()
     with Proxy(out / "events.jsonl") as proxy, \
             Cluster(release, brokers=brokers, proxy=proxy, settings=BROKER_SETTINGS) as cluster, \
-            Driver(release, cluster.bootstrap, history_path=out / "history.jsonl") as driver:
+            Driver(release, cluster.bootstrap, history_path=out / "history.jsonl",
+                   origin_ns=proxy.origin_ns) as driver:   # one time line with the proxy's
         admin = driver.admin()
         if the_plan.outages:    # one replica each, none on the coordinator's broker
             coordinator = cluster.coordinator_node()

@@ -196,7 +196,7 @@ class _Run:
         names, ids = {}, {}           # topic names and topic ids, in order of appearance
         self.requests: dict = {}      # (endpoint, conn, correlation id) -> the request's fields
         self.not_loaded: set = set()  # ... of requests answered "no coordinator loaded yet"
-        self.died = died_with_broker(events)   # ... of requests whose broker died first
+        self.died = lost_in_flight(events)   # ... of requests whose connection closed first
         self.history = False
         for e in events:
             if e.get("type") in _HISTORY_TYPES and "f" in e:
@@ -262,27 +262,31 @@ class _Run:
         return tid * self.K.producers_per_id + inst
 
 
-def died_with_broker(events) -> frozenset:
+def lost_in_flight(events) -> frozenset:
     """(endpoint, conn, correlation id) of every observed request the proxy forwarded that was
-    never answered because its broker died: the broker closed the connection (a killed broker,
-    ``kafka_mc.realkafka.run``'s hard failover) with the request still unanswered. The sender sees the
-    connection fail (NetworkClient: disconnected; a client's Sender and TxnRequestHandler, the
-    coordinator's marker channel, retry) and the broker's restart forgot whatever the request
-    started in memory (a verification and its guard, a callback waiting for an append), so the
-    model sees it as lost: ``LoseRequest`` (or handled, and its answer lost: ``LoseResponse``),
-    and a run's budgets allow one of each per such request (``kafka_mc.realkafka.losses.
-    unanswered_at_broker_close`` finds the same requests for ``kafka-mc real conform``; the
-    model does not import the harness, tests/model/test_kafka_observations.py holds the two
-    equal). Abstraction: the model's failover moves the coordinator alone; a killed broker that
-    also leads the data partitions (one broker) restarts them with their logs, and what dies
-    with it is what was in flight, which the model has as losses."""
+    never answered because its connection closed first: the broker closed it (a killed broker,
+    ``kafka_mc.realkafka.run``'s hard failover or an outage) or the client did (its request
+    timed out: NetworkClient.handleTimedOutRequests disconnects, as when a killed replica holds
+    an append in the ISR until replica.lag.time.max.ms). The sender sees the request fail
+    (disconnected; a client's Sender and TxnRequestHandler, the coordinator's marker channel,
+    retry on a new connection) and a killed broker's restart forgot whatever the request
+    started in memory (a verification and its guard, a callback waiting for an append); a live
+    broker may still handle it, its answer going nowhere. So the model sees it as lost:
+    ``LoseRequest`` (or handled, and its answer lost: ``LoseResponse``), and a run's budgets
+    allow one of each per such request (``kafka_mc.realkafka.losses.unanswered_at_close`` finds
+    the same requests for ``kafka-mc real conform``; the model does not import the harness,
+    tests/model/test_kafka_observations.py holds the two equal). Abstraction: the model's
+    failover moves the coordinator alone and its leaders never go away; what dies with a killed
+    broker or a timed-out connection is what was in flight, which the model has as losses. A
+    connection the proxy closes (a fault of the plan) is not counted here: the plan's budgets
+    hold it."""
     pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
     died = set()
     for e in events:
         conn = (e.get("endpoint"), e.get("conn"))
         direction = e.get("direction")
         if direction == "connection" and e.get("action") == "closed":
-            if e.get("by") == "broker":
+            if e.get("by") in ("broker", "client"):
                 died.update(pending.get(conn, ()))
             pending.pop(conn, None)
         elif direction == "request" and _api(e) in APIS and e.get("action") == "forwarded":

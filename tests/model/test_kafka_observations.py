@@ -19,7 +19,7 @@ import pytest
 
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
-from kafka_mc.model.kafka.observations import APIS, died_with_broker, norm, observations
+from kafka_mc.model.kafka.observations import APIS, lost_in_flight, norm, observations
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.world import Errors
 from kafka_mc.realkafka import losses
@@ -367,7 +367,7 @@ def test_real_runs_conform_and_their_behaviour_replays(name, observed, faults, t
     commit with a Produce answer dropped (the retry answered NONE: the model's duplicate), an
     EndTxn held past nothing (no step), and one duplicated (its copy handled after the client's
     retry on a new connection, its answer dropped: DuplicateRequest), and a marker in flight
-    when the failover killed the broker (died_with_broker: two observations, the marker handled
+    when the failover killed the broker (lost_in_flight: two observations, the marker handled
     or lost, and its answer lost or not); a WriteTxnMarkers frame
     carrying the markers of two partitions dropped (one fault: one marker lost, the other
     delivered by the coordinator's resent frame)."""
@@ -478,15 +478,15 @@ def test_a_real_run_with_a_lost_end_txn_answer_and_a_failover_conforms():
     transaction's first Produce (epoch 1, sequence 0) forwarded just as the failover killed the
     one broker (coordinator and leader at once): the broker closed the connection unanswered,
     and the client resent the batch to the restarted broker. No fault of the plan lost it: the
-    broker's death did, which the mapping sees as a loss (died_with_broker), so the model
+    broker's death did, which the mapping sees as a loss (lost_in_flight), so the model
     explains it with LoseRequest and the resent Produce, and the failover with ElectCoordinator
     (the markers at the new coordinator epoch)."""
     model, run = recorded("kafka-4.4.0-failover-open")
-    died = died_with_broker(run)
+    died = lost_in_flight(run)
     assert [(run[i]["api"], run[i]["seq"]) for i, e in enumerate(run)
             if (e.get("endpoint"), e.get("conn"), e.get("correlation_id")) in died
             and e.get("direction") == "request"] == [("Produce", 54)]
-    assert died == losses.unanswered_at_broker_close(run, APIS)   # what the budgets count
+    assert died == losses.unanswered_at_close(run, APIS)   # what the budgets count
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
     names = [a[0] for a in r.actions]
@@ -495,9 +495,9 @@ def test_a_real_run_with_a_lost_end_txn_answer_and_a_failover_conforms():
         Rpc.Produce, 0, 1, 0)
     assert names.count("ElectCoordinator") == 1 and r.seconds < 5
     # without the broker's death seen as a loss (the mapping before: the connection as if the
-    # client closed it) no behaviour of the model gets past that Produce
-    blind = [dict(e, by="client") if e.get("direction") == "connection" else e for e in run]
-    assert not died_with_broker(blind)
+    # proxy closed it) no behaviour of the model gets past that Produce
+    blind = [dict(e, by="proxy") if e.get("direction") == "connection" else e for e in run]
+    assert not lost_in_flight(blind)
     d = validate(model, run, observations=observations(model, blind)).divergence
     assert run[d.event]["api"] == "Produce" and run[d.event]["seq"] == 54
 

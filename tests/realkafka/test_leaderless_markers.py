@@ -165,3 +165,21 @@ def test_the_same_steps_do_no_harm_on_4_2(tmp_path):
     assert [b.get("marker") for b in ev["logs"]["0"]] == [None, "COMMIT"]
     assert [r["value"] for r in ev["read_committed"]] == ["t0.i0.x0.r0"]
     _conforms(tmp_path / "conform")
+
+
+def test_a_seeded_real_run_with_an_offline_partition_meets_it_on_4_4(tmp_path):
+    """`kafka-mc real run leaderless --brokers 3` (the budget faults.offline_partitions: the
+    partition's broker killed once a Produce to it is answered, started after the next EndTxn
+    answer); seed 0 plans the outage. On 4.4.0 the run ends with the committed record unread
+    and the partition hanging, and the run conforms to kafka-4.3 (which has the flag)."""
+    _need(VULNERABLE)
+    kafka_mc = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
+    out = tmp_path / "run"
+    run = subprocess.run([kafka_mc, "real", "run", "leaderless", "--version", VULNERABLE,
+                          "--brokers", "3", "--seed", "0", "--out", str(out), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 12, run.stdout[-2000:] + run.stderr[-2000:]
+    assert json.loads((out / "plan.json").read_text())["outages"] == [{"partition": 0}]
+    assert {a["name"] for a in json.loads(run.stdout)["anomalies"]} == {"lost-write",
+                                                                        "hanging-transaction"}
+    _conforms(out)

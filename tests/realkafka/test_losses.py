@@ -25,13 +25,17 @@ def expired(process="t0.i0"):
             "error": ["TimeoutException", "Expiring 1 record(s) for t-0:12001 ms has passed"]}
 
 
-def test_a_request_left_unanswered_by_a_broker_that_closed_its_connection_is_lost():
+def test_a_request_left_unanswered_when_its_connection_closed_is_lost():
+    """Closed by the broker (killed) or by the client (its request timed out); not by the
+    proxy (a fault of the plan, which its budgets hold)."""
     events = [req(1, 1), resp(1, 1), req(1, 2), req(2, 3, "EndTxn"), closed(1, "broker"),
-              closed(2, "client"), req(3, 4, "Metadata"), closed(3, "broker")]
-    assert losses.unanswered_at_broker_close(events) == {(C, 1, 2), (C, 3, 4)}
-    assert losses.unanswered_at_broker_close(events, losses.TRANSACTIONAL_APIS) == {(C, 1, 2)}
+              closed(2, "client"), req(3, 4, "Metadata"), closed(3, "broker"),
+              req(4, 5, "EndTxn"), closed(4, "proxy")]
+    assert losses.unanswered_at_close(events) == {(C, 1, 2), (C, 2, 3), (C, 3, 4)}
+    assert losses.unanswered_at_close(events, losses.TRANSACTIONAL_APIS) == {(C, 1, 2),
+                                                                             (C, 2, 3)}
     # a request the proxy dropped (a fault of the plan) or held is not the broker's loss
-    assert not losses.unanswered_at_broker_close([req(1, 1, action="dropped"),
+    assert not losses.unanswered_at_close([req(1, 1, action="dropped"),
                                                   closed(1, "broker")])
 
 

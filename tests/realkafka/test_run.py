@@ -90,6 +90,17 @@ def test_real_run_tiny_is_clean_and_its_event_log_shows_the_protocol(version, tm
         assert (out / name).is_file()
     report = json.loads((out / "report.json").read_text())
     assert report["end_state"]["logs"]
+    # the history and the proxy's events on one time line (the proxy's origin): the
+    # application's initTransactions() returns after the proxy forwarded its answer, and its
+    # commitTransaction() after the last EndTxn answer
+    history = [json.loads(line) for line in (out / "history.jsonl").read_text().splitlines()]
+    ok = {h["f"]: h["time"] for h in history if h["type"] == "ok" and h["process"] != "admin"}
+    end_txn = [e["time"] for e in events if e.get("api") == "EndTxn"
+               and e["direction"] == "response"]
+    assert min(e["time"] for e in init) <= ok["init_transactions"]
+    assert end_txn and min(end_txn) <= max(h["time"] for h in history
+                                           if h["type"] == "ok" and h["f"] in
+                                           ("commit_transaction", "abort_transaction"))
 
 
 def test_a_restarted_coordinator_completes_a_transaction_left_in_prepare_commit(tmp_path):
