@@ -123,6 +123,15 @@ def test_the_core_wheel_runs_the_readme_commands_from_any_folder(wheel, tmp_path
     run = _run([kafka_mc, "list", "configs"], cwd=work, **env)
     assert run.returncode == 0 and "tiny" in run.stdout, run.stderr
 
+    # the README's minimize example: a walk kept as found, then shrunk
+    run = _run([kafka_mc, "check", "twophase-broken", "--set", "model.resource_managers=10",
+                "--explorer", "simulate", "--no-minimize", "--seed", "2", "--out", "walk"],
+               cwd=work, **env)
+    assert run.returncode == 12, run.stderr
+    run = _run([kafka_mc, "minimize", "walk/TCConsistent.itf.json", "--out",
+                "walk.min.itf.json"], cwd=work, **env)
+    assert run.returncode == 0 and run.stdout.startswith("minimized 28 steps to 5"), run.stderr
+
     # a feature whose extra is not installed: one line naming it, exit 2
     run = _run([kafka_mc, "check", "tiny", "--explorer", "symbolic"], cwd=work, **env)
     assert (run.returncode, run.stdout) == (2, "")

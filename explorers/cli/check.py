@@ -35,6 +35,9 @@ def add_parser(sub) -> None:
                    help="simulate: swarm walks (each leaves out a random subset of the model's "
                         "fault families, reweights its actions and may deliver held-back "
                         "messages late; explorers/walks/swarm.py)")
+    c.add_argument("--no-minimize", action="store_const", const=True,
+                   help="simulate: keep the counterexample as the walk found it (default: "
+                        "shrunk by delta debugging, as kafka-mc minimize does)")
     c.add_argument("--seed", type=nonneg, metavar="S",
                    help="stateful, simulate: random seed (default 0); with --swarm, walk 0's "
                         "seed, so a walk's seed with --runs 1 replays that walk")
@@ -289,7 +292,8 @@ def run_simulate(cfg, args, progress):
     options = simulate.SimulateOptions(
         properties=property_names(cfg), check_deadlock=cfg.get("check.deadlock"),
         progress=progress, progress_interval=args.progress_interval,
-        **_given(runs=args.runs, seed=args.seed, depth=cfg["check.max_depth"] or None))
+        **_given(runs=args.runs, seed=args.seed, depth=cfg["check.max_depth"] or None,
+                 minimize=False if args.no_minimize else None))
     if args.swarm:
         from kafka_mc.explorers.walks import swarm
 
@@ -319,7 +323,7 @@ EXPLORERS = {"bfs": run_bfs, "graph": run_graph, "spark": run_spark, "stateful":
 EXPLORER_FLAGS = {"--max-examples": ("stateful",), "--steps": ("stateful",),
                   "--continue": ("bfs", "graph", "spark"), "--induction": ("symbolic",),
                   "--runs": ("simulate",), "--memory": ("bfs",), "--seed": ("stateful", "simulate"),
-                  "--swarm": ("simulate",),
+                  "--swarm": ("simulate",), "--no-minimize": ("simulate",),
                   "--workers": ("bfs", "spark"),
                   **{flag: ("spark",) for flag in ("--partitions", "--spark-conf", "--master")},
                   **{flag: ("bfs", "spark") for flag in ("--checkpoint", "--recover")}}

@@ -182,8 +182,9 @@ def _violation(v, outcome: Outcome, model, traces: dict[str, str]) -> list[str]:
                                          p.loop_action, p.trigger))
         lines.extend("  " + ln for ln in v.detail.splitlines())
     elif v.path is not None:
-        shortest = outcome.explorer in ("bfs", "spark", "graph")
-        lines.append(f"  {'shortest' if shortest else 'minimized'} counterexample: {len(v.path)} steps")
+        kind = ("shortest" if outcome.explorer in ("bfs", "spark", "graph")
+                else "minimized" if outcome.extra.get("minimized", True) else "unminimized")
+        lines.append(f"  {kind} counterexample: {len(v.path)} steps")
         lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
     if v.detail and not (v.path is not None and v.path.loop is not None):
         lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])

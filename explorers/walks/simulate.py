@@ -47,6 +47,7 @@ class SimulateOptions:
     check_deadlock: bool | None = None            # None: the model's default
     progress: Callable[[Progress], None] | None = None
     progress_interval: float = 2.0                # seconds between progress reports
+    minimize: bool = True                         # shrink the counterexample (delta debugging)
 
 
 class Walks:
@@ -139,10 +140,11 @@ class Walks:
         return v
 
     def outcome(self, explorer: str, found: Violation | None, interrupted: bool = False,
-                **extra) -> Outcome:
-        """The result, with the violation ``found`` (if any) minimized; witnesses never seen are
-        reported only after a full, clean run."""
-        violations = minimized(self.model, found)
+                minimize: bool = True, **extra) -> Outcome:
+        """The result, with the violation ``found`` (if any) minimized (unless not
+        ``minimize``: as the walk found it); witnesses never seen are reported only after a
+        full, clean run."""
+        violations = minimized(self.model, found) if minimize else [found] if found else []
         seconds = time.perf_counter() - self.t0
         if not violations and not interrupted:
             violations += self.checks.unwitnessed(
@@ -151,6 +153,8 @@ class Walks:
                        "unlike an exhaustive search, this does not show that no reachable state "
                        "satisfies it")
         stats = search_stats(self.steps, len(self.seen), self.depth, seconds, self.rss0, self.packed)
+        if not minimize:
+            extra["minimized"] = False        # the report says "unminimized"
         extra |= {"walks": self.walks, "seconds_to_violation": self.seconds_to_violation,
                   "found_steps": len(found.path) if found and found.path else None,
                   "steps_per_second": self.steps / seconds if seconds > 0 else float(self.steps)}
@@ -226,7 +230,7 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
         interrupted = True
     except Exception as exc:  # in model code: the path to the state being expanded
         violation = model_error(exc, Path(tuple(states), tuple(actions)))
-    return walks.outcome("simulate", violation, interrupted,
+    return walks.outcome("simulate", violation, interrupted, options.minimize,
                          seed=options.seed, runs=options.runs, max_depth=options.depth)
 
 

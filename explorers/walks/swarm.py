@@ -167,7 +167,7 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
             all_edges.update(edges)
     walks.edges = overall
     enabled = [f for f in families if f in seen]
-    outcome = walks.outcome("simulate", violation, interrupted, seed=options.seed,
+    outcome = walks.outcome("simulate", violation, interrupted, options.minimize, seed=options.seed,
                             runs=options.runs, max_depth=options.depth)
     outcome.extra["swarm"] = summary(per, enabled, machines, found)
     if found is not None and outcome.violations and outcome.violations[0].path is not None:

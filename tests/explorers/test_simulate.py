@@ -121,6 +121,26 @@ def test_cli_simulate_violation_is_minimized_and_replays(tmp_path):
     assert rp.returncode == 12 and "violated" in rp.stdout
 
 
+def test_cli_simulate_no_minimize_keeps_the_walk_as_found(tmp_path):
+    """--no-minimize: the counterexample as the walk found it (28 steps on 10 resource
+    managers, seed 2), which `kafka-mc minimize` then shrinks to 5 (the README's example);
+    with the swarm too; without the flag, the same walk minimized."""
+    args = ("check", "twophase-broken", "--set", "model.resource_managers=10", "--explorer",
+            "simulate", "--seed", "2")
+    r = kafka_mc(*args, "--no-minimize", "--out", str(tmp_path / "raw"))
+    assert r.returncode == 12, r.stderr
+    assert "unminimized counterexample: 28 steps" in r.stdout
+    assert len(read(str(tmp_path / "raw" / "TCConsistent.itf.json")).actions) == 28
+    m = kafka_mc("minimize", str(tmp_path / "raw" / "TCConsistent.itf.json"), "--out",
+                 str(tmp_path / "min.itf.json"))
+    assert m.returncode == 0 and m.stdout.startswith("minimized 28 steps to 5:"), m.stdout
+    r = kafka_mc(*args, "--out", str(tmp_path / "min"))
+    assert r.returncode == 12 and "minimized counterexample: 5 steps" in r.stdout
+    assert "found as a 28-step behaviour" in r.stdout
+    r = kafka_mc(*args, "--swarm", "--no-minimize", "--out", str(tmp_path / "swarm"))
+    assert r.returncode == 12 and "unminimized counterexample" in r.stdout, r.stdout[-800:]
+
+
 def test_cli_simulate_clean_run_reports_coverage(tmp_path):
     r = kafka_mc("check", "--model", "twophase", "--set", "model.resource_managers=3",
                  "--explorer", "simulate", "--runs", "2000", "--depth", "30", "--json",
@@ -134,6 +154,7 @@ def test_cli_simulate_clean_run_reports_coverage(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--runs", "5"], "--runs does not apply to --explorer bfs (only to simulate)"),
     (["--seed", "1"], "--seed does not apply to --explorer bfs"),
+    (["--no-minimize"], "--no-minimize does not apply to --explorer bfs (only to simulate)"),
     (["--explorer", "stateful", "--runs", "5"], "--runs does not apply to --explorer stateful"),
     (["--explorer", "stateful", "--depth", "5"], "--depth does not apply to --explorer stateful"),
     (["--explorer", "simulate", "--steps", "5"], "--steps does not apply to --explorer simulate"),
