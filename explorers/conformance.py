@@ -8,7 +8,8 @@ the run, as TLA+ trace validation does (Cirstea, Kuppe, Loillier, Merz 2024; CCF
 * from a node, each enabled action of the model: a silent one keeps the positions; an observable
   one must be the next event of some stream (its ``Observation.match`` accepts the step), and
   advances that stream; a state observation at the head of a stream is consumed without a step
-  when the state satisfies it;
+  when the state satisfies it; an observation of the run's end state (``at_end``) only once
+  every other event is consumed;
 * the run conforms when a node has consumed every stream.
 
 Nodes are deduplicated on (the state's fingerprint, positions) and expanded best-first: first
@@ -181,6 +182,10 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
     lengths = tuple(len(s) for s in streams)
     key_of = _key_function(model)
     successors = model.successors
+    # Observations of the end state wait for every other event: the streams they are in, and
+    # the streams that must be consumed first (none: the run records no end state)
+    final = {j for j, st in enumerate(streams) if any(items[i][1].at_end for i in st)}
+    ordinary = tuple(j for j in range(len(streams)) if j not in final) if final else ()
     silent_cache: dict[str, bool] = {}
     skipped = obs.skipped
 
@@ -223,6 +228,8 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
             heads = [(j, streams[j][p]) for j, p in enumerate(pos) if p < lengths[j]]
             near = [(j, item) for j, item in heads if items[item][0] < horizon]
             cut = cut or len(near) < len(heads)
+            if final and any(pos[j] < lengths[j] for j in ordinary):
+                near = [(j, item) for j, item in near if not items[item][1].at_end]
 
             def push(t, j, via, item):
                 if j < 0:

@@ -17,7 +17,11 @@ event recorded, else the reason it is not, naming the field that differs as
 ``"producer_epoch: recorded 0, model 1"``), a constraint on the state at that point of the run
 (``holds(s)``: None when ``s`` agrees, else why not; consumed without a step, as a client's
 "commitTransaction returned" is), or both (either may account for the event: a request the
-proxy held may or may not have been overtaken, which the model takes as a delay or not).
+proxy held may or may not have been overtaken, which the model takes as a delay or not). A state
+observation ``at_end`` is of the run's *end state* (what the system showed once the run was over:
+Kafka's DescribeTransactions, a partition's log): it is consumed only after every other event,
+silent steps allowed before it, so that a behaviour conforms only if it also ends where the
+system did (``end``).
 ``actions`` names the actions a step observation can match (the validator asks ``match`` only of
 those).
 
@@ -37,7 +41,7 @@ from kafka_mc.model.capabilities import MissingCapability, offers
 
 Event = Mapping[str, Any]
 
-__all__ = ["Observation", "Observations", "NoObservations", "step", "state", "either",
+__all__ = ["Observation", "Observations", "NoObservations", "step", "state", "end", "either",
            "differs", "in_order", "observations_of"]
 
 
@@ -45,12 +49,14 @@ __all__ = ["Observation", "Observations", "NoObservations", "step", "state", "ei
 class Observation:
     """What one event says. ``label``: how reports name it. A step observation has ``match``
     and the ``actions`` (names) it may match; a state observation has ``holds``; one with both
-    may be accounted for either way."""
+    may be accounted for either way. ``at_end``: a state observation of the run's end state,
+    consumed only once every other observation is."""
 
     label: str
     actions: frozenset = frozenset()
     match: Callable[[Any, tuple, Any], str | None] | None = None
     holds: Callable[[Any], str | None] | None = None
+    at_end: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,11 @@ def step(label: str, actions: Iterable[str], match: Callable) -> Observation:
 def state(label: str, holds: Callable) -> Observation:
     """An event that constrains the model's state at its point of the run (no step)."""
     return Observation(label, holds=holds)
+
+
+def end(label: str, holds: Callable) -> Observation:
+    """What the run's end state shows (``holds``), consumed after every other event."""
+    return Observation(label, holds=holds, at_end=True)
 
 
 def either(label: str, actions: Iterable[str], match: Callable,

@@ -9,7 +9,8 @@ for the ISR to shrink) past a client's request timeout, and the client gives the
 a closed connection. The model's failover moves the coordinator alone and its leaders never go
 away, so these are faults of their own to it: a loss per request left unanswered
 (``LoseRequest``, or handled and its answer lost: ``LoseResponse``), a batch expiry per
-``Expiring ... record(s)`` the client reported (``ExpireBatch``).
+``Expiring ... record(s)`` the client reported (``ExpireBatch``). An answer the proxy could not
+deliver because its client had closed the connection is a response loss too.
 """
 from __future__ import annotations
 
@@ -60,18 +61,32 @@ def expired_batches(events) -> int:
     return n
 
 
+def answers_without_client(events, apis=TRANSACTIONAL_APIS) -> int:
+    """Responses the proxy dropped because their client had closed the connection (a request
+    held by a delay and released after the client gave up on it): the model's mapping sees each
+    as nothing or a ``LoseResponse`` (the answer never reached its sender), which no fault of
+    the plan pays for. (A duplicate's copy is paid by its fault: the model's copy is sent on a
+    closed connection and its answer goes nowhere, ``network.duplicate_request``.)"""
+    return sum(1 for e in events if e.get("direction") == "response"
+               and e.get("action") == "dropped" and e.get("reason") == "client closed"
+               and e.get("api") in apis
+               and (e.get("fault") or {}).get("kind") not in ("drop", "duplicate"))
+
+
 def budgets(cfg_budget, events) -> dict:
     """``faults.<budget>`` -> value: the budgets (``cfg_budget(name)``: the config's) raised by
     what the run's killed brokers cost."""
     lost = len(unanswered_at_close(events, TRANSACTIONAL_APIS))
+    unheard = answers_without_client(events)
     expired = expired_batches(events)
     out = {}
     if lost:
         out["faults.request_losses"] = cfg_budget("request_losses") + lost
-        out["faults.response_losses"] = cfg_budget("response_losses") + lost
+    if lost or unheard:
+        out["faults.response_losses"] = cfg_budget("response_losses") + lost + unheard
     if expired:
         out["faults.batch_expiries"] = cfg_budget("batch_expiries") + expired
     total = cfg_budget("total")
     if out and total is not None:
-        out["faults.total"] = total + 2 * lost + expired
+        out["faults.total"] = total + 2 * lost + unheard + expired
     return out

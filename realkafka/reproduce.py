@@ -920,7 +920,7 @@ class _Run:
         out = self.out
         try:
             folder = conform_folder(out, self.release, dict(self.t.meta.get("config") or {}),
-                                    self.brokers)
+                                    self.brokers, result.evidence)
             self.notes.append(f"validate the real run against the model: kafka-mc real conform "
                               f"--run {folder}")
         except (OSError, ValueError) as e:
@@ -942,12 +942,18 @@ def _fresh_folder(out: Path) -> None:
         if path.is_file():
             path.unlink()
 
-def conform_folder(out: Path, release: Release, config: dict, brokers: int) -> Path:
+def conform_folder(out: Path, release: Release, config: dict, brokers: int,
+                   evidence: dict | None = None) -> Path:
     """``out/conform``: the run as ``kafka-mc real conform --run`` reads one (run.json, the event
-    log and the history without the harness's warm-up producer), so that the real run is also
-    validated step by step against the model with the release's preset."""
+    log and the history without the harness's warm-up producer, and the end state read as
+    evidence), so that the real run is also validated step by step against the model with the
+    release's preset, and its end state with it."""
     folder = out / "conform"
     folder.mkdir(exist_ok=True)
+    if evidence:
+        (folder / "end_state.json").write_text(json.dumps(
+            {k: evidence.get(k) for k in ("transactions", "logs", "offsets", "producers")},
+            indent=1, sort_keys=True, default=str) + "\n")
     (folder / "run.json").write_text(json.dumps({
         "version": release.version, "preset": release.preset, "seed": 0, "brokers": brokers,
         "config": config, "reproduced_from": "reproduce"}, indent=1) + "\n")

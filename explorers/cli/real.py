@@ -69,7 +69,30 @@ def read_run(folder: Path) -> list[dict]:
     history = []
     if (folder / "history.jsonl").is_file():
         history = [dict(e, source="client") for e in read_events(folder / "history.jsonl")]
-    return sorted(events + history, key=lambda e: (e.get("time", 0), e["source"] != "proxy"))
+    merged = sorted(events + history, key=lambda e: (e.get("time", 0), e["source"] != "proxy"))
+    return merged + end_state(folder)
+
+
+def end_state(folder: Path) -> list[dict]:
+    """The run's end state as one event after all others (``type`` ``end_state``: what the
+    harness read once the run had settled: DescribeTransactions, the partitions' logs, producer
+    states and offsets), from ``end_state.json`` or ``report.json``'s ``end_state``; none when
+    the run wrote neither (it did not finish)."""
+    for name, key in (("end_state.json", None), ("report.json", "end_state")):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            value = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise real_cli.RealUsageError(f"{str(path)[:200]}: unreadable ({type(e).__name__})"
+                                          ) from None
+        value = value.get(key) if key and isinstance(value, dict) else value
+        if isinstance(value, dict):
+            return [{**{k: value.get(k) for k in ("transactions", "logs", "offsets",
+                                                  "producers")},
+                     "type": "end_state", "source": "harness"}]
+    return []
 
 
 def _recorded(args):
@@ -126,17 +149,31 @@ def _log(args):
     return (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
 
 
-def _validate(cfg, release, folder: Path, result, args) -> dict:
-    """Validate one run folder against the model with the release's preset and the config's
-    budgets; its verdict written beside the run (and the behaviour, when it conforms)."""
+def validate_folder(cfg, release, folder: Path, max_nodes: int | None = None, **overrides):
+    """The run folder validated against the model of ``cfg`` with the release's preset (and
+    ``overrides``: config key -> value): (Conformance, the model, its config, the events)."""
     # The release's preset; no symmetry (a run names its clients, so states are not identified
     # up to renaming them)
     events = read_run(folder)
     model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
-                                   **_broker_losses(cfg, events)})
+                                   **_broker_losses(cfg, events), **overrides})
     model = registry.bind(model_cfg)
-    kw = {"max_nodes": args.max_nodes} if args.max_nodes else {}
-    verdict = validate(model, events, **kw)
+    kw = {"max_nodes": max_nodes} if max_nodes else {}
+    return validate(model, events, **kw), model, model_cfg, events
+
+
+def recorded_run(folder: Path):
+    """(release, config) of a run folder (its run.json), ``RealUsageError`` when it is none."""
+    class _Args:
+        run_dir, kafka_version, config, sets = str(folder), None, None, None
+    release, cfg, _ = _recorded(_Args)
+    return release, cfg
+
+
+def _validate(cfg, release, folder: Path, result, args) -> dict:
+    """Validate one run folder against the model with the release's preset and the config's
+    budgets; its verdict written beside the run (and the behaviour, when it conforms)."""
+    verdict, model, model_cfg, events = validate_folder(cfg, release, folder, args.max_nodes)
     (folder / "conformance.json").write_text(json.dumps(verdict.to_dict(), indent=1) + "\n")
     if verdict.conforms:
         write_trace(verdict, model, model_cfg, folder / "behaviour.itf.json")

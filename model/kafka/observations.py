@@ -44,6 +44,7 @@ order, the client matches answers in order) and one per client process of the hi
 | history: ok of initTransactions / beginTransaction / commitTransaction / abortTransaction | the instance's state there: READY / IN_TRANSACTION / READY having committed / READY having aborted |
 | history: fail (but a timeout) | the instance is in ABORTABLE_ERROR or FATAL_ERROR there |
 | history: ok send, info, a timeout, other processes (readers, admin) | not observed |
+| the end state (``type`` ``end_state``: what the harness read once the run had settled) | the model's state after every other event, silent steps allowed: per transactional.id DescribeTransactions' state, producer id and epoch; per partition its log (each batch and marker: kind, producer id, epoch, sequence or coordinator epoch), DescribeProducers' entries, whether its LSO is below its high watermark |
 
 Silent (nothing records them): the client's ``Send<Rpc>`` and ``CompleteTransaction`` (its
 queue), ``CommitTxnLogAppend`` (a transaction-log append completing inside the coordinator's
@@ -90,8 +91,9 @@ import re
 from typing import Any, Mapping
 
 from kafka_mc.model.kafka.network import Rpc
-from kafka_mc.model.kafka.world import ClientState as C, Errors, Outcome
-from kafka_mc.model.observations import Observation, Observations, differs, either, in_order, state, step
+from kafka_mc.model.kafka.world import ClientState as C, Control, Errors, Outcome, TxnState
+from kafka_mc.model.observations import (Observation, Observations, differs, either, end,
+                                         in_order, state, step)
 
 # --- normalising the proxy's decoded bodies ---------------------------------------------------
 
@@ -245,6 +247,16 @@ class _Run:
                        if n and not self.topic_ids.get(n, n).startswith("__")})
         self.partitions = {p: i for i, p in enumerate(data)}
 
+    def partition_index(self, index) -> int | None:
+        """The model's partition of the run's data topic's partition ``index`` (the end state
+        names partitions by index alone: the run has one data topic)."""
+        try:
+            index = int(index)
+        except (TypeError, ValueError):
+            return None
+        found = {i for (name, k), i in self.partitions.items() if k == index}
+        return found.pop() if len(found) == 1 else None
+
     def pid(self, real):
         return self.pids.get(real, real) if isinstance(real, int) else real
 
@@ -376,6 +388,30 @@ _ANSWERED = {Rpc.Produce: ("partition", "producer_id", "producer_epoch", "base_s
              Rpc.VerifyAddPartition: ("partition",)}
 
 
+# The rules that take a request's answer at its sender
+_ANSWER_RULES = {Rpc.Produce: ("ReceiveProduceResponse",),
+                 Rpc.WriteTxnMarkers: ("HandleWriteTxnMarkersResponse",),
+                 Rpc.VerifyAddPartition: ("HandleVerifyAddPartitionResponse",)}
+
+
+def _lost_answer(match):
+    """``match`` of an answer that died with its broker: the model loses it (``LoseResponse``)
+    or its sender takes it as one it no longer waits for, changing nothing but the network (a
+    marker's answer reaching the coordinator after a failover:
+    TransactionMarkerRequestCompletionHandler drops it). The second is needed because the
+    model's loss of an answer makes its sender resend at once (``coordinator.marker_timed_out``)
+    under the old coordinator epoch, where a killed coordinator resends nothing: it is the
+    answer reaching nobody, taken after the failover."""
+    def lost(s, a, t):
+        why = match(s, a, t)
+        if why is not None or a[0] == "LoseResponse":
+            return why
+        if t._replace(network=s.network, delayed=s.delayed) != s:
+            return f"{a[0]} changed the state: its sender still waited for the answer"
+        return None
+    return lost
+
+
 def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first=True,
              died=False):
     """The observation of a request event by the proxy's ``action`` (``first``: of the model's
@@ -384,11 +420,13 @@ def _request(label, action: str, rpc: Rpc, fields: dict, e, instance=None, first
     what = e.get("action") or "forwarded"
     fault = (e.get("fault") or {}).get("kind") if isinstance(e.get("fault"), Mapping) else None
     if what == "forwarded" and died:
-        # lost with its broker, or handled and its answer lost (when it has one yet)
+        # lost with its broker, or handled and its answer lost (when it has one yet): lost,
+        # or, once no sender waits for it, dropped by the one it reaches
         answer = {k: v for k, v in fields.items() if k in _ANSWERED.get(rpc, ())}
         return [step(label + " (its broker died)", (action, "LoseRequest"), match),
-                either(label + " (its answer lost with the broker)", ("LoseResponse",),
-                       _as_producer((rpc + 1,), answer, instance))]
+                either(label + " (its answer lost with the broker)",
+                       ("LoseResponse", *_ANSWER_RULES.get(rpc, ())),
+                       _lost_answer(_as_producer((rpc + 1,), answer, instance)))]
     if what in ("forwarded", "released", "duplicated-copy"):
         return step(label, (action,), match)
     if what == "held":
@@ -443,6 +481,8 @@ def observations(model, events) -> Observations:
     def observe(e):
         if e.get("type") in _HISTORY_TYPES and "f" in e:
             return _history(K, run, e)
+        if e.get("type") == "end_state":
+            return _end_state(K, run, e)
         if e.get("direction") not in ("request", "response") or "decode_error" in e:
             return None
         return _proxy(K, run, e)
@@ -450,6 +490,8 @@ def observations(model, events) -> Observations:
     def stream(e):
         if e.get("type") in _HISTORY_TYPES and "f" in e:
             return ("history", str(e.get("process")))
+        if e.get("type") == "end_state":
+            return ("end state",)
         return ("proxy", str(e.get("endpoint")), e.get("conn"))
 
     return Observations(observe=observe, stream=stream, silent=silent, skipped=SKIPPED,
@@ -647,9 +689,10 @@ def _markers(run, e, f, req, request, label, died=False):
                 fields = {"partition": part, "producer_id": run.pid(x.get("producer_id")),
                           "producer_epoch": x.get("producer_epoch"),
                           "committed": bool(x.get("transaction_result"))}
+                # the coordinator epoch the request carried (its answer names the request)
+                fields["coordinator_epoch"] = run.coordinator_epochs.get(
+                    x.get("coordinator_epoch"), x.get("coordinator_epoch"))
                 if request:
-                    fields["coordinator_epoch"] = run.coordinator_epochs.get(
-                        x.get("coordinator_epoch"), x.get("coordinator_epoch"))
                     o = _request(f"{label} p{part}", "HandleWriteTxnMarkers",
                                  Rpc.WriteTxnMarkers, fields, e, first=not out, died=died)
                 else:
@@ -659,6 +702,130 @@ def _markers(run, e, f, req, request, label, died=False):
                                   Rpc.WriteTxnMarkersResponse, fields, e, first=not out)
                 _add(out, o)
     return out or None
+
+
+# --- the end state ----------------------------------------------------------------------------------
+#
+# What the harness read once the run was over and the transactions had settled
+# (``kafka_mc.realkafka.run.quiesce``): DescribeTransactions of each transactional.id
+# (TransactionCoordinator.handleDescribeTransactions: the coordinator's in-memory
+# TransactionMetadata), each partition's log (DumpLogSegments: every batch and marker in offset
+# order), its producer states (DescribeProducers: ProducerStateManager's entries) and its last
+# stable offset and high watermark (ListOffsets, read_committed and read_uncommitted). The model
+# must end there too: requests are not all there is to see -- a marker the coordinator never
+# sent is no request, but it is a partition whose transaction never closes (KAFKA-20734).
+
+
+def _end_state(K, run: _Run, e):
+    """One observation of the end state per transactional.id and per partition (its log, its
+    producer states, whether its LSO is held by an open transaction)."""
+    out = []
+    for name, d in sorted((e.get("transactions") or {}).items()):
+        tid = run.tids.get(name)
+        if tid is None:
+            m = _TID.search(name)
+            tid = int(m.group(1)) if m else None
+        if tid is None or not isinstance(d, Mapping) or d.get("state") is None:
+            continue
+        want = {"state": TxnState.__members__.get(str(d["state"]), str(d["state"])),
+                "producer_id": run.pid(d.get("producer_id", -1)),
+                "producer_epoch": d.get("producer_epoch", -1)}
+        out.append(end(f"end state: DescribeTransactions {name}",
+                       lambda s, tid=tid, want=want: _txn_differs(K, s, tid, want)))
+    for key, batches in sorted((e.get("logs") or {}).items(), key=lambda kv: str(kv[0])):
+        k = run.partition_index(key)
+        if k is None or not isinstance(batches, list):
+            continue
+        log = tuple(_entry(run, b) for b in batches if isinstance(b, Mapping)
+                    for _ in range(max(1, int(b.get("count") or 1))))
+        out.append(end(f"end state: the log of partition {k}",
+                       lambda s, k=k, log=log: _log_differs(s, k, log)))
+        offsets = (e.get("offsets") or {}).get(key) or (e.get("offsets") or {}).get(str(key))
+        if isinstance(offsets, Mapping) and offsets.get("lso") is not None:
+            open_ = offsets["lso"] < offsets.get("high_watermark", offsets["lso"])
+            out.append(end(f"end state: partition {k}'s last stable offset "
+                           f"({'below' if open_ else 'at'} its high watermark)",
+                           lambda s, k=k, open_=open_: _open_differs(s, k, open_)))
+        states = (e.get("producers") or {}).get(key) or (e.get("producers") or {}).get(str(key))
+        if isinstance(states, list):
+            want = tuple(sorted(_producer_state(run, x) for x in states if isinstance(x, Mapping)))
+            out.append(end(f"end state: DescribeProducers of partition {k}",
+                           lambda s, k=k, want=want: _producers_differ(s, k, want)))
+    return out or None
+
+
+def _txn_differs(K, s, tid, want):
+    if not 0 <= tid < len(s.coordinator.txns):
+        return f"transactional.id {tid}: the model has {len(s.coordinator.txns)}"
+    t = s.coordinator.txns[tid]
+    return differs(want, {"state": t.state, "producer_id": t.producer_id,
+                          "producer_epoch": t.producer_epoch})
+
+
+def _entry(run, b):
+    """A batch of the real log as the model writes one: data (producer id, epoch, sequence) or
+    a marker (COMMIT / ABORT, producer id, epoch, coordinator epoch). The model's batches hold
+    one record each (a real batch of several would be several here: none was met)."""
+    pid = run.pid(b.get("producer_id", -1))
+    if b.get("control"):
+        control = Control.__members__.get(str(b.get("marker")), str(b.get("marker")))
+        cepoch = b.get("coordinator_epoch", -1)
+        return (control, pid, b.get("producer_epoch"), run.coordinator_epochs.get(cepoch, cepoch))
+    return (Control.DATA, pid, b.get("producer_epoch"), b.get("base_sequence"))
+
+
+def _model_entry(b):
+    if b.control == Control.DATA:
+        return (Control.DATA, b.producer_id, b.producer_epoch, b.base_sequence)
+    return (b.control, b.producer_id, b.producer_epoch, b.coordinator_epoch)
+
+
+def _show_entry(x) -> str:
+    kind = getattr(x[0], "name", x[0])
+    last = "sequence" if x[0] == Control.DATA else "coordinator epoch"
+    return f"{kind} (producer {x[1]}, epoch {x[2]}, {last} {x[3]})"
+
+
+def _log_differs(s, k, log):
+    if not 0 <= k < len(s.partitions):
+        return f"partition {k}: the model has {len(s.partitions)}"
+    model = tuple(_model_entry(b) for b in s.partitions[k].log)
+    if model == log:
+        return None
+    i = next((i for i, (x, y) in enumerate(zip(log, model)) if x != y), min(len(log), len(model)))
+    recorded = _show_entry(log[i]) if i < len(log) else "the end of the log"
+    has = _show_entry(model[i]) if i < len(model) else "the end of the log"
+    return f"log[{i}]: recorded {recorded}, model {has}"
+
+
+def _open_differs(s, k, open_):
+    if not 0 <= k < len(s.partitions):
+        return f"partition {k}: the model has {len(s.partitions)}"
+    has = any(e.current_txn_first_offset >= 0 for e in s.partitions[k].producers)
+    return None if has == open_ else (f"open transaction: recorded {open_}, model {has}")
+
+
+def _producer_state(run, x):
+    """A DescribeProducers entry as the model's ProducerStateEntry: a field the admin client
+    gives as null (no marker yet: no coordinator epoch) is the model's -1."""
+    def get(k):
+        v = x.get(k)
+        return -1 if v is None else v
+    cepoch = get("coordinator_epoch")
+    return (run.pid(get("producer_id")), get("producer_epoch"), get("last_sequence"),
+            run.coordinator_epochs.get(cepoch, cepoch),
+            x.get("current_transaction_start_offset") is not None)
+
+
+def _producers_differ(s, k, want):
+    if not 0 <= k < len(s.partitions):
+        return f"partition {k}: the model has {len(s.partitions)}"
+    has = tuple(sorted((e.producer_id, e.producer_epoch, e.last_sequence, e.coordinator_epoch,
+                        e.current_txn_first_offset >= 0) for e in s.partitions[k].producers))
+    if has == want:
+        return None
+    return ("producer states (id, epoch, last sequence, coordinator epoch, open): "
+            f"recorded {list(want)}, model {list(has)}")
 
 
 # --- the client history ------------------------------------------------------------------------------

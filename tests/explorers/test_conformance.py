@@ -148,3 +148,37 @@ def test_runs_are_read_from_json_lines_and_bad_ones_are_one_line(tmp_path):
         read_events(b)
     with pytest.raises(RunError, match="no such file"):
         read_events(tmp_path / "missing.jsonl")
+
+
+# --- the end state -------------------------------------------------------------------------------
+
+def ended(*states):
+    """The run's end state: ``"alpha committed"`` -> alpha showed committed once it was over."""
+    return [{"event": "end", "states": dict(s.split() for s in states)}]
+
+
+RECEIVED = log("alpha prepare", "beta prepare", "TM commit", "alpha rcv-commit",
+               "beta rcv-commit")
+
+
+def test_a_run_ending_where_the_model_can_end_conforms():
+    r = validate(twophase(2), RECEIVED + ended("alpha committed", "beta committed"))
+    assert r.conforms and (r.observed, r.matched) == (7, 7)
+
+
+def test_an_end_state_the_model_cannot_reach_is_a_divergence_at_the_end():
+    run = RECEIVED + ended("alpha committed", "beta prepared")
+    r = validate(twophase(2), run)
+    d = r.divergence
+    assert r.verdict == "diverges" and d.event == len(run) - 1 and d.matched == 6
+    assert d.label == "end: beta prepared"
+    assert d.near[0].reason == "rmState[r2]: recorded 'prepared', model 'committed'"
+
+
+def test_the_end_state_is_held_against_the_end_not_an_earlier_state():
+    # alpha was working at the start, not at the end: consumed before alpha's prepare, the end
+    # state would have been met
+    r = validate(twophase(2), log("alpha prepare") + ended("alpha working"))
+    assert r.verdict == "diverges" and r.divergence.label == "end: alpha working"
+    # silent steps are still taken before it: the TM's receipt of alpha's Prepared is unlogged
+    assert validate(twophase(1), log("alpha prepare") + ended("alpha prepared")).conforms

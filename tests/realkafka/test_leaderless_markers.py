@@ -137,6 +137,22 @@ def _conforms(run_dir: Path) -> None:
     assert conform.returncode == 0, conform.stdout[-2000:] + conform.stderr[-2000:]
 
 
+def _diverges_from_the_fixed_model(run_dir: Path) -> None:
+    """The run's requests alone are something the model without the skip can do (a marker never
+    sent is no request); its end state is not: CompleteCommit, the record and no marker."""
+    from kafka_mc.explorers.cli.real import recorded_run, validate_folder
+    release, cfg = recorded_run(run_dir)
+    fixed = {"protocol.markers_skip_leaderless_partition": False}
+    r, _, _, events = validate_folder(cfg, release, run_dir, **fixed)
+    assert r.verdict == "diverges", r.summary()
+    assert events[r.divergence.event]["type"] == "end_state"
+    assert r.divergence.label.startswith("end state: ")
+    requests = [e for e in events if e.get("type") != "end_state"]
+    model = validate_folder(cfg, release, run_dir, **fixed)[1]
+    from kafka_mc.explorers.conformance import validate
+    assert validate(model, requests).conforms
+
+
 def test_the_model_s_leaderless_counterexample_reproduces_on_4_4(tmp_path):
     """The model's 17 steps (PartitionOffline before the marker send, ElectLeader never) on real
     4.4.0, 3 brokers: the commit completes (CompleteCommit) with no marker in the partition,
@@ -151,6 +167,7 @@ def test_the_model_s_leaderless_counterexample_reproduces_on_4_4(tmp_path):
     assert ev["read_committed"] == []
     assert [t["state"] for t in ev["transactions"].values()] == ["CompleteCommit"]
     _conforms(tmp_path / "conform")
+    _diverges_from_the_fixed_model(tmp_path / "conform")
 
 
 def test_the_same_steps_do_no_harm_on_4_2(tmp_path):
@@ -183,3 +200,4 @@ def test_a_seeded_real_run_with_an_offline_partition_meets_it_on_4_4(tmp_path):
     assert {a["name"] for a in json.loads(run.stdout)["anomalies"]} == {"lost-write",
                                                                         "hanging-transaction"}
     _conforms(out)
+    _diverges_from_the_fixed_model(out)
