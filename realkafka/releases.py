@@ -53,6 +53,7 @@ def _preset_docs() -> dict[str, str]:
 # The releases `make kafka` fetches, oldest first: one of every line the model distinguishes, and
 # the newest served. 3.x has no transaction.version (TV1); 4.x is formatted with TV2.
 RELEASES: tuple[Release, ...] = (
+    Release("3.5.2", 1),     # the last before KIP-890: a hanging transaction is possible
     Release("3.6.2", 1),
     Release("3.9.2", 1),
     Release("4.0.2", 2),

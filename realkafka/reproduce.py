@@ -23,7 +23,9 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 | Receive<Rpc>Response(msg) | check the held response's error against the trace's, release it; InitProducerId / EndTxn: the client's call returns as the trace says |
 | HandleWriteTxnMarkers(msg) | release the held WriteTxnMarkers request carrying the partition's marker (one request per broker carries every partition's marker: the first step releases it, the others find it delivered); ``disconnected`` / ``held_back``: the old copy of the DuplicateRequest, delivered on its old connection (its answer has no one to go to) |
 | HandleWriteTxnMarkersResponse(msg) | check and release the held WriteTxnMarkers response |
-| SendProduce(p, k, n) / HandleProduce / HandleVerifyAddPartition(Response) | not gated: wait for the client's Produce carrying partition k (one Produce per broker carries every partition); the leader's verification (3.6+, TV1) or implicit add (TV2) happens unforced |
+| SendProduce(p, k, n) / HandleProduce / HandleVerifyAddPartition(Response) | not gated: wait for the client's Produce carrying partition k (one Produce per broker carries every partition); the leader's verification (3.6+, TV1) or implicit add (TV2) happens unforced. In a trace with an ExpireBatch the Produce is gated: HandleProduce releases the oldest held copy (its client may have given up on it) and waits for its answer (the append) |
+| HandleWriteTxnMarkers / HandleProduce (released) | the step ends when the broker answered (its append done, at most APPEND_WAIT_S): a marker and a produce released one after the other on two connections do not race in the broker |
+| ExpireBatch(p, k) | (``--brokers 3``, the partitions off the coordinator's broker) the batch's Produce held while the client's delivery.timeout.ms passes (request.timeout.ms = delivery.timeout.ms = 4 s for such a trace: the request times out as the batch expires, never resent); wait for ``send()`` to fail with ``TimeoutException: Expiring 1 record(s)`` |
 | ReceiveProduceResponse(msg) | wait for the ``send()`` future of the record: acknowledged (error NONE) or failed as the trace says |
 | DuplicateRequest(msg) | the first copy stays held until its sender's request.timeout.ms closes the connection and the sender retries on a new connection (held too); the old copy is delivered when the trace handles it ``disconnected`` |
 | DelayRequest(msg) | nothing: the request stays held until the trace handles it |
@@ -47,8 +49,9 @@ order of Produce and transactional requests on one connection (a held frame hold
 frame of its connection: a trace that needs them reordered on one connection waits and is
 reported diverged), the leader's verification (not held), and the batching of one broker's
 markers and one client's partitions into one request each. Transaction timeouts, broker
-failover by kill, state loss, expirations, rebalances and consume-transform-produce steps are not
-mapped yet: such a trace is refused (exit 2) naming the step.
+failover by kill, state loss, transactional.id expirations, rebalances and
+consume-transform-produce steps are not mapped yet: such a trace is refused (exit 2) naming the
+step.
 
 ``--brokers 3``: each partition led by its own broker (replication factor one everywhere), so the
 markers of one transaction to two partitions and one client's records to two partitions are
@@ -76,13 +79,21 @@ Found with it (command, verdict, evidence, seconds of the run; out/ holds the fi
   kafka-4.2 (4.2 was never released; 4.2.0 shipped KIP-1228 with the fix); on 4.2.2 it diverges,
   exit 16, 13 s, at step 20 HandleWriteTxnMarkersResponse: the retry is answered NONE where the
   trace answers INVALID_PRODUCER_EPOCH, and the transaction completes (CompleteAbort).
+- the hanging transaction KIP-890 closed (``tests/model/hanging-kafka-2.7.itf.json``:
+  ``kafka-mc check tiny --protocol kafka-2.7 --set faults.batch_expiries=1 --set
+  faults.producer_crashes=0 --set cluster.producers_per_id=1``, no_hanging_transactions, 20
+  steps) on 3.5.2 ``--brokers 3``: reproduced, exit 12, ~47 s (30 s of it the quiescence that
+  never comes): the batch expired in the client while held, the abort completed, then the batch
+  was appended after its own ABORT marker (partition 0: ABORT, record; LSO 1 < high watermark 2
+  for good). On 3.6.2: not reproduced, exit 0, ~18 s: the leader verified the late batch with
+  the coordinator (verify_only, CONCURRENT_TRANSACTIONS) and answered it NOT_ENOUGH_REPLICAS.
 
 Every one of these real runs also conforms to the model of its release's preset
-(``kafka-mc real conform --run OUT/conform``: 23 to 55 observations explained, under 0.1 s).
-Not run: the positive side of a lasso (no supported release is stuck: every release with
-KIP-1228 has KAFKA-19999's fix), the hanging transaction before KIP-890 (kafka-2.6; the oldest
-release fetched is 3.6.2), KAFKA-6119 (kafka-0.11) and KIP-447 (kafka-1.0): no release stands for
-those presets, and ``--version`` maps them onto releases that have the fixes.
+(``kafka-mc real conform --run OUT/conform``, the run's end state included: 23 to 55
+observations explained, under 0.1 s). Not run: the positive side of a lasso (no supported
+release is stuck: every release with KIP-1228 has KAFKA-19999's fix), KAFKA-6119 (kafka-0.11)
+and KIP-447 (kafka-1.0): no release stands for those presets, and ``--version`` maps them onto
+releases that have the fixes.
 
 Verdict: after the last step every gate is lifted, the cluster quiesces, a read_committed consumer
 reads every partition; the anomalies of ``kafka_mc.realkafka.anomalies`` named after the trace's property
@@ -110,6 +121,7 @@ from kafka_mc.realkafka.releases import Release
 
 EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_REPRODUCED, EXIT_DIVERGED = 0, 2, 12, 16
 STEP_TIMEOUT_S = 30.0
+APPEND_WAIT_S = 5.0    # a released marker or produce: how long its answer (its append) is awaited
 LASSO_BOUND_S = 30.0   # a stuttering lasso: how long the real transaction must stay stuck
 BROKER_REQUEST_TIMEOUT_MS = 4000
 BROKER_SETTINGS = {
@@ -130,13 +142,20 @@ CLIENT_SETTINGS = {
     "retry.backoff.ms": "100",
     "linger.ms": "0",
 }
+# A trace with ExpireBatch: the batch must expire while its Produce is held at the proxy, so
+# the client's delivery.timeout.ms is short, and its request.timeout.ms equal to it
+# (KafkaProducer needs delivery >= linger + request timeout): the request times out when the
+# batch expires, so the client never resends it (Sender.canRetry: hasReachedDeliveryTimeout)
+EXPIRE_TIMEOUT_MS = 4000
+EXPIRING_CLIENT_SETTINGS = {**CLIENT_SETTINGS, "request.timeout.ms": str(EXPIRE_TIMEOUT_MS),
+                            "delivery.timeout.ms": str(EXPIRE_TIMEOUT_MS)}
 CLIENT_APIS = ("InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
                "TxnOffsetCommit")
 BROKER_APIS = ("WriteTxnMarkers",)
 CLIENT_OPS = {"InitTransactions", "BeginTransaction", "Send", "CommitTransaction",
               "AbortTransaction"}
 FAULTS = {"DuplicateRequest", "DelayRequest", "LoseRequest", "LoseResponse", "CrashProducer",
-          "ElectCoordinator", "PartitionOffline", "ElectLeader"}
+          "ElectCoordinator", "PartitionOffline", "ElectLeader", "ExpireBatch"}
 OFFLINE_WAIT_S = 30.0   # past FENCED_AFTER_S: a loaded controller may take longer to fence
 INTERNAL = {"CommitTxnLogAppend", "Fetch", "SendProduce", "HandleProduce", "HandleVerifyAddPartition",
             "HandleVerifyAddPartitionResponse", "ReceiveProduceResponse",
@@ -304,6 +323,10 @@ class _Run:
         self.down: dict[int, int] = {}            # partition -> its broker, killed (offline)
         self.delivered: list[dict] = []           # released WriteTxnMarkers: result, parts left
         self.seen_produce: set[tuple] = set()
+        self.send_partition: dict[tuple, int] = {}   # ("send", p, txn, n) -> its partition
+        self.expired: set[tuple] = set()             # ... of the batches expired
+        # a batch expiring while its Produce is held: Produce gated (and short client timeouts)
+        self.gate_produce = any(a[0] == "ExpireBatch" for a in self.t.actions)
         self.notes: list[str] = []
         self.steps_file = None
 
@@ -408,8 +431,9 @@ class _Run:
             p = action[1]
             pr = after["producers"][p]
             if p not in self.producers:
-                self.producers[p] = self.driver.producer(self.client(p), self.tid_name(pr["tid"]),
-                                                         **CLIENT_SETTINGS)
+                self.producers[p] = self.driver.producer(
+                    self.client(p), self.tid_name(pr["tid"]),
+                    **(EXPIRING_CLIENT_SETTINGS if self.gate_produce else CLIENT_SETTINGS))
             self.ops[("init", p)] = self.producers[p].start_init_transactions()
         elif name == "BeginTransaction":
             self.producers[action[1]].begin_transaction(timeout=STEP_TIMEOUT_S)
@@ -422,6 +446,7 @@ class _Run:
             self.ops[("send", p, pr["txn"], n)] = self.producers[p].start_send(
                 self.topic, k, value, value)
             self.send_ident[("send", p, pr["txn"], n)] = (ident, value)
+            self.send_partition[("send", p, pr["txn"], n)] = k
             done["value"] = value
         elif name in ("CommitTransaction", "AbortTransaction"):
             p = action[1]
@@ -488,6 +513,8 @@ class _Run:
                 raise Diverged(i, name, f"no Produce to partition {k} from p{p}") from None
             self.seen_produce.add((e["seq"], k))
             done["seen"] = e["seq"]
+        elif name == "HandleProduce" and self.gate_produce:
+            done.update(self._handle_produce(action[1]))
         elif name in ("HandleProduce", "HandleVerifyAddPartition",
                       "HandleVerifyAddPartitionResponse"):
             done["mapped"] = "not gated: the leader handles it unforced"
@@ -517,6 +544,8 @@ class _Run:
             done.update(self._duplicate(action[1]))
         elif name == "DelayRequest":
             done["mapped"] = "kept held until the trace handles it"
+        elif name == "ExpireBatch":
+            done.update(self._expire_batch(action[1], action[2]))
         elif name in ("LoseRequest", "LoseResponse"):
             done.update(self._lose(action[1], "request" if name == "LoseRequest" else "response"))
         elif name == "CrashProducer":
@@ -621,7 +650,24 @@ class _Run:
         done = {"released": self._release(h)["seq"]}
         if extra:
             done["also_carries_partitions"] = extra
+        answered = self._answered(h.event)
+        if answered is not None:
+            done["appended"] = f"answered #{answered}"
         return done
+
+    def _answered(self, request: dict, timeout: float = APPEND_WAIT_S) -> int | None:
+        """The seq of the first response event to ``request`` (held, forwarded or dropped):
+        the broker answers once it appended, so a step releasing a marker or a produce is
+        over only then, and the next step cannot overtake its append (a marker and a produce
+        released one after the other on two connections race in the broker otherwise). None
+        if none came within ``timeout``."""
+        try:
+            return self.proxy.wait_for(
+                lambda e: e["direction"] == "response" and e.get("conn") == request.get("conn")
+                and e.get("endpoint") == request.get("endpoint")
+                and e.get("correlation_id") == request.get("correlation_id"), timeout)["seq"]
+        except TimeoutError:
+            return None
 
     def _markers_response(self, msg: dict) -> dict:
         part = msg.get("partition")
@@ -644,6 +690,44 @@ class _Run:
         d["answered"] = self._release(h)["seq"]
         d["answer_left"].discard(part)
         return {"released": d["answered"]}
+
+    def _handle_produce(self, msg: dict) -> dict:
+        """A gated Produce (the trace has an ExpireBatch) released to its leader: the oldest
+        held copy from the producer carrying the partition, its client's connection open or not
+        (a batch that expired while held: its request timed out and the client closed the
+        connection; the proxy still delivers it on the upstream one)."""
+        p, k = msg.get("producer"), msg.get("partition")
+        h = self._held(lambda h: h.event["api"] == "Produce" and h.event["direction"] == "request"
+                       and h.event["client_id"] == self.client(p)
+                       and k in _produce_parts(h.event),
+                       f"p{p}'s Produce to partition {k}")
+        done = {"released": self._release(h)["seq"]}
+        if not h.conn.client_open:
+            done["client_gone"] = "its client's connection closed (the request timed out)"
+        answered = self._answered(h.event)
+        if answered is not None:
+            done["appended"] = f"answered #{answered}"
+        return done
+
+    def _expire_batch(self, p: int, k: int) -> dict:
+        """ExpireBatch(p, k): p's batch for partition k, its Produce held at the proxy, expires
+        in the client (delivery.timeout.ms, EXPIRING_CLIENT_SETTINGS): its send() fails with a
+        TimeoutException ("Expiring 1 record(s)"), which the real client reports as an
+        abortable error and which needs an epoch bump (TransactionManager.handleFailedBatch)."""
+        keys = [key for key, part in self.send_partition.items()
+                if key[1] == p and part == k and key not in self.expired]
+        if not keys:
+            raise Diverged(self.i, self.name, f"p{p} has no record sent to partition {k}")
+        key = keys[-1]
+        op = self.ops[key]
+        err = op.exception(timeout=EXPIRE_TIMEOUT_MS / 1000 + STEP_TIMEOUT_S)
+        if err is None or "Timeout" not in err.cls:
+            raise Diverged(self.i, self.name, f"p{p}'s send() to partition {k} "
+                           + ("succeeded" if err is None else f"failed with {err.cls}")
+                           + "; the trace has its batch expire")
+        self.expired.add(key)
+        return {"expired": self.send_ident.get(key, (None, None))[1],
+                "error": f"{err.cls}: {str(err)[:120]}"}
 
     def _duplicate(self, msg: dict) -> dict:
         api = msg["rpc"]
@@ -791,8 +875,10 @@ class _Run:
     def _create_topic(self) -> None:
         """The data topic, one replica per partition (a partition that goes offline on another
         broker than the coordinator), and its leaders noted."""
-        if any(a[0] == "PartitionOffline" for a in self.t.actions):
-            # a partition that goes offline must not take the coordinator with it
+        if self.gate_produce or any(a[0] == "PartitionOffline" for a in self.t.actions):
+            # a partition that goes offline must not take the coordinator with it; a Produce
+            # held while its batch expires must not hold the client's EndTxn on a shared
+            # connection (a held frame holds every later frame of its connection)
             coordinator = self.cluster.coordinator_node()
             others = [n for n in sorted(self.cluster.nodes) if n != coordinator]
             self.admin.create_topic(self.topic, self.loaded.partitions, 1, assignment={
@@ -825,6 +911,9 @@ class _Run:
         gates += [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/INTERNAL",
                                              count=None))
                   for api in BROKER_APIS for d in ("request", "response")]
+        if self.gate_produce:     # an ExpireBatch: the batch's Produce held until it is handled
+            gates.append(self.proxy.add_fault(Fault(HOLD, "Produce", "request",
+                                                    endpoint="broker-*/CLIENT", count=None)))
         return gates
 
     def _play(self, steps: list) -> tuple[int, dict | None]:
@@ -991,6 +1080,11 @@ def reproduce(path: str, version: str | None = None, out: Path | None = None,
     if offline and brokers < 3:
         raise ReproduceError(f"{path}: step {offline[0]} PartitionOffline needs the partition on "
                              "a broker of its own, other than the coordinator's: --brokers 3")
+    expire = [i for i, a in enumerate(loaded.trace.actions, 1) if a[0] == "ExpireBatch"]
+    if expire and brokers < 3:
+        # the held Produce would hold the client's later EndTxn on their shared connection
+        raise ReproduceError(f"{path}: step {expire[0]} ExpireBatch needs the partitions on "
+                             "brokers other than the coordinator's: --brokers 3")
     return _Run(loaded, release, out, log, brokers).run()
 
 

@@ -235,6 +235,7 @@ DEFAULT_PRESET = "latest"
 # The Kafka releases the real-Kafka harness runs, and the preset standing for each (the preset
 # docs above say why; a release's fixes were found with ``git log --grep`` on its branch).
 RELEASES = {
+    "3.5.2": "kafka-2.7",     # 2.7 .. 3.5: no partition verification (KIP-890 is 3.6's)
     "3.6.2": "kafka-3.6",
     "3.9.2": "kafka-3.8",     # 3.7 .. 3.9 keep KIP-890 part 1 only (part 2 is 4.0's)
     "4.0.2": "kafka-4.0.2",
