@@ -16,7 +16,7 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 
 | trace step | on the real cluster |
 |---|---|
-| InitTransactions(p) / BeginTransaction(p) / Send(p, k) / CommitTransaction(p) / AbortTransaction(p) | the Java client's ``initTransactions()`` (a future), ``beginTransaction()``, ``send(topic, k, value)`` (a future; value ``t<tid>.i<instance>.x<txn>.r<n>``), ``commitTransaction()`` / ``abortTransaction()`` (futures) on instance p |
+| InitTransactions(p) / BeginTransaction(p) / Send(p, k) / CommitTransaction(p) / AbortTransaction(p) | the Java client's ``initTransactions()`` (a future), ``beginTransaction()``, ``send(topic, k, value)`` (a future; value ``t<tid>.i<instance>.x<txn>.r<n>``), ``commitTransaction()`` / ``abortTransaction()`` (futures) on instance p; where the trace orders its Produce, send(record, callback) (the application goes on at once) and a send or an end of transaction awaited until the client entered the call (ENTER_S after its invoke) |
 | Send<Rpc>(p) (AddPartitionsToTxn, EndTxn, ...) | wait until the client's request is held at the proxy (the real Sender sends it on its own) |
 | Handle<Rpc>(msg) on the coordinator, a client's request | release the held request (the newest copy, on a live connection; ``disconnected``: the old copy of a DuplicateRequest) |
 | CommitTxnLogAppend(tid) (the coordinator's log append, internal) | wait for its visible effect: its answer held at the proxy (when the model replies: the coordinator answers only once the append completed), its WriteTxnMarkers held (when the model sends markers), else DescribeTransactions showing the model's new state (CompleteCommit/CompleteAbort) |
@@ -24,7 +24,7 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 | HandleWriteTxnMarkers(msg) | release the held WriteTxnMarkers request carrying the partition's marker (one request per broker carries every partition's marker: the first step releases it, the others find it delivered); ``disconnected`` / ``held_back``: the old copy of the DuplicateRequest, delivered on its old connection (its answer has no one to go to) |
 | HandleWriteTxnMarkersResponse(msg) | check and release the held WriteTxnMarkers response |
 | SendProduce(p, k, n) / HandleProduce / HandleVerifyAddPartition(Response) | not gated: wait for the client's Produce carrying partition k (one Produce per broker carries every partition); the leader's verification (3.6+, TV1) or implicit add (TV2) happens unforced. In a trace with an ExpireBatch the Produce is gated: HandleProduce releases the oldest held copy (its client may have given up on it) and waits for its answer (the append) |
-| HandleWriteTxnMarkers / HandleProduce (released) | the step ends when the broker answered (its append done, at most APPEND_WAIT_S): a marker and a produce released one after the other on two connections do not race in the broker |
+| HandleWriteTxnMarkers / HandleProduce (released), where the Produce is gated | the step ends when the broker answered (its append done, at most APPEND_WAIT_S): a marker and a produce released one after the other on two connections do not race in the broker |
 | ExpireBatch(p, k) | (``--brokers 3``, the partitions off the coordinator's broker) the batch's Produce held while the client's delivery.timeout.ms passes (request.timeout.ms = delivery.timeout.ms = 4 s for such a trace: the request times out as the batch expires, never resent); wait for ``send()`` to fail with ``TimeoutException: Expiring 1 record(s)`` |
 | ReceiveProduceResponse(msg) | wait for the ``send()`` future of the record: acknowledged (error NONE) or failed as the trace says |
 | DuplicateRequest(msg) | the first copy stays held until its sender's request.timeout.ms closes the connection and the sender retries on a new connection (held too); the old copy is delivered when the trace handles it ``disconnected`` |
@@ -87,6 +87,12 @@ Found with it (command, verdict, evidence, seconds of the run; out/ holds the fi
   was appended after its own ABORT marker (partition 0: ABORT, record; LSO 1 < high watermark 2
   for good). On 3.6.2: not reproduced, exit 0, ~18 s: the leader verified the late batch with
   the coordinator (verify_only, CONCURRENT_TRANSACTIONS) and answered it NOT_ENOUGH_REPLICAS.
+- the same hang from a client-side duplicate (``tests/model/hanging-endtxn-kafka-2.7.itf.json``:
+  ``kafka-mc check two-transactions --protocol kafka-2.7 --set faults.request_duplicates=1``, 32
+  steps) on 3.5.2 ``--brokers 3``: reproduced, exit 12, ~60 s: the first transaction's
+  EndTxn(ABORT), resent by the client after its request timeout, lands as the old copy while the
+  second transaction is Ongoing at the same epoch and aborts it; its record lands after that
+  ABORT (ABORT, ABORT, record; LSO 2 < high watermark 3). On 3.6.2: not reproduced, ~31 s.
 
 Every one of these real runs also conforms to the model of its release's preset
 (``kafka-mc real conform --run OUT/conform``, the run's end state included: 23 to 55
@@ -121,6 +127,7 @@ from kafka_mc.realkafka.releases import Release
 
 EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_REPRODUCED, EXIT_DIVERGED = 0, 2, 12, 16
 STEP_TIMEOUT_S = 30.0
+ENTER_S = 0.1          # a client call's synchronous part, after its invoke (see _entered)
 APPEND_WAIT_S = 5.0    # a released marker or produce: how long its answer (its append) is awaited
 LASSO_BOUND_S = 30.0   # a stuttering lasso: how long the real transaction must stay stuck
 BROKER_REQUEST_TIMEOUT_MS = 4000
@@ -238,6 +245,19 @@ def load(path: str) -> Loaded:
                   int((cfg.get("cluster") or {}).get("partitions", 1)))
 
 
+def gates_produce(actions) -> bool:
+    """Whether the trace orders its Produce requests, so that they are held at the proxy until
+    its HandleProduce: a batch that expires in the client (ExpireBatch), or a fault of a
+    client's request (a duplicate, a loss, a delay: a stale EndTxn copy landing in the next
+    transaction, after whose markers the trace then delivers that transaction's batch). Other
+    traces let Produce pass (the leader handles it unforced)."""
+    def client_fault(a):
+        m = a[1] if len(a) > 1 and isinstance(a[1], dict) else {}
+        return a[0] in ("DuplicateRequest", "LoseRequest", "DelayRequest") \
+            and m.get("rpc") in CLIENT_APIS + ("Produce",)
+    return any(a[0] == "ExpireBatch" or client_fault(a) for a in actions)
+
+
 def release_for(preset: str, version: str | None) -> Release:
     """``--version`` (checked) or the newest supported release standing for ``preset``."""
     if version:
@@ -325,8 +345,10 @@ class _Run:
         self.seen_produce: set[tuple] = set()
         self.send_partition: dict[tuple, int] = {}   # ("send", p, txn, n) -> its partition
         self.expired: set[tuple] = set()             # ... of the batches expired
-        # a batch expiring while its Produce is held: Produce gated (and short client timeouts)
-        self.gate_produce = any(a[0] == "ExpireBatch" for a in self.t.actions)
+        # Produce gated (released at the trace's HandleProduce) where the trace orders it
+        self.gate_produce = gates_produce(self.t.actions)
+        # short client timeouts: a batch must expire while its Produce is held
+        self.expiring = any(a[0] == "ExpireBatch" for a in self.t.actions)
         self.notes: list[str] = []
         self.steps_file = None
 
@@ -433,7 +455,7 @@ class _Run:
             if p not in self.producers:
                 self.producers[p] = self.driver.producer(
                     self.client(p), self.tid_name(pr["tid"]),
-                    **(EXPIRING_CLIENT_SETTINGS if self.gate_produce else CLIENT_SETTINGS))
+                    **(EXPIRING_CLIENT_SETTINGS if self.expiring else CLIENT_SETTINGS))
             self.ops[("init", p)] = self.producers[p].start_init_transactions()
         elif name == "BeginTransaction":
             self.producers[action[1]].begin_transaction(timeout=STEP_TIMEOUT_S)
@@ -443,10 +465,17 @@ class _Run:
             ident = (pr["tid"], pr["instance"], pr["txn"])
             n = pr["records"]
             value = anomalies.record_value(*ident, n)
-            self.ops[("send", p, pr["txn"], n)] = self.producers[p].start_send(
-                self.topic, k, value, value)
+            # Where the trace orders the Produce (gated), send(record, callback): the
+            # application goes on at once, as the model's does (a blocking send would queue
+            # its next call, an abort say, behind the answer it waits for). Elsewhere a
+            # blocking send(), each record its own Produce (one request per record, released
+            # as the trace has them; async sends to two partitions of a broker share one)
+            producer = self.producers[p]
+            start = producer.send_async if self.gate_produce else producer.start_send
+            self.ops[("send", p, pr["txn"], n)] = start(self.topic, k, value, value)
             self.send_ident[("send", p, pr["txn"], n)] = (ident, value)
             self.send_partition[("send", p, pr["txn"], n)] = k
+            self._entered(self.ops[("send", p, pr["txn"], n)])
             done["value"] = value
         elif name in ("CommitTransaction", "AbortTransaction"):
             p = action[1]
@@ -456,9 +485,21 @@ class _Run:
             self.ops[("end", p)] = op
             self.ops[("end-ident", p)] = (pr["tid"], pr["instance"], pr["txn"],
                                           name == "CommitTransaction")
+            self._entered(op)
         else:
             return None
         return done
+
+    def _entered(self, op) -> None:
+        """Where the trace orders its Produce (``gate_produce``): a client call started, not
+        awaited, has entered the client's method (the driver's invoke) and had ENTER_S to do
+        what it does at once (send() appends to the accumulator, abortTransaction() moves to
+        ABORTING), so that the trace's next step (an answer released) meets the client in the
+        state the trace has it in. (Elsewhere sends block, and a call queued behind one is
+        entered only once it is answered: not awaited, as before.)"""
+        invoked = getattr(op, "invoked", None)
+        if self.gate_produce and invoked is not None and invoked.wait(STEP_TIMEOUT_S):
+            time.sleep(ENTER_S)
 
     def _message(self, i: int, name: str, action: tuple, before: dict, after: dict
                  ) -> dict | None:
@@ -650,7 +691,7 @@ class _Run:
         done = {"released": self._release(h)["seq"]}
         if extra:
             done["also_carries_partitions"] = extra
-        answered = self._answered(h.event)
+        answered = self._answered(h.event) if self.gate_produce else None
         if answered is not None:
             done["appended"] = f"answered #{answered}"
         return done
@@ -1080,10 +1121,12 @@ def reproduce(path: str, version: str | None = None, out: Path | None = None,
     if offline and brokers < 3:
         raise ReproduceError(f"{path}: step {offline[0]} PartitionOffline needs the partition on "
                              "a broker of its own, other than the coordinator's: --brokers 3")
-    expire = [i for i, a in enumerate(loaded.trace.actions, 1) if a[0] == "ExpireBatch"]
-    if expire and brokers < 3:
+    if gates_produce(loaded.trace.actions) and brokers < 3:
         # the held Produce would hold the client's later EndTxn on their shared connection
-        raise ReproduceError(f"{path}: step {expire[0]} ExpireBatch needs the partitions on "
+        first = next(i for i, a in enumerate(loaded.trace.actions, 1)
+                     if gates_produce([a]))
+        raise ReproduceError(f"{path}: step {first} {loaded.trace.actions[first - 1][0]} "
+                             "orders the client's Produce, which needs the partitions on "
                              "brokers other than the coordinator's: --brokers 3")
     return _Run(loaded, release, out, log, brokers).run()
 
