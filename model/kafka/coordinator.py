@@ -33,9 +33,9 @@ UNKNOWN_SERVER_ERROR and nothing changes; a timeout whose fence would throw does
 
 Not modelled, from the fidelity audit (each a gap a check on these paths would miss):
 
-- at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's; the
-  explicit and symbolic models are not yet compared there (real 16-bit epochs are the symbolic
-  checks' business);
+- at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's (the
+  explicit and symbolic models are compared there, from 32,765 with the real Short.MaxValue:
+  tests/model/test_symbolic_refinement.py);
 - every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.0.1 and later do; 4.0.0's
   epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367) is the flag ``fence_double_bump``, on no
   preset;
