@@ -171,3 +171,22 @@ def test_the_models_agree_at_the_exhausted_epoch(version, epoch, states, steps):
     requests = handled_requests(near, system)
     assert requests and all(changed for before, act, changed in requests
                             if symbolic_enabled(system, before, act))
+
+
+def test_before_4_3_the_models_part_at_the_exhausted_epoch_as_kafka_20090_and_20310_say():
+    """The symbolic model's TV2 rules are 4.3's. On 4.2.0 the explicit model (rightly) hands a
+    client Short.MaxValue (KAFKA-20090: the fence path takes no nextProducerId and the EndTxn
+    retry is answered at the last epoch) and a reload forgets the nextProducerId (KAFKA-20310:
+    TransactionLog.valueToBytes writes neither id), so completion keeps the id at 32,767; those
+    steps, and only those, are outside the symbolic relation."""
+    model, system = bound(**flat(protocol__version="kafka-4.2.0"), **SMALL)
+    n, projected = explicit_steps(NearExhaustion(model, 32765), system)
+    assert (n, len(projected)) == (21680, 859)
+    failures = admitted(system, projected)
+    assert len(failures) == 70
+    for before, (name, _, params), after, _ in failures:
+        if name == "ReceiveProducerId":
+            assert params["E"] == 32767
+        else:
+            assert name in ("MarkerAck", "ElectCoordinator")
+            assert after["append.producerEpoch"] == 32767 or after["txn.producerEpoch"] == 32767
