@@ -753,6 +753,8 @@ def project_action(K, s, a, t):
     name, m = a[0], (a[1] if len(a) > 1 else None)
     if name == "HandleInitProducerId":
         return "InitProducerId", {"producer": m.producer}, {"P": m.producer_id, "E": m.producer_epoch}
+    if name == "ForceTerminateTransaction":   # the admin's InitProducerId carries no producer id
+        return "InitProducerId", {"producer": 0}, {"P": NO_PID, "E": NO_EPOCH}
     if name == "HandleEndTxn":
         return "EndTxn", {"producer": m.producer}, {"P": m.producer_id, "E": m.producer_epoch,
                                                     "commit": bool(m.committed)}

@@ -258,11 +258,13 @@ def test_witnesses_that_cannot_arise_are_not_applicable():
     assert out.exit_code == 0, out.violations
     assert set(out.not_applicable) == {"a_zombie_is_fenced", "a_read_returns_committed_data",
                                        "an_abort_happens", "an_offset_commit_is_committed",
-                                       "a_transaction_is_prepared"}
+                                       "a_transaction_is_prepared",
+                                       "a_transaction_is_force_terminated"}
     assert "a_commit_happens" in out.checked
     out = explore(registry.bind(load()))
     assert out.exit_code == 0 and out.not_applicable == ("an_offset_commit_is_committed",
-                                                         "a_transaction_is_prepared")
+                                                         "a_transaction_is_prepared",
+                                                         "a_transaction_is_force_terminated")
 
 
 def test_continue_finds_what_the_first_violation_hid():
