@@ -148,6 +148,8 @@ def _by_rules(model, K, w):
     ("small", {"protocol.version": "kafka-2.6"}),
     ("ctp", {}),
     ("medium", {}),
+    # KIP-939 with the operator's forceTerminateTransaction (a coordinator rule of its own)
+    ("small", {"workload.two_phase_commit": True, "workload.force_terminate": True}),
     # two kinds of fault of six, two faults in all: most fault rules are left out from the start
     # and the others stop being asked once the total is spent
     ("tiny", {"cluster.partitions": 2, "faults.total": 2, "faults.request_duplicates": 1,
