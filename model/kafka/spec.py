@@ -7,7 +7,9 @@ responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
 ``ExpireVerificationRetry``, ``Fetch``) and the faults of ``kafka_mc.model.kafka.faults`` (the
 coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
 rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
-``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last). A delivery
+``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last) and an
+operator's ``ForceTerminateTransaction`` (KIP-939's Admin call, ``workload.force_terminate``,
+among the coordinator's rules). A delivery
 action's arguments are the message and whether it was held back. The rule order is the order
 of successors, so it decides which of several shortest counterexamples the BFS reports.
 
