@@ -33,9 +33,9 @@ UNKNOWN_SERVER_ERROR and nothing changes; a timeout whose fence would throw does
 
 Not modelled, from the fidelity audit (each a gap a check on these paths would miss):
 
-- at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's; the
-  explicit and symbolic models are not yet compared there (real 16-bit epochs are the symbolic
-  checks' business);
+- at the exhausted epoch: the 0.11 .. 2.4 paths before KIP-360 are the same as 2.5's (the
+  explicit and symbolic models are compared there, from 32,765 with the real Short.MaxValue:
+  tests/model/test_symbolic_refinement.py);
 - every TV2 preset fences an Ongoing transaction at epoch + 1 as 4.0.1 and later do; 4.0.0's
   epoch + 2 with lastProducerEpoch + 1 (KAFKA-19367) is the flag ``fence_double_bump``, on no
   preset;
@@ -517,6 +517,56 @@ def expire_transaction(K, w: World, tid: int, idle: bool = False) -> World:
     return spend(w, "transaction_timeouts")
 
 
+# --- an operator's Admin.forceTerminateTransaction (KIP-939, workload.force_terminate) -----------------
+
+def force_terminate_transaction_enabled(K, w):
+    """An operator may force-terminate a transactional.id's two-phase-commit transaction while
+    it is ongoing or prepared: at the coordinator both are Ongoing (prepareTransaction sends
+    nothing), with no transition pending (else the admin is answered CONCURRENT_TRANSACTIONS and
+    retries: ``Ongoing`` again or done) and a fence that does not throw (``fence_epoch``; else
+    UNKNOWN_SERVER_ERROR, the admin's call fails). Once per transactional.id, but again when a
+    failover lost the fence (the admin's retry)."""
+    if not K.force_terminate:
+        return []
+    done = {x[0] for x in w.coordinator.force_terminated}
+    return [(tid,) for tid, t in enumerate(w.coordinator.txns)
+            if tid not in done and t.state == T.Ongoing and t.pending_state == -1
+            and (not K.features.bump_epoch_on_timeout or fence_epoch(K, t) != -1)]
+
+
+def _terminations_in_effect(ghost: frozenset, log: tuple) -> frozenset:
+    """The force terminations whose fence a failover did not lose: one whose PrepareAbort was in
+    flight and lost finds the transaction Ongoing as it was; the admin is answered
+    NOT_COORDINATOR (sendRetriableErrorCallback passes the append's error on) and
+    FenceProducersHandler retries, so it is its to do again (the rule is enabled again)."""
+    return frozenset(g for g in ghost if not (log[g[0]].state == T.Ongoing
+                                              and log[g[0]].producer_id == g[1]
+                                              and log[g[0]].producer_epoch == g[2]))
+
+
+def force_terminate_transaction(K, w: World, tid: int) -> World:
+    """Admin.forceTerminateTransaction (KafkaAdminClient.forceTerminateTransaction, 4.1+,
+    KAFKA-19003) is fenceProducers of the one transactional.id: FenceProducersHandler's
+    InitProducerId carries producerId -1 and epoch -1, neither enable2Pc nor keepPreparedTxn.
+    TransactionCoordinator.handleInitProducerId / prepareInitProducerIdTransit meet the
+    transaction Ongoing, as a new producer instance's InitProducerId would:
+    prepareFenceProducerEpoch and endTransaction(ABORT, isFromClient = false)
+    (``fence_and_abort``): the epoch is bumped and PrepareAbort written, the admin answered
+    CONCURRENT_TRANSACTIONS. The ghost records the transaction (its producer id and epoch).
+
+    Abstractions: the admin's request is handled as it is sent (its connection, a loss or a
+    duplicate of it, are not modelled); its retry after NOT_COORDINATOR, when a failover lost the
+    fence's PrepareAbort, is this rule again (``_terminations_in_effect``); its retry after
+    CONCURRENT_TRANSACTIONS, which once the abort completes bumps the epoch again
+    (prepareIncrementProducerEpoch, as for a new instance, answered NONE), is not modelled: the
+    producer is fenced already."""
+    txn = w.coordinator.txns[tid]
+    w = fence_and_abort(K, w, tid, txn)
+    c = w.coordinator
+    ghost = c.force_terminated | {(tid, txn.producer_id, txn.producer_epoch)}
+    return w._replace(coordinator=c._replace(force_terminated=ghost))
+
+
 def expire_transactional_id_enabled(K, w):
     if not budget(w, "transactional_id_expirations"):
         return []
@@ -549,6 +599,8 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
                 for t, a in zip(old.log, old.appends))
     c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
                      appends=((),) * len(log), markers=(frozenset(),) * len(log))
+    if old.force_terminated:
+        c = c._replace(force_terminated=_terminations_in_effect(old.force_terminated, log))
     w = spend(w._replace(coordinator=c), "coordinator_failovers")
     for a in old.appends:
         if a and a.reply.rpc != -1:

@@ -102,7 +102,7 @@ def describe(K, s, a, t, faults) -> tuple[Event, ...]:
 def _actor(K, a) -> str:
     """The lifeline a non-fault action happens on."""
     name, args = a[0], a[1:]
-    if name == "CommitTxnLogAppend":
+    if name in ("CommitTxnLogAppend", "ForceTerminateTransaction"):
         return COORDINATOR
     if name == "Fetch":
         return f"consumer-{args[0]}"

@@ -197,6 +197,8 @@ class Layout:
                                                   held | leader)
         out[("CommitTxnLogAppend",)] = Footprint(F([C, CE]) | self.markers_read,
                                                  F([C]) | self.coordinator_out)
+        if K.force_terminate:   # the fence's PrepareAbort prepared: the coordinator alone
+            out[("ForceTerminateTransaction",)] = Footprint(F([C]), F([C]))
         if self.leaderless:
             for k in range(K.partitions):
                 out[("ElectLeader", k)] = Footprint(F([("L", k)]), F([("L", k)]))

@@ -27,7 +27,7 @@ from kafka_mc.model.kafka import (consumer, coordinator, faults, group_coordinat
                          producer)
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.protocol import ProtocolSpec, Rule
-from kafka_mc.model.kafka.world import ClientState, Control, Outcome
+from kafka_mc.model.kafka.world import ClientState, Control, Outcome, TxnState, replace_at
 
 NONE = "none"
 
@@ -176,6 +176,21 @@ def _abort_without_end_txn():
     return [Rule("AbortTransaction", ("producer",), producer.abort_transaction_enabled, apply)]
 
 
+def _force_terminate_commits():
+    """The operator's force termination writes PrepareCommit: the prepared transaction is
+    completed instead of aborted."""
+    def apply(K, w, tid):
+        w = coordinator.force_terminate_transaction(K, w, tid)
+        c = w.coordinator
+        a = c.appends[tid]
+        target = a.target._replace(state=TxnState.PrepareCommit)
+        txns = replace_at(c.txns, tid, c.txns[tid]._replace(pending_state=TxnState.PrepareCommit))
+        return w._replace(coordinator=c._replace(
+            txns=txns, appends=replace_at(c.appends, tid, a._replace(target=target))))
+    return [Rule("ForceTerminateTransaction", ("transactional_id",),
+                 coordinator.force_terminate_transaction_enabled, apply)]
+
+
 def _marker_not_resent():
     """A liveness bug: nothing is unsafe, the transaction just never completes."""
     def dropped(K, w, m):
@@ -245,6 +260,11 @@ MUTANTS = (
            {"faults.request_losses": 1, "faults.producer_crashes": 0,
             "workload.transactions_per_producer": 2},
            _marker_not_resent),
+    Mutant("force-terminate-commits", "force_terminated_aborted",
+           "an operator's forceTerminateTransaction commits the prepared transaction instead of "
+           "aborting it (KIP-939)",
+           {"workload.two_phase_commit": True, "workload.force_terminate": True},
+           rules=_force_terminate_commits),
 )
 BY_NAME = {m.name: m for m in MUTANTS}
 NAMES = (NONE, *BY_NAME)

@@ -34,6 +34,10 @@ PARAMS = (
           "transaction with prepareTransaction() and completeTransaction(PreparedTxnState) as an "
           "external transaction manager decides; a restarted instance calls "
           "initTransactions(keepPreparedTxn=true) (needs protocol.prepare_transaction_api)"),
+    Param("workload.force_terminate", bool, False,
+          "KIP-939: an operator may call Admin.forceTerminateTransaction (4.1+) once per "
+          "transactional.id while its two-phase-commit transaction is ongoing or prepared "
+          "(needs workload.two_phase_commit)"),
     *faults.PARAMS,
 )
 
@@ -53,6 +57,7 @@ class KafkaParams(NamedTuple):
     budgets: faults.Budgets        # the initial fault budgets
     last_epoch: int = LAST_EPOCH   # Short.MaxValue, or a small stand-in
     two_phase: bool = False        # KIP-939 (workload.two_phase_commit)
+    force_terminate: bool = False  # KIP-939's Admin.forceTerminateTransaction (workload.force_terminate)
 
     @property
     def producers(self) -> int:
@@ -70,6 +75,10 @@ def kafka_params(cfg) -> KafkaParams:
     if two_phase and not features(version, flags).prepare_transaction_api:
         raise ConfigError(f"workload.two_phase_commit needs KafkaProducer.prepareTransaction "
                           f"(protocol.prepare_transaction_api: latest, or 4.4), not in {version}")
+    force_terminate = bool(cfg.get("workload.force_terminate"))
+    if force_terminate and not two_phase:
+        raise ConfigError("workload.force_terminate needs workload.two_phase_commit (it ends a "
+                          "two-phase-commit transaction)")
     return KafkaParams(
         version=version, features=features(version, flags),
         tids=cfg["cluster.transactional_ids"], producers_per_id=cfg["cluster.producers_per_id"],
@@ -78,4 +87,5 @@ def kafka_params(cfg) -> KafkaParams:
         records=cfg["workload.records_per_transaction"],
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
-        budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"], two_phase=two_phase)
+        budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"], two_phase=two_phase,
+        force_terminate=force_terminate)

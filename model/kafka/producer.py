@@ -144,8 +144,8 @@ def commit_transaction_enabled(K, w):
 # transaction are the same two transitions (TransactionManager.beginCommit / beginAbort from
 # PREPARED_TRANSACTION); a restarted instance always asks keepPreparedTxn, which no coordinator
 # implements yet (UNSUPPORTED_VERSION, fatal to the client: InitProducerIdHandler), so a prepared
-# transaction survives a restart only as an Ongoing one nobody can end (forceTerminateTransaction,
-# the Admin's way out, is not modelled).
+# transaction survives a restart only as an Ongoing one nobody but an operator can end
+# (Admin.forceTerminateTransaction: workload.force_terminate, coordinator.force_terminate_transaction).
 
 def prepare_transaction_enabled(K, w):
     if not K.two_phase:

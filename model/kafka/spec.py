@@ -7,7 +7,9 @@ responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
 ``ExpireVerificationRetry``, ``Fetch``) and the faults of ``kafka_mc.model.kafka.faults`` (the
 coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
 rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
-``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last). A delivery
+``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last) and an
+operator's ``ForceTerminateTransaction`` (KIP-939's Admin call, ``workload.force_terminate``,
+among the coordinator's rules). A delivery
 action's arguments are the message and whether it was held back. The rule order is the order
 of successors, so it decides which of several shortest counterexamples the BFS reports.
 
@@ -88,6 +90,10 @@ RULES = CLIENT_RULES + (
     _deliver_rule("HandleWriteTxnMarkersResponse", Rpc.WriteTxnMarkersResponse,
                   coordinator.handle_write_txn_markers_response),
     *faults.rules(faults.COORDINATOR),    # its timers and elections: the fault table's rows
+    # an operator's Admin.forceTerminateTransaction, handled at the coordinator (KIP-939; no
+    # fairness: the operator may never call it)
+    Rule("ForceTerminateTransaction", ("transactional_id",),
+         coordinator.force_terminate_transaction_enabled, coordinator.force_terminate_transaction),
     # partition leaders
     _deliver_rule("HandleProduce", Rpc.Produce, partition.handle_produce),
     _deliver_rule("HandleWriteTxnMarkers", Rpc.WriteTxnMarkers, partition.handle_write_txn_markers),
@@ -264,6 +270,7 @@ TV1_CLIENT_RULES = ("SendAddPartitionsToTxn", "HandleAddPartitionsToTxn",
 VERIFICATION_RULES = ("HandleVerifyAddPartition", "HandleVerifyAddPartitionResponse")
 RETRY_AT_LEADER_RULES = ("ExpireVerificationRetry",)
 TWO_PHASE_RULES = ("PrepareTransaction", "CompletePreparedTransaction")
+FORCE_TERMINATE_RULES = ("ForceTerminateTransaction",)
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
 OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
@@ -282,6 +289,7 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
               + (() if retry else RETRY_AT_LEADER_RULES)
               + (() if K.ctp else CTP_RULES)
               + (() if K.two_phase else TWO_PHASE_RULES)
+              + (() if K.force_terminate else FORCE_TERMINATE_RULES)
               + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 

@@ -46,8 +46,10 @@ Abstractions (what this model leaves out):
   not appended) is not claimed here: it rests on markers and verification, not on epochs;
 - a leader keeps only its highest producer id's entry (older ids' appends are stutters);
   the coordinator's ``previousProducerId`` (the retry of a rotated InitProducerId) is not kept;
-- the TV2 EndTxn response carries the epoch it bumped to, not the next producer id (a client then
-  learns the rotated id from an InitProducerId); KAFKA-9666's failed fence appends are the
+- a TV2 Prepare* that took a nextProducerId is known by its epochs (``next_id_taken``: a
+  client's EndTxn from 32,766, or from 4.3 a fence at 32,767), the id being the last generated;
+  before 4.3 a reload forgets that id (KAFKA-20310), which this model does not (its TV2 claims
+  are 4.3's); KAFKA-9666's failed fence appends are the
   ``fence_retry_bump`` variant only (there is no version flag for the 2.6 fix).
 
 Claims: ``zombie_fencing`` (its coordinator half: an EndTxn or AddPartitionsToTxn carrying an
@@ -80,6 +82,7 @@ SORTS = {"producerId": "bv64", "producerEpoch": "bv16", "lastProducerEpoch": "bv
          "pending": "bool", "on": "bool", "open": "bool"}
 PREPARE = (T.PrepareCommit, T.PrepareAbort)
 COMPLETE = (T.Empty, T.CompleteCommit, T.CompleteAbort)
+DONE = (T.CompleteCommit, T.CompleteAbort)
 
 
 def _pid(x):
@@ -189,14 +192,20 @@ class Encoding:
         return z3.And(v[f"producer{i}.producerId"] == p_, p_ != _pid(NO_PID), e >= _ep(0),
                       e <= v[f"producer{i}.producerEpoch"])
 
-    def issued(self, v, p_, e):
-        """A pair the coordinator handed out (in a response or a marker)."""
-        below = e < _ep(SHORT_MAX) if self.rotate else True   # InitProducerId rotates at 32,766;
-        return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0), below,  # fences answer none
+    def issued(self, v, p_, e, marker=False):
+        """A pair the coordinator handed out (in a response or, ``marker``, a marker). A response
+        never carries Short.MaxValue (InitProducerId rotates at 32,766, a fence answers none, a
+        TV2 EndTxn from 32,766 answers the next producer id); a marker may: a fence or a TV2
+        EndTxn at 32,766 writes Prepare* at 32,767 (prepareFenceProducerEpoch,
+        prepareAbortOrCommit) and its markers carry it."""
+        below = e < _ep(SHORT_MAX) if self.rotate and not marker else True
+        taken = z3.Implies(z3.And(p_ == v["nextProducerId"] - 1, self.next_id_out(v)), e == _ep(0))
+        return z3.And(p_ >= _pid(0), p_ < v["nextProducerId"], e >= _ep(0), below, taken,
                       z3.Implies(p_ == v["log.producerId"], e <= v["log.producerEpoch"]),
                       z3.Implies(p_ == v["txn.producerId"], e <= v["txn.producerEpoch"]),
                       z3.Implies(z3.And(v["append.on"], p_ == v["append.producerId"]), z3.And(
-                          e <= v["append.producerEpoch"], p_ == v["txn.producerId"])))
+                          e <= v["append.producerEpoch"],
+                          z3.Or(p_ == v["txn.producerId"], _in(v["append.state"], DONE)))))
 
     # --- the coordinator's transitions (TransactionMetadata) --------------------------------------------
 
@@ -210,22 +219,38 @@ class Encoding:
 
     def fence(self, v, pid, epoch, state, **more) -> dict:
         """prepareFenceProducerEpoch + endTransaction(ABORT, isFromClient = false): from 1.0
-        (KAFKA-6119) the epoch is bumped in memory and PrepareAbort written with it."""
+        (KAFKA-6119) the epoch is bumped in memory and PrepareAbort written with it. From 4.3
+        (KAFKA-20090) a TV2 fence of an exhausted epoch takes a nextProducerId as a client's
+        EndTxn does (generateTxnTransitMetadataForTxnCompletion on the fence path)."""
+        nxt = more.pop("nextProducerId", v["nextProducerId"])
+        if self.tv2 and self.rotate and self.features.rotate_on_fence:
+            nxt = z3.If(z3.And(_exhausted(epoch), nxt < _pid(LONG_MAX - 1)), nxt + 1, nxt)
         if self.features.bump_epoch_on_timeout:
             epoch, last = epoch + 1, _ep(NO_EPOCH)
         else:
             last = v["txn.lastProducerEpoch"]
         return self.prepare(v, pid, epoch, last, _st(T.PrepareAbort),
-                            cache=(pid, epoch, last, state), **more)
+                            cache=(pid, epoch, last, state), nextProducerId=nxt, **more)
+
+    def next_id_taken(self, epoch, last):
+        """Whether the TV2 Prepare* (epoch, lastProducerEpoch) took a nextProducerId: a
+        client's EndTxn (prepareAbortOrCommit sets lastProducerEpoch to the epoch it bumped)
+        from an exhausted epoch, or from 4.3 a fence (lastProducerEpoch -1) of one, whose
+        PrepareAbort is at Short.MaxValue. The id is the last one generated (one
+        transactional.id: no other is generated while it is in Prepare*)."""
+        fence = z3.And(last == _ep(NO_EPOCH), epoch == _ep(SHORT_MAX)) \
+            if self.features.rotate_on_fence else False
+        return z3.Or(z3.And(last != _ep(NO_EPOCH), _exhausted(last)), fence)
 
     def complete_target(self, v, pid, epoch, last, state, next_pid):
-        """prepareComplete: CompleteCommit / CompleteAbort; in TV2 an exhausted epoch moves to
-        the next producer id at epoch 0 (KIP-890). Returns (metadata, nextProducerId)."""
+        """prepareComplete: CompleteCommit / CompleteAbort; in TV2 the nextProducerId the
+        Prepare* took (``next_id_taken``) at epoch 0, lastProducerEpoch kept ("the last epoch
+        visible to the client"). Returns (metadata, nextProducerId): the id was generated at
+        Prepare*, so nextProducerId stays."""
         done = z3.If(state == _st(T.PrepareCommit), _st(T.CompleteCommit), _st(T.CompleteAbort))
         if self.tv2 and self.rotate:
-            r = z3.And(_exhausted(epoch), next_pid < _pid(LONG_MAX - 1))
-            return ((z3.If(r, next_pid, pid), z3.If(r, _ep(0), epoch), z3.If(r, _ep(NO_EPOCH), last),
-                     done), z3.If(r, next_pid + 1, next_pid))
+            r = self.next_id_taken(epoch, last)
+            return (z3.If(r, next_pid - 1, pid), z3.If(r, _ep(0), epoch), last, done), next_pid
         return (pid, epoch, last, done), next_pid
 
     def prepare_complete(self, v, pid, epoch, last, state, next_pid, **more) -> dict:
@@ -270,9 +295,13 @@ class Encoding:
                                           (retry, epoch, last)):
             ok = z3.And(go, _in(state, COMPLETE), cond)
             if self.rotate and new_epoch is not epoch:   # prepareProducerIdRotation
+                # (recordLastEpoch: a request carrying its producer id and epoch)
                 alts.append((z3.And(ok, _exhausted(epoch)),
-                             self.prepare(v, nxt, _ep(0), _ep(NO_EPOCH), _st(T.Empty),
-                                          cache=(pid, epoch, last, state), nextProducerId=nxt + 1)))
+                             self.prepare(v, nxt, _ep(0), z3.If(bump, epoch, _ep(NO_EPOCH)),
+                                          _st(T.Empty), cache=(pid, epoch, last, state),
+                                          nextProducerId=nxt + 1)))
+                ok = z3.And(ok, z3.Not(_exhausted(epoch)))
+            elif new_epoch is epoch:   # prepareIncrementProducerEpoch throws at an exhausted epoch
                 ok = z3.And(ok, z3.Not(_exhausted(epoch)))
             alts.append((ok, self.prepare(v, pid, new_epoch, new_last, _st(T.Empty),
                                           cache=(pid, epoch, last, state), nextProducerId=nxt)))
@@ -287,16 +316,21 @@ class Encoding:
         pid, epoch, last, state = _txn(v)
         mapped = z3.And(pid == rp, pid != _pid(NO_PID), z3.Not(v["txn.pending"]))
         prep = z3.If(commit, _st(T.PrepareCommit), _st(T.PrepareAbort))
+        more = {}
         if self.tv2:
             ok = z3.And(mapped, re == epoch, _in(state, (T.Ongoing,) + COMPLETE),
                         z3.Implies(commit, state == _st(T.Ongoing)))
             target = (pid, epoch + 1, epoch, prep)
+            if self.rotate:   # generateTxnTransitMetadataForTxnCompletion: isProducerEpochExhausted
+                take = _exhausted(epoch)
+                ok = z3.And(ok, z3.Implies(take, v["nextProducerId"] < _pid(LONG_MAX - 1)))
+                more = {"nextProducerId": z3.If(take, v["nextProducerId"] + 1, v["nextProducerId"])}
         else:
             fresh = re == epoch if self.features.strict_end_txn_epoch else re >= epoch
             ok = z3.And(mapped, fresh, state == _st(T.Ongoing))
             target = (pid, epoch, last, prep)
         return z3.And(self.sent(v, i, rp, re),
-                      self.cases(v, w, (ok, self.prepare(v, *target, cache=_txn(v)))))
+                      self.cases(v, w, (ok, self.prepare(v, *target, cache=_txn(v), **more))))
 
     def add_partitions(self, i, v, p, w):
         """handleAddPartitionsToTransaction from instance i (or TV2's implicit add)."""
@@ -379,7 +413,7 @@ class Encoding:
         else:
             ok = re >= le
         accept = z3.Or(z3.And(same, ok), rp > lp)
-        return z3.And(self.issued(v, rp, re),
+        return z3.And(self.issued(v, rp, re, marker=True),
                       self.cases(v, w, (accept, _set_leader(k, rp, re, False))))
 
     def produce(self, i, k, v, p, w):
@@ -542,9 +576,14 @@ class Encoding:
         return ([v[f"producer{i}.producerId"] for i in self.I]
                 + [v[f"leader{k}.producerId"] for k in self.P])
 
+    def held(self, v) -> list:
+        return ([(v[f"producer{i}.producerId"], v[f"producer{i}.producerEpoch"]) for i in self.I]
+                + [(v[f"leader{k}.producerId"], v[f"leader{k}.producerEpoch"]) for k in self.P])
+
     def new_ids_fresh(self, v):
         """A producer id the coordinator just generated (a new transactional.id's in the cache,
-        a rotation's in the append) is above every other id, and no epoch of it is out yet."""
+        a rotation's in the append) is above every other id, and no epoch of it is out yet but
+        epoch 0 of a TV2 EndTxn's next producer id (answered before its completion)."""
         return z3.And(
             z3.Implies(v["txn.producerId"] != v["log.producerId"], z3.And(
                 v["txn.producerId"] == v["nextProducerId"] - 1, v["txn.state"] == _st(T.Empty),
@@ -555,7 +594,45 @@ class Encoding:
                 v["append.producerId"] == v["nextProducerId"] - 1,
                 _in(v["append.state"], COMPLETE),
                 v["append.producerId"] > v["log.producerId"],
-                *[x < v["append.producerId"] for x in self.others(v)])))
+                *[z3.Or(x < v["append.producerId"], z3.And(
+                    x == v["append.producerId"], e == _ep(0), _in(v["append.state"], DONE)))
+                  for x, e in self.held(v)])))
+
+    def next_id_pending(self, v):
+        """TV2: a Prepare*'s lastProducerEpoch is its epoch - 1 (a client's EndTxn) or -1 (a
+        fence); while one that took a nextProducerId is not complete, that id is the last one
+        generated, above its own, and held by nobody but at epoch 0 (the EndTxn response)."""
+        if not (self.tv2 and self.rotate):
+            return z3.BoolVal(True)
+        nxt = v["nextProducerId"] - 1
+        out = []
+        for x, prep, (pid, epoch, last, state) in self.prepares(v):
+            out.append(z3.Implies(prep, z3.Or(last == _ep(NO_EPOCH), last + 1 == epoch)))
+            out.append(z3.Implies(z3.And(prep, self.next_id_taken(epoch, last)), z3.And(
+                nxt > pid, *[z3.Implies(h == nxt, e == _ep(0)) for h, e in self.held(v)])))
+        a_prep = self.prepares(v)[2][1]
+        a_last, t_epoch = v["append.lastProducerEpoch"], v["txn.producerEpoch"]
+        out.append(z3.Implies(a_prep, z3.If(a_last == _ep(NO_EPOCH),
+                                            v["append.producerEpoch"] == t_epoch,
+                                            a_last == t_epoch)))
+        return z3.And(*out)
+
+    @staticmethod
+    def prepares(v) -> list:
+        """(name, whether it is a Prepare*, its metadata) of the cache, the log and the append."""
+        out = []
+        for x in ("txn", "log", "append"):
+            md = tuple(v[f"{x}.{f}"] for f in META)
+            prep = _in(md[3], PREPARE)
+            out.append((x, z3.And(v["append.on"], prep) if x == "append" else prep, md))
+        return out
+
+    def next_id_out(self, v):
+        """A TV2 Prepare* not yet complete took nextProducerId - 1 (``next_id_taken``)."""
+        if not (self.tv2 and self.rotate):
+            return z3.BoolVal(False)
+        return z3.Or(*[z3.And(prep, self.next_id_taken(md[1], md[2]))
+                       for _, prep, md in self.prepares(v)])
 
     @staticmethod
     def cache_is_log(v):
@@ -607,7 +684,7 @@ class Encoding:
             self.ids_issued, self.holders_behind_coordinator, self.log_behind_cache,
             self.cache_behind_append, self.pending_iff_append, self.states_valid,
             self.epochs_valid, self.no_metadata_is_empty, self.ongoing_below_max,
-            self.new_ids_fresh, self.cache_is_log))
+            self.new_ids_fresh, self.cache_is_log, self.next_id_pending))
 
     # --- initial and reachable states -------------------------------------------------------------------
 
@@ -676,6 +753,8 @@ def project_action(K, s, a, t):
     name, m = a[0], (a[1] if len(a) > 1 else None)
     if name == "HandleInitProducerId":
         return "InitProducerId", {"producer": m.producer}, {"P": m.producer_id, "E": m.producer_epoch}
+    if name == "ForceTerminateTransaction":   # the admin's InitProducerId carries no producer id
+        return "InitProducerId", {"producer": 0}, {"P": NO_PID, "E": NO_EPOCH}
     if name == "HandleEndTxn":
         return "EndTxn", {"producer": m.producer}, {"P": m.producer_id, "E": m.producer_epoch,
                                                     "commit": bool(m.committed)}

@@ -172,9 +172,12 @@ def _by(items: tuple, moves: dict, fn) -> tuple:
 
 def _coordinator(c: Coordinator, r: _Renaming) -> Coordinator:
     txn = lambda t: _txn(t, r)  # noqa: E731
+    ghost = frozenset((r.T[t], pid, e) for t, pid, e in c.force_terminated) \
+        if c.force_terminated else c.force_terminated
     return c._replace(log=_by(c.log, r.T, txn), txns=_by(c.txns, r.T, txn),
                       appends=_by(c.appends, r.T, lambda a: _append(a, r)),
-                      markers=_by(c.markers, r.T, lambda m: _parts(m, r)))
+                      markers=_by(c.markers, r.T, lambda m: _parts(m, r)),
+                      force_terminated=ghost)
 
 
 def _partition(part: Partition, r: _Renaming) -> Partition:

@@ -205,6 +205,12 @@ class Coordinator(NamedTuple):
     appends: tuple[Append | tuple, ...]     # () when no append is in flight
     markers: tuple[frozenset, ...]
     next_producer_id: int = 0
+    # ghost (workload.force_terminate): (transactional.id, producer id, producer epoch) of each
+    # transaction an operator force-terminated (Admin.forceTerminateTransaction), as it was then
+    force_terminated: frozenset = frozenset()
+
+
+Coordinator._only_if_set = ("force_terminated",)   # traces without the workload keep their bytes
 
 
 class Producer(NamedTuple):

@@ -148,6 +148,8 @@ def _by_rules(model, K, w):
     ("small", {"protocol.version": "kafka-2.6"}),
     ("ctp", {}),
     ("medium", {}),
+    # KIP-939 with the operator's forceTerminateTransaction (a coordinator rule of its own)
+    ("small", {"workload.two_phase_commit": True, "workload.force_terminate": True}),
     # two kinds of fault of six, two faults in all: most fault rules are left out from the start
     # and the others stop being asked once the total is spent
     ("tiny", {"cluster.partitions": 2, "faults.total": 2, "faults.request_duplicates": 1,
@@ -258,11 +260,13 @@ def test_witnesses_that_cannot_arise_are_not_applicable():
     assert out.exit_code == 0, out.violations
     assert set(out.not_applicable) == {"a_zombie_is_fenced", "a_read_returns_committed_data",
                                        "an_abort_happens", "an_offset_commit_is_committed",
-                                       "a_transaction_is_prepared"}
+                                       "a_transaction_is_prepared",
+                                       "a_transaction_is_force_terminated"}
     assert "a_commit_happens" in out.checked
     out = explore(registry.bind(load()))
     assert out.exit_code == 0 and out.not_applicable == ("an_offset_commit_is_committed",
-                                                         "a_transaction_is_prepared")
+                                                         "a_transaction_is_prepared",
+                                                         "a_transaction_is_force_terminated")
 
 
 def test_continue_finds_what_the_first_violation_hid():

@@ -20,6 +20,7 @@ STEPS = {  # pinned length of each mutant's shortest counterexample
     "markers-skip-a-partition": 21, "end-txn-with-batches-in-flight": 19,
     "abort-skips-end-txn": 6, "offsets-materialised-on-abort": 21,
     "offset-fetch-ignores-pending": 47, "marker-not-resent": 21,   # a lasso's stem
+    "force-terminate-commits": 11,
 }
 
 

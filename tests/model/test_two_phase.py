@@ -172,3 +172,80 @@ def test_the_reduction_keeps_the_declaration_and_the_verdicts(settings):
     assert verdicts(full) == verdicts(red) and red.stats.distinct <= full.stats.distinct
     for v in red.violations:
         replays(m, v.path)
+
+
+# --- Admin.forceTerminateTransaction (KIP-939, workload.force_terminate) -------------------------------
+
+FORCE = {**TWO_PC, "workload.force_terminate": True}
+
+
+def test_force_terminate_is_a_rule_only_with_its_workload_and_needs_two_phase_commit():
+    names = lambda **s: {r.name for r in spec_for(kafka_params(load(**s))).rules}
+    assert "ForceTerminateTransaction" not in names(**TWO_PC)
+    assert "ForceTerminateTransaction" in names(**FORCE)
+    with pytest.raises(ConfigError, match="workload.force_terminate needs workload.two_phase"):
+        kafka_params(load(**{"workload.force_terminate": True}))
+
+
+def test_a_force_terminated_transaction_is_aborted_on_latest():
+    """tiny: the operator force-terminates the transaction while it is ongoing, prepared or being
+    completed (Ongoing at the coordinator): fenced (epoch + 1) and aborted, never committed.
+    The producer's completeTransaction then commits into INVALID_TXN_STATE or PRODUCER_FENCED
+    (fatal) or aborts as a retry of the abort (NONE); prepared_transaction_kept holds for the
+    transactions nobody terminated."""
+    model = bind(**FORCE)
+    fenced = recording(model, lambda s, a, t: a[0] == "ForceTerminateTransaction")
+    ended = recording(model, lambda s, a, t: a[0] == "ReceiveEndTxnResponse"
+                      and s.coordinator.force_terminated)
+    out = explore(model)
+    assert counts(out) == (1595, 4797, 27) and out.exit_code == 0, out.violations
+    assert "force_terminated_aborted" in out.checked
+    assert "a_transaction_is_force_terminated" not in out.not_applicable
+    assert {c.name: c.fired for c in out.coverage}["ForceTerminateTransaction"] == 62
+    prepared = False
+    for s, a, t in fenced:
+        txn, (ghost,) = t.coordinator.txns[0], t.coordinator.force_terminated
+        before = s.coordinator.txns[0]
+        assert ghost == (0, before.producer_id, before.producer_epoch)
+        assert txn.producer_epoch == before.producer_epoch + 1
+        assert t.coordinator.appends[0].target.state == TxnState.PrepareAbort
+        prepared |= s.producers[0].state == ClientState.PREPARED_TRANSACTION
+    assert prepared
+    assert {(a[1].error, t.producers[a[1].producer].state) for s, a, t in ended
+            if s.producers[a[1].producer].state == ClientState.COMMITTING_TRANSACTION
+            and a[1].error != Errors.CONCURRENT_TRANSACTIONS} == {
+        (Errors.INVALID_TXN_STATE, ClientState.FATAL_ERROR),
+        (Errors.PRODUCER_FENCED, ClientState.FATAL_ERROR)}
+    assert counts(graph.explore(bind(**FORCE))) == (1595, 4797, 27)
+
+
+def test_force_terminate_on_small_keeps_the_duplicate_finding():
+    """small: the operator's action adds states but the first violation is still the late
+    duplicate of the producer's own InitProducerId (a client request, not the operator);
+    without duplicates small is clean with the operator, failovers included: one that loses the
+    fence's PrepareAbort leaves the transaction Ongoing, the admin (NOT_COORDINATOR) retries,
+    and until it does the producer's completeTransaction may commit it, which is then not a
+    terminated transaction (the admin's retry fences a completed one)."""
+    out = explore(bind("small", **FORCE))
+    (v,) = out.violations
+    assert v.property == "prepared_transaction_kept" and len(v.path) == 15
+    assert counts(out) == (6962, 14593, 15)
+    assert "ForceTerminateTransaction" not in [a[0] for a in v.path.actions]
+    model = bind("small", **FORCE, **{"faults.request_duplicates": 0})
+    lost = recording(model, lambda s, a, t: a[0] == "ElectCoordinator"
+                     and s.coordinator.force_terminated and not t.coordinator.force_terminated)
+    clean = explore(model)
+    assert counts(clean) == (49446, 163402, 30) and clean.exit_code == 0, clean.violations
+    assert lost and all(not a[1] for _, a, _ in lost)   # the fence's append not replicated
+
+
+def test_the_ghost_is_written_only_when_set():
+    """Traces of configurations without the workload keep their bytes (and old ones decode)."""
+    from kafka_mc.model.kafka.world import Coordinator, TxnMetadata
+    c = Coordinator(0, (TxnMetadata(),), (TxnMetadata(),), ((),), (frozenset(),))
+    assert "force_terminated" not in dict(to_itf(c))
+    assert "force_terminated" in dict(to_itf(c._replace(force_terminated=frozenset({(0, 0, 0)}))))
+
+
+def test_force_terminate_keeps_the_reduction_declaration_and_the_verdicts():
+    test_the_reduction_keeps_the_declaration_and_the_verdicts(FORCE)
