@@ -8,8 +8,8 @@ in C:
 * ``VisitedSet``: the fingerprints of the levels already complete, as one sorted int64 array
   (8 bytes a state), and those of the level being discovered as a few sorted runs (merged like a
   binary counter, so there are O(log n) of them). A chunk is deduplicated within itself
-  (``np.unique``) and against them (``np.searchsorted``); at a level's end its runs are merged
-  into the sorted array in place (a stable sort of sorted runs is a merge: timsort). The array
+  (``first_occurrences``) and against them (``np.searchsorted``); at a level's end its runs are
+  merged into the sorted array in place (a stable sort of sorted runs is a merge: timsort). The array
   is reserved with room to grow; the operating system commits its pages only as they fill.
 * ``Levels``: per depth, the fingerprints in discovery order (8 bytes) and the index of each
   state's parent in the previous depth (int32, 4 bytes): a shortest counterexample is the chain
