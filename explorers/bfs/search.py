@@ -94,9 +94,13 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     return Search(model, options).run()
 
 
-def _reduced(successors: Callable, seen_before: Callable, key: Callable) -> Callable:
+def _reduced(reducer, seen_before: Callable, key: Callable) -> Callable:
     """The reduced successors of a state (``Reducer.successors``), deduplicated on the reduction
-    view, with the proviso checked against the states seen before."""
+    view, with the proviso checked against the states seen before; when nothing is reducible
+    (``Reducer.enabled`` false) every successor, as ``Reducer.successors`` then gives them."""
+    if not reducer.enabled:
+        return reducer.all_successors
+    successors = reducer.successors
     return lambda s: successors(s, seen_before, key)
 
 
@@ -140,8 +144,7 @@ class Search:
         if options.por:   # partial-order reduction: the reduced successors, deduplicated on
             from kafka_mc.explorers.reductions.por import Reducer, reduction_key   # the reduction view,
             self.reducer, self.key = Reducer(model, checks), reduction_key(model)   # with the
-            self.successors = _reduced(self.reducer.successors, self.visited.seen_before,
-                                       self.key)   # proviso
+            self.successors = _reduced(self.reducer, self.visited.seen_before, self.key)
         self.generated = 0
         self.rewound = 0         # transitions counted past a stop (``rewind``)
         self.overcount = 0       # states added past a stop (``rewind``)
