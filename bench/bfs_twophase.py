@@ -6,6 +6,7 @@ whole-process comparison with the shared plain-Python BFS under ``farm-bench`` (
 import sys
 import time
 
+import bench_entry  # noqa: F401  (the entry's settings: the compiled builds' finder)
 from kafka_mc.model import registry
 from kafka_mc.explorers.bfs import search
 

@@ -12,6 +12,13 @@ The search is level-synchronous. What it keeps per distinct state is 20 bytes
   level. A counterexample is the chain of parent indices, rebuilt into states and actions by
   replaying (``kafka_mc.explorers.core.adapter.rebuild``); no per-state parent dict, no stored actions.
 
+Two shortcuts keep a cheap model's transitions (TwoPhase's cost ~0.5 us) from paying for the
+chunk one candidate at a time, with the same results: when nothing is checked on a step and the
+model is packed, a state's successors join the chunk whole (``expand_packed``); when the model
+declares no footprints and no invariant fails (nor raises) on any of a chunk's new states, they
+are checked a property at a time and counted at once (``discover_clean``), else one by one
+(``discover``).
+
 Only the current and the next frontier hold full states (a packed model's frontier is its level's
 fingerprints). ``--memory`` moves the tree and the frontiers to disk past a budget
 (``fingerprints.Budget``); ``--checkpoint`` / ``--recover`` save and resume the search at level
@@ -39,6 +46,7 @@ import traceback
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Callable, Sequence
 
 from kafka_mc.model.config import shown
@@ -58,6 +66,7 @@ from kafka_mc.explorers.core.result import (Outcome, Violation, action_coverage,
 from kafka_mc.explorers.core.setup import SearchSetup
 
 CHUNK = 1 << 14        # candidate successors deduplicated at a time
+_STATE = itemgetter(1)   # (action, state) -> state
 
 
 @dataclass(frozen=True)
@@ -85,18 +94,23 @@ def explore(model: Model, options: BfsOptions = BfsOptions()) -> Outcome:
     return Search(model, options).run()
 
 
-def _reduced(successors: Callable, seen_before: Callable, key: Callable) -> Callable:
+def _reduced(reducer, seen_before: Callable, key: Callable) -> Callable:
     """The reduced successors of a state (``Reducer.successors``), deduplicated on the reduction
-    view, with the proviso checked against the states seen before."""
+    view, with the proviso checked against the states seen before; when nothing is reducible
+    (``Reducer.enabled`` false) every successor, as ``Reducer.successors`` then gives them."""
+    if not reducer.enabled:
+        return reducer.all_successors
+    successors = reducer.successors
     return lambda s: successors(s, seen_before, key)
 
 
 class Search:
     """One breadth-first search, in named phases: ``seed`` (the initial states) or a checkpoint's
     ``restore``, then per level ``expand_level`` (by ``expand_with_workers``, whose slices
-    ``merge`` in, and the sequential loop), whose candidates ``flush`` deduplicates a chunk at a
-    time (``rewind`` at a stop), ``next_level`` and ``checkpoint`` at each level boundary, and
-    ``outcome``. The set-up every search shares is ``self.setup`` (``SearchSetup``).
+    ``merge`` in, and the sequential loop or ``expand_packed``), whose candidates ``flush``
+    deduplicates a chunk at a time (its new states checked by ``discover_clean`` or
+    ``discover``; ``rewind`` at a stop), ``next_level`` and ``checkpoint`` at each level
+    boundary, and ``outcome``. The set-up every search shares is ``self.setup`` (``SearchSetup``).
 
     The data the phases share are the search's attributes; the hot loop binds those it uses to
     locals once per level. The chunk of candidate successors not yet deduplicated: each one's
@@ -130,8 +144,7 @@ class Search:
         if options.por:   # partial-order reduction: the reduced successors, deduplicated on
             from kafka_mc.explorers.reductions.por import Reducer, reduction_key   # the reduction view,
             self.reducer, self.key = Reducer(model, checks), reduction_key(model)   # with the
-            self.successors = _reduced(self.reducer.successors, self.visited.seen_before,
-                                       self.key)   # proviso
+            self.successors = _reduced(self.reducer, self.visited.seen_before, self.key)
         self.generated = 0
         self.rewound = 0         # transitions counted past a stop (``rewind``)
         self.overcount = 0       # states added past a stop (``rewind``)
@@ -268,6 +281,8 @@ class Search:
         resume = self.expand_with_workers(frontier)
         if resume and resume >= len(frontier):
             return
+        if self.packed and not self.transition and not self.setup.edges:
+            return self.expand_packed(frontier, resume)
         setup, checks, model = self.setup, self.checks, self.model
         successors, key, packed = self.successors, self.key, self.packed
         within, bounded, edges, relevant = setup.within, setup.bounded, setup.edges, setup.relevant
@@ -330,48 +345,133 @@ class Search:
             self.generated = generated
         self.flush()
 
+    def expand_packed(self, frontier, resume: int) -> None:
+        """``expand_level``'s loop when nothing is checked on a step (no transition property, no
+        state machine's edges noted) and the model is packed (a state is its own fingerprint):
+        a state's successors join the chunk whole, their states appended at once as their
+        fingerprints; only their actions are counted one by one. The chunk is flushed at a
+        state's end, as the general loop flushes it."""
+        setup, checks = self.setup, self.checks
+        successors, within, bounded, progress = (self.successors, setup.within, setup.bounded,
+                                                 setup.progress)
+        pending_fps, owners, starts = self.pending_fps, self.owners, self.starts
+        expanded, outs, extend = self.expanded, self.outs, self.pending_fps.extend
+        cov = setup.fired
+        cov_get = cov.get
+        generated, depth, i = self.generated, self.depth, None
+        try:
+            for i, s in enumerate(frontier[resume:] if resume else frontier, resume):
+                if not i % PROGRESS_EVERY and progress is not None:
+                    setup.report(generated, len(self.visited), depth,
+                                 len(frontier) - i + self.levels.open_size)
+                if bounded and not within(s):
+                    continue
+                out = successors(s)
+                if not out:
+                    for stuck in checks.stuck_failures(s):
+                        self.flush()
+                        self.found(stuck, self.path_to(depth, i))
+                    continue
+                generated += len(out)
+                starts.append(len(pending_fps))
+                owners.append(i)
+                expanded.append(s)
+                outs.append(out)
+                for a, _ in out:
+                    cov[a[0]] = cov_get(a[0], 0) + 1
+                extend(map(_STATE, out))
+                if len(pending_fps) >= CHUNK:
+                    self.flush()
+        except BaseException:
+            if self.expanding is None and i is not None:   # (a flush's property sets its own)
+                self.expanding = (depth, i)
+            raise
+        finally:
+            self.generated = generated
+        self.flush()
+
     def flush(self) -> None:
         """Deduplicate the pending candidates; the new states join the next level in the
         order they were generated and are checked there, as if each had been looked up alone."""
-        pending_fps, starts, owners, outs = self.pending_fps, self.starts, self.owners, self.outs
+        pending_fps, starts, owners, setup = self.pending_fps, self.starts, self.owners, self.setup
         if not pending_fps:
             return
-        checks, setup, keep_going = self.checks, self.setup, self.options.keep_going
-        always, relevant, unseen, witness = self.always, setup.relevant, self.unseen, self.witness
         fps = np.array(pending_fps, dtype=np.int64)
         new = self.visited.add_new(fps)
         if len(new):
             first = np.searchsorted(np.array(starts, dtype=np.int64), new, side="right") - 1
             base = self.levels.open_size
             self.levels.add(fps[new], np.array(owners, dtype=np.int64)[first])
-            nxt, dcov = self.nxt, setup.found
-            keep, dcov_get = (nxt.append if nxt is not None else None), dcov.get
-            begins = starts.tolist()
-            for n, (j, k) in enumerate(zip(new.tolist(), first.tolist())):
-                a, t = outs[k][j - begins[k]]
-                if keep is not None:
-                    keep(t)
-                dcov[a[0]] = dcov_get(a[0], 0) + 1
-                try:
-                    for p, holds in relevant(a, always) if relevant else always:
-                        if not holds(t):
-                            if not keep_going:
-                                self.rewind(j, int((new > j).sum()))
-                            self.found(p, self.path_to(self.depth + 1, base + n))
-                            always = self.always = checks.always
-                    if unseen:
-                        witness(t)
-                except _Stop:
-                    raise
-                except Exception:   # a model error in a property: where the search was then
-                    self.rewind(j, int((new > j).sum()))
-                    self.expanding = (self.depth, owners[k])
-                    raise
-        outs.clear()
+            js, ks = new.tolist(), first.tolist()
+            if not self.discover_clean(js, ks):
+                self.discover(js, ks, new, base)
+        self.outs.clear()
         self.expanded.clear()
         del pending_fps[:], owners[:], starts[:]
         if setup.edges:
             self.chunk_edges[:] = [set(e) for e in setup.edges_taken]
+
+    def discover_clean(self, js: list, ks: list) -> bool:
+        """The chunk's new states (candidate ``js[n]`` of entry ``ks[n]`` of ``owners``) at once,
+        when the model declares no footprints and every invariant holds on every one of them:
+        checked a property at a time (and the witnesses not yet seen), then kept and counted.
+        False, with nothing kept, counted nor seen, when one fails or raises: ``discover`` then
+        takes them one by one, to stop where a search looking each up alone would have."""
+        if self.setup.relevant is not None:
+            return False
+        begins, outs = self.starts.tolist(), self.outs
+        found = [outs[k][j - begins[k]] for j, k in zip(js, ks)]
+        states = [t for _, t in found]
+        unseen = self.unseen
+        try:
+            for _, holds in self.always:
+                if not all(map(holds, states)):
+                    return False
+            seen = [entry for entry in unseen if any(map(entry[1], states))]
+        except Exception:   # noqa: BLE001 -- ``discover`` meets it again, where it is
+            return False
+        if self.nxt is not None:
+            keep = self.nxt.append
+            for t in states:
+                keep(t)
+        dcov = self.setup.found
+        dcov_get = dcov.get
+        for a, _ in found:
+            dcov[a[0]] = dcov_get(a[0], 0) + 1
+        for entry in seen:   # (``Witnesses.see`` of each state)
+            unseen.remove(entry)
+        return True
+
+    def discover(self, js: list, ks: list, new: np.ndarray, base: int) -> None:
+        """The chunk's new states one by one, in the order they were generated: each kept,
+        counted and checked as if it had been looked up alone (``base``: the first's index in
+        the level being discovered; ``new``: the candidates' indices in the chunk)."""
+        checks, setup, keep_going, outs = self.checks, self.setup, self.options.keep_going, \
+            self.outs
+        always, relevant, unseen, witness = self.always, setup.relevant, self.unseen, self.witness
+        nxt, dcov = self.nxt, setup.found
+        keep, dcov_get = (nxt.append if nxt is not None else None), dcov.get
+        begins = self.starts.tolist()
+        for n, (j, k) in enumerate(zip(js, ks)):
+            a, t = outs[k][j - begins[k]]
+            if keep is not None:
+                keep(t)
+            dcov[a[0]] = dcov_get(a[0], 0) + 1
+            try:
+                for p, holds in relevant(a, always) if relevant else always:
+                    if not holds(t):
+                        if not keep_going:
+                            self.rewind(j, int((new > j).sum()))
+                        self.found(p, self.path_to(self.depth + 1, base + n))
+                        always = self.always = checks.always
+                if unseen:
+                    witness(t)
+            except _Stop:
+                raise
+            except Exception:   # a model error in a property: where the search was then
+                self.rewind(j, int((new > j).sum()))
+                self.expanding = (self.depth, self.owners[k])
+                raise
 
     def rewind(self, j: int, new_after: int) -> None:
         """The search stops at candidate ``j`` of the chunk: count what a search looking up each

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from kafka_mc.explorers.bfs.visited import member
+from kafka_mc.explorers.bfs.visited import first_occurrences, member
 
 CHUNK = 1 << 14        # candidates deduplicated against the complete levels at a time
 PARALLEL_MIN = 2048    # a smaller level is expanded sequentially: forking would cost more
@@ -116,7 +116,7 @@ def expand(frontier: Sequence, lo: int, hi: int, e: Expansion,
         if not cands:
             return
         chunk = np.array(cand_fps, dtype=np.int64)
-        uniq, first = np.unique(chunk, return_index=True)
+        uniq, first = first_occurrences(chunk)
         first = np.sort(first[~member(e.done, uniq)])
         for j, fp in zip(first.tolist(), chunk[first].tolist()):
             if fp in local:

@@ -60,6 +60,7 @@ MODULES = (
     "kafka_mc.invariants.transitions",
     "kafka_mc.explorers.bfs.search", "kafka_mc.explorers.bfs.workers", "kafka_mc.explorers.core.checking",
     "kafka_mc.explorers.reductions.symmetry_check", "kafka_mc.explorers.reductions.por",
+    "kafka_mc.model.toys.twophase",
 )
 
 # The folder that holds the top-level package (this module is <ROOT>/<package>/.../compiled.py,

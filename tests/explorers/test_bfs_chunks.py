@@ -166,3 +166,52 @@ def test_a_checkpoint_that_cannot_be_written_is_not_a_model_error(tmp_path, monk
     with pytest.raises(CheckpointError, match="cannot save"):
         bfs.explore(grid(max=3), bfs.BfsOptions(checkpoint=CheckpointOptions(str(tmp_path),
                                                                             minutes=0)))
+
+
+def _raises_at_0x22(p, s):
+    if s == 0x22:
+        raise RuntimeError("boom")
+    return True
+
+
+def _packed_grid(max=5, reset=True, **props):
+    """The grid with its state packed in an int, x * 16 + y: its own fingerprint."""
+    rules = (
+        Rule("IncX", (), lambda p, s: [()] if s >> 4 < p["max"] else [], lambda p, s: s + 16),
+        Rule("IncY", (), lambda p, s: [()] if s & 15 < p["max"] else [], lambda p, s: s + 1),
+        Rule("Reset", (), lambda p, s: [()] if p["reset"] and s == 17 * p["max"] else [],
+             lambda p, s: 0),
+    )
+    properties = tuple(Property(name, kind, holds) for name, (kind, holds) in props.items())
+    return ProtocolSpec("packed-grid", init=lambda p: [0], rules=rules, properties=properties,
+                        packed=True).bind({"max": max, "reset": reset})
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 14])
+@pytest.mark.parametrize("props, reset, keep_going", [
+    ({}, True, False),
+    ({}, False, False),   # (5, 5) is a deadlock
+    ({"Sum": (E.ALWAYS, lambda p, s: (s >> 4) + (s & 15) < 6)}, True, False),
+    ({"Sum": (E.ALWAYS, lambda p, s: (s >> 4) + (s & 15) < 6),
+      "Not33": (E.ALWAYS, lambda p, s: s != 0x33)}, False, True),
+    ({"Witness": (E.SOMETIMES, lambda p, s: s == 0x45),
+      "Never": (E.SOMETIMES, lambda p, s: s == 0x66)}, True, False),
+    ({"Raises": (E.ALWAYS, _raises_at_0x22)}, True, False),
+])
+def test_a_packed_model_s_successors_join_the_chunk_whole_as_if_looked_up_one_at_a_time(
+        monkeypatch, chunk, props, reset, keep_going):
+    monkeypatch.setattr(bfs, "CHUNK", chunk)
+    model = _packed_grid(reset=reset, **props)
+    one_at_a_time = graph.explore(model, graph.GraphOptions(keep_going=keep_going))
+    chunked = bfs.explore(model, bfs.BfsOptions(keep_going=keep_going))
+    _same(one_at_a_time, chunked)
+
+
+@pytest.mark.parametrize("size", [0, 1, 7, 5000])
+def test_a_chunk_s_first_occurrences_are_numpy_s_unique_with_its_indices(size):
+    import numpy as np
+
+    from kafka_mc.explorers.bfs.visited import first_occurrences
+    fps = np.random.default_rng(size).integers(-50, 50, size)
+    got, want = first_occurrences(fps), np.unique(fps, return_index=True)
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
