@@ -9,7 +9,8 @@ the run, as TLA+ trace validation does (Cirstea, Kuppe, Loillier, Merz 2024; CCF
   one must be the next event of some stream (its ``Observation.match`` accepts the step), and
   advances that stream; a state observation at the head of a stream is consumed without a step
   when the state satisfies it; an observation of the run's end state (``at_end``) only once
-  every other event is consumed;
+  every other event is consumed, and a state from which it cannot be met (its ``viable``) is
+  not kept at all;
 * the run conforms when a node has consumed every stream.
 
 Nodes are deduplicated on (the state's fingerprint, positions) and expanded best-first: first
@@ -186,6 +187,9 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
     # the streams that must be consumed first (none: the run records no end state)
     final = {j for j, st in enumerate(streams) if any(items[i][1].at_end for i in st)}
     ordinary = tuple(j for j in range(len(streams)) if j not in final) if final else ()
+    # End-state observations that can tell early that a state will never meet them
+    ends = tuple(o for _, o in items if o.at_end and o.viable is not None)
+    viable = tuple(o.viable for o in ends)
     silent_cache: dict[str, bool] = {}
     skipped = obs.skipped
 
@@ -232,6 +236,8 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
                 near = [(j, item) for j, item in near if not items[item][1].at_end]
 
             def push(t, j, via, item):
+                if viable and not all(v(t) for v in viable):
+                    return          # the run's end state is out of its reach
                 if j < 0:
                     npos, nfirst = pos, first
                 else:
@@ -278,8 +284,8 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         return Conformance("conforms", matched=total, seconds=time.perf_counter() - started,
                            states=states, actions=actions, steps=steps, **common)
     verdict = "unknown" if left or (cut and window <= len(events)) else "diverges"
-    divergence = _divergence(model, frontier, streams, lengths, items, skipped, silent, best) \
-        if frontier else None
+    divergence = _divergence(model, frontier, streams, lengths, items, skipped, silent, best,
+                             ends) if frontier else None
     return Conformance(verdict, matched=max(best, 0), seconds=seconds, divergence=divergence,
                        **common)
 
@@ -309,7 +315,17 @@ def _behaviour(model, parents, goal, items):
     return tuple(states), tuple(actions), tuple(steps)
 
 
-def _divergence(model, frontier, streams, lengths, items, skipped, silent, best) -> Divergence:
+def _out_of_reach(ends, t) -> str | None:
+    """Why the run's end state is out of reach from ``t`` (an end observation whose ``viable``
+    says so), else None."""
+    for o in ends:
+        if not o.viable(t):
+            return f"after it the run's end state is out of reach ({o.label}: {o.holds(t)})"
+    return None
+
+
+def _divergence(model, frontier, streams, lengths, items, skipped, silent, best,
+                ends=()) -> Divergence:
     """The report at the furthest nodes the search reached: the earliest (in the run) of the
     events pending there, with its near misses (enabled steps of its kind, or the state, by the
     fewest differing fields), and each other stream's next event with its nearest miss."""
@@ -331,6 +347,8 @@ def _divergence(model, frontier, streams, lengths, items, skipped, silent, best)
             for a, t in succ:
                 if a[0] in o.actions and a[0] not in skipped:
                     why = o.match(s, a, t)
+                    if why is None:
+                        why = _out_of_reach(ends, t)
                     if why is not None:
                         found.setdefault(fmt(a), why)
 

@@ -50,13 +50,16 @@ class Observation:
     """What one event says. ``label``: how reports name it. A step observation has ``match``
     and the ``actions`` (names) it may match; a state observation has ``holds``; one with both
     may be accounted for either way. ``at_end``: a state observation of the run's end state,
-    consumed only once every other observation is."""
+    consumed only once every other observation is; its ``viable(s)``, when given, is False
+    where no state reachable from ``s`` can satisfy it (a log that is no prefix of the recorded
+    one: logs only grow), so the validator drops ``s`` at once."""
 
     label: str
     actions: frozenset = frozenset()
     match: Callable[[Any, tuple, Any], str | None] | None = None
     holds: Callable[[Any], str | None] | None = None
     at_end: bool = False
+    viable: Callable[[Any], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,9 +96,10 @@ def state(label: str, holds: Callable) -> Observation:
     return Observation(label, holds=holds)
 
 
-def end(label: str, holds: Callable) -> Observation:
-    """What the run's end state shows (``holds``), consumed after every other event."""
-    return Observation(label, holds=holds, at_end=True)
+def end(label: str, holds: Callable, viable: Callable | None = None) -> Observation:
+    """What the run's end state shows (``holds``), consumed after every other event
+    (``viable``: see ``Observation``)."""
+    return Observation(label, holds=holds, at_end=True, viable=viable)
 
 
 def either(label: str, actions: Iterable[str], match: Callable,

@@ -739,7 +739,8 @@ def _end_state(K, run: _Run, e):
         log = tuple(_entry(run, b) for b in batches if isinstance(b, Mapping)
                     for _ in range(max(1, int(b.get("count") or 1))))
         out.append(end(f"end state: the log of partition {k}",
-                       lambda s, k=k, log=log: _log_differs(s, k, log)))
+                       lambda s, k=k, log=log: _log_differs(s, k, log),
+                       lambda s, k=k, log=log: _log_prefix(s, k, log)))
         offsets = (e.get("offsets") or {}).get(key) or (e.get("offsets") or {}).get(str(key))
         if isinstance(offsets, Mapping) and offsets.get("lso") is not None:
             open_ = offsets["lso"] < offsets.get("high_watermark", offsets["lso"])
@@ -796,6 +797,16 @@ def _log_differs(s, k, log):
     recorded = _show_entry(log[i]) if i < len(log) else "the end of the log"
     has = _show_entry(model[i]) if i < len(model) else "the end of the log"
     return f"log[{i}]: recorded {recorded}, model {has}"
+
+
+def _log_prefix(s, k, log) -> bool:
+    """Whether the model's log of partition k is a prefix of the recorded one: a partition's
+    log only grows (the model never truncates: its leaders keep their logs), so a state whose
+    log is not cannot end where the run did."""
+    if not 0 <= k < len(s.partitions):
+        return True
+    model = s.partitions[k].log
+    return len(model) <= len(log) and all(_model_entry(b) == x for b, x in zip(model, log))
 
 
 def _open_differs(s, k, open_):
