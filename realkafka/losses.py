@@ -73,12 +73,26 @@ def answers_without_client(events, apis=TRANSACTIONAL_APIS) -> int:
                and (e.get("fault") or {}).get("kind") not in ("drop", "duplicate"))
 
 
-def budgets(cfg_budget, events) -> dict:
+def leaders_killed(plan: dict | None, brokers: int) -> int:
+    """Partition outages a run's hard failovers cause: on one broker the killed coordinator is
+    also every data partition's leader, so each partition is leaderless until the broker is
+    back (the model's PartitionOffline, then ElectLeader). The restarted coordinator may reload
+    a transaction in PrepareCommit/PrepareAbort before its partitions have a leader again; 4.3+
+    then skips their markers and completes it without them (KAFKA-20734, "these partitions are
+    likely deleted already": conformance #13). Several brokers: outages are the plan's own."""
+    if not plan or brokers != 1:
+        return 0
+    hard = sum(1 for f in plan.get("failovers") or () if f.get("hard"))
+    return hard * int(plan.get("partitions") or 0)
+
+
+def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1) -> dict:
     """``faults.<budget>`` -> value: the budgets (``cfg_budget(name)``: the config's) raised by
-    what the run's killed brokers cost."""
+    what the run's killed brokers cost (``plan``: the run's plan.json, for its hard failovers)."""
     lost = len(unanswered_at_close(events, TRANSACTIONAL_APIS))
     unheard = answers_without_client(events)
     expired = expired_batches(events)
+    offline = leaders_killed(plan, brokers)
     out = {}
     if lost:
         out["faults.request_losses"] = cfg_budget("request_losses") + lost
@@ -86,7 +100,9 @@ def budgets(cfg_budget, events) -> dict:
         out["faults.response_losses"] = cfg_budget("response_losses") + lost + unheard
     if expired:
         out["faults.batch_expiries"] = cfg_budget("batch_expiries") + expired
+    if offline:
+        out["faults.offline_partitions"] = (cfg_budget("offline_partitions") or 0) + offline
     total = cfg_budget("total")
     if out and total is not None:
-        out["faults.total"] = total + 2 * lost + unheard + expired
+        out["faults.total"] = total + 2 * lost + unheard + expired + offline
     return out

@@ -156,7 +156,7 @@ def validate_folder(cfg, release, folder: Path, max_nodes: int | None = None, **
     # up to renaming them)
     events = read_run(folder)
     model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
-                                   **_broker_losses(cfg, events), **overrides})
+                                   **_broker_losses(cfg, events, folder), **overrides})
     model = registry.bind(model_cfg)
     kw = {"max_nodes": max_nodes} if max_nodes else {}
     return validate(model, events, **kw), model, model_cfg, events
@@ -190,9 +190,17 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
             "folder": str(folder)}
 
 
-def _broker_losses(cfg, events) -> dict:
-    """The budgets raised by what the run's killed brokers cost (``kafka_mc.realkafka.losses``)."""
-    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events)
+def _broker_losses(cfg, events, folder: Path | None = None) -> dict:
+    """The budgets raised by what the run's killed brokers cost (``kafka_mc.realkafka.losses``;
+    the folder's plan.json and run.json say which failovers killed a broker, and how many)."""
+    plan, brokers = None, 1
+    if folder is not None:
+        try:
+            plan = json.loads((folder / "plan.json").read_text())
+            brokers = int(json.loads((folder / "run.json").read_text()).get("brokers", 1))
+        except (OSError, ValueError, TypeError, AttributeError):
+            plan = None
+    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, plan, brokers)
 
 
 def _report(rows, release, out, args, started) -> int:

@@ -48,3 +48,14 @@ def test_the_budgets_grow_by_what_the_killed_broker_cost():
     assert losses.budgets(config.get, [req(1, 2), resp(1, 2), closed(1, "broker")]) == {}
     config["total"] = 3
     assert losses.budgets(config.get, events)["faults.total"] == 3 + 2 + 2
+
+
+def test_a_hard_failover_on_one_broker_takes_every_partition_offline():
+    plan = {"partitions": 2, "failovers": [{"after_end_txn": 1, "hard": True},
+                                           {"after_end_txn": 2, "hard": False}]}
+    assert losses.leaders_killed(plan, brokers=1) == 2       # the soft one moves nothing
+    assert losses.leaders_killed(plan, brokers=3) == 0       # outages are the plan's own there
+    assert losses.leaders_killed(None, brokers=1) == 0
+    got = losses.budgets(lambda name: {"offline_partitions": 0, "total": 3}.get(name, 0), [],
+                         plan, 1)
+    assert got == {"faults.offline_partitions": 2, "faults.total": 5}
