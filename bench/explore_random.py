@@ -15,7 +15,7 @@ Correct configuration (default: ``twophase`` with ``--n``): each explorer runs o
 settings) with no violation to stop it: steps/s over the whole run.
 
 Kafka mutants (``--mutants CONFIG``, e.g. ``large``, beyond BFS's reach): each mutant of
-model/kafka/mutants.py is seeded into CONFIG (with the protocol version its own settings name, e.g.
+model/kafka/capabilities/mutants.py is seeded into CONFIG (with the protocol version its own settings name, e.g.
 kafka-2.6), and each explorer runs once per seed with its default settings: time to the first
 violation of the invariant named for the mutant (only that one is checked: on kafka-2.6 the
 correct model itself has hanging transactions on a config this large), and the counterexample's
@@ -96,7 +96,7 @@ def clean(model) -> list[str]:
 
 
 def mutant_rows(config: str, names: list[str], seeds: int) -> list[str]:
-    from kafka_mc.model.kafka import mutants
+    from kafka_mc.model.kafka.capabilities import mutants
 
     rows = [row("mutant", "explorer", "seed", "violation", "first violation (s)", "total (s)",
                 "steps", "found", "reported"), "|---|---|---:|---|---:|---:|---:|---:|---:|"]

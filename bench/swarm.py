@@ -63,12 +63,12 @@ def run(name: str, preset: str, faults, seconds: float, seed: int, queue) -> Non
 
 
 def mutants(base: str, runs: int, seed: int) -> None:
-    """Each mutant of model/kafka/mutants.py (but the liveness ones) on ``base`` with its own
+    """Each mutant of model/kafka/capabilities/mutants.py (but the liveness ones) on ``base`` with its own
     settings, its invariant only: the walk (1-based count) at which plain and swarm simulation
     first find it within ``runs`` walks, or none."""
     from kafka_mc.model import registry
     from kafka_mc.model.config import resolve_config_path
-    from kafka_mc.model.kafka import mutants as kafka_mutants
+    from kafka_mc.model.kafka.capabilities import mutants as kafka_mutants
     from kafka_mc.explorers.walks import simulate
     from kafka_mc.explorers.walks import swarm
 

@@ -12,7 +12,7 @@ from kafka_mc.invariants import (anomalies, atomicity, duplicates, fencing, hang
                         offsets, transitions, two_phase)
 
 # Each property declares what it reads where it is defined (``reads=reads("OL")``:
-# model.kafka.footprints.reads); one without (an ``eventually`` property) reads everything.
+# model.kafka.capabilities.footprints.reads); one without (an ``eventually`` property) reads everything.
 PROPERTIES = (atomicity.PROPERTIES + isolation.PROPERTIES + fencing.PROPERTIES
               + duplicates.PROPERTIES + transitions.PROPERTIES + hanging.PROPERTIES
               + offsets.PROPERTIES + anomalies.PROPERTIES + two_phase.PROPERTIES

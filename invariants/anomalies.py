@@ -20,7 +20,7 @@ What a transaction's application saw is the ghost ``Producer.outcomes``; a recor
 from __future__ import annotations
 
 from kafka_mc.invariants.history import fates, record_fates, txn_fates
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.world import Control, Outcome, RecordId
 

@@ -32,7 +32,7 @@ not a safety violation.
 """
 from __future__ import annotations
 
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.world import ClientState
 

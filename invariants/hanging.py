@@ -1,7 +1,7 @@
 """Hanging transactions and completion."""
 from __future__ import annotations
 
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.client import CLIENT_RULES
 from kafka_mc.model.kafka.network import Rpc

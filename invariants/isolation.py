@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kafka_mc.invariants.history import open_transactions, record_fates
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.partition import last_stable_offset
 from kafka_mc.model.kafka.world import Control

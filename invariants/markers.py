@@ -30,7 +30,7 @@ delayed over a failover closes the next transaction, 29 steps).
 from __future__ import annotations
 
 from kafka_mc.model.core import Expectation, Property
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.kafka.partition import entry_of
 from kafka_mc.model.kafka.world import TxnState
 

@@ -4,7 +4,7 @@ input is skipped (an application never starts past an input whose every processi
 from __future__ import annotations
 
 from kafka_mc.invariants.history import offset_commit_fates, output_fates
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.world import Control
 

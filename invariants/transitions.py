@@ -2,7 +2,7 @@
 the configured version (``kafka_mc.model.kafka.tables``, extracted from apache/kafka)."""
 from __future__ import annotations
 
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.tables import client_step, client_table, coordinator_step, coordinator_table
 

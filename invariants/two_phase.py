@@ -24,7 +24,7 @@ the first: the same client against a coordinator without KAFKA-18953 (``protocol
 from __future__ import annotations
 
 from kafka_mc.model.core import Expectation, Property
-from kafka_mc.model.kafka.footprints import reads
+from kafka_mc.model.kafka.capabilities.footprints import reads
 from kafka_mc.model.kafka.world import ClientState, TxnState
 
 PREPARED = ClientState.PREPARED_TRANSACTION

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-# The APIs whose requests the Kafka model's mapping observes (model.kafka.observations.APIS)
+# The APIs whose requests the Kafka model's mapping observes (model.kafka.capabilities.observations.APIS)
 TRANSACTIONAL_APIS = ("InitProducerId", "AddPartitionsToTxn", "Produce", "EndTxn",
                       "WriteTxnMarkers")
 _EXPIRING = re.compile(r"^Expiring \d+ record")
@@ -28,7 +28,7 @@ def unanswered_at_close(events, apis=None) -> frozenset:
     broker's (``run``'s hard failover, an outage) requests in flight, and those a client gave up
     on (its request timeout: NetworkClient.handleTimedOutRequests disconnects), which their
     senders see fail and retry. The model's mapping sees each as a loss
-    (``kafka_mc.model.kafka.observations.lost_in_flight``), so a run's validation adds one
+    (``kafka_mc.model.kafka.capabilities.observations.lost_in_flight``), so a run's validation adds one
     request and one response loss per request to its budgets."""
     pending: dict = {}      # (endpoint, conn) -> the keys of its requests not answered yet
     died = set()

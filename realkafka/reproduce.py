@@ -355,7 +355,7 @@ class _Run:
     # -- helpers
     def client(self, p: int) -> str:
         """Producer instance p's client.id and history process: ``t<tid>.i<instance>``, the
-        names the conformance mapping (kafka_mc.model.kafka.observations) reads."""
+        names the conformance mapping (kafka_mc.model.kafka.capabilities.observations) reads."""
         pr = self.t.states[0]["producers"][p]
         return f"t{pr['tid']}.i{pr['instance']}"
 

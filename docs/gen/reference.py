@@ -247,7 +247,8 @@ def kafka_model_page() -> str:
     import importlib
     from kafka_mc import invariants
     from kafka_mc.model.core import Expectation
-    from kafka_mc.model.kafka import faults, mutants, spec, versions
+    from kafka_mc.model.kafka import faults, spec, versions
+    from kafka_mc.model.kafka.capabilities import mutants
     out = _header("The Kafka model",
                   "`model/kafka/` (the components' docstrings, `spec.SPEC`, `faults.FAULTS`, "
                   "`versions.PRESETS`, `mutants.MUTANTS`) and `invariants.PROPERTIES`")

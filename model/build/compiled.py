@@ -51,10 +51,10 @@ from pathlib import Path
 MODULES = (
     "kafka_mc.model.core", "kafka_mc.model.fingerprints", "kafka_mc.model.display", "kafka_mc.model.symmetry", "kafka_mc.model.canonical",
     "kafka_mc.model.symbolic",
-    "kafka_mc.model.kafka.world", "kafka_mc.model.kafka.spec", "kafka_mc.model.kafka.network", "kafka_mc.model.kafka.symmetry",
+    "kafka_mc.model.kafka.world", "kafka_mc.model.kafka.spec", "kafka_mc.model.kafka.network", "kafka_mc.model.kafka.capabilities.symmetry",
     "kafka_mc.model.kafka.producer", "kafka_mc.model.kafka.coordinator", "kafka_mc.model.kafka.partition",
     "kafka_mc.model.kafka.tables", "kafka_mc.model.kafka.client", "kafka_mc.model.kafka.consumer", "kafka_mc.model.kafka.faults",
-    "kafka_mc.model.kafka.footprints", "kafka_mc.model.kafka.group_coordinator",
+    "kafka_mc.model.kafka.capabilities.footprints", "kafka_mc.model.kafka.group_coordinator",
     "kafka_mc.invariants.anomalies", "kafka_mc.invariants.atomicity", "kafka_mc.invariants.duplicates", "kafka_mc.invariants.fencing",
     "kafka_mc.invariants.hanging", "kafka_mc.invariants.history", "kafka_mc.invariants.isolation", "kafka_mc.invariants.offsets",
     "kafka_mc.invariants.transitions",

@@ -20,7 +20,8 @@ from typing import Callable, NamedTuple
 
 from kafka_mc.model.config import Param
 from kafka_mc.model.core import WF
-from kafka_mc.model.kafka import client, coordinator, diagram, group_coordinator, network, partition, producer
+from kafka_mc.model.kafka import client, coordinator, group_coordinator, network, partition, producer
+from kafka_mc.model.kafka import diagram
 from kafka_mc.model.kafka.world import Rpc, fast_replacer
 from kafka_mc.model.protocol import Rule
 

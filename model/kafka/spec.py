@@ -26,10 +26,10 @@ from kafka_mc.model.capabilities import Capabilities
 from kafka_mc.model.codec import from_itf, to_itf
 from kafka_mc.model.config import Config, Param
 from kafka_mc.model.core import WF
-from kafka_mc.model.kafka import comparison
-from kafka_mc.model.kafka import (client, components, consumer, coordinator, diagram, faults, footprints,
-                         group_coordinator, mutants, network, partition, producer, symmetry,
-                         tables)
+from kafka_mc.model.kafka.capabilities import comparison
+from kafka_mc.model.kafka import client, consumer, coordinator, faults, group_coordinator, network, partition, producer, tables
+from kafka_mc.model.kafka import diagram
+from kafka_mc.model.kafka.capabilities import components, footprints, mutants, symmetry
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.params import PARAMS, KafkaParams, kafka_params
 from kafka_mc.model.kafka.versions import PRESETS, RELEASES, Features
@@ -325,9 +325,9 @@ class KafkaModel(RuleModel):
         return {f"protocol.{flag}": value for flag, value in self.params.features._asdict().items()}
 
     def symbolic(self):
-        """The symbolic model of the fencing core (model/kafka/symbolic.py) for this
+        """The symbolic model of the fencing core (model/kafka/capabilities/symbolic.py) for this
         configuration, in its ``symbolic.variant``; ValueError where it does not apply."""
-        from kafka_mc.model.kafka import symbolic
+        from kafka_mc.model.kafka.capabilities import symbolic
         return symbolic.for_model(self.params, self.cfg.get("symbolic.variant") or "none")
 
     def setting_defaults(self):
@@ -335,8 +335,8 @@ class KafkaModel(RuleModel):
         return {f"protocol.{flag}": value for flag, value in Features()._asdict().items()}
 
     def observations(self, events):
-        """What a recorded run of real Kafka observes (model/kafka/observations.py)."""
-        from kafka_mc.model.kafka import observations
+        """What a recorded run of real Kafka observes (model/kafka/capabilities/observations.py)."""
+        from kafka_mc.model.kafka.capabilities import observations
         return observations.observations(self, events)
 
 
@@ -348,7 +348,7 @@ def _build(cfg: Config, properties=()):
 
 
 MUTANT = Param("model.mutant", str, mutants.NONE,
-               "a deliberately broken variant (model/kafka/mutants.py)", choices=mutants.NAMES)
+               "a deliberately broken variant (model/kafka/capabilities/mutants.py)", choices=mutants.NAMES)
 # The built-in configuration (`kafka-mc check` without CONFIG) is configs/small.toml: one
 # partition and every fault kind with a budget of one, at most two faults in an execution
 # (tests keep the two equal).
@@ -356,7 +356,7 @@ DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
             **{f"faults.{f.budget}": 1 for f in faults.FAULTS
                if f.budget not in ("rebalances", "offline_partitions")}}
 SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
-                         "a deliberately broken variant of the symbolic model (model/kafka/symbolic.py)",
+                         "a deliberately broken variant of the symbolic model (model/kafka/capabilities/symbolic.py)",
                          choices=("none", "no_rotation", "fence_retry_bump"))
 MODEL = ModelEntry("kafka", SPEC.doc, PARAMS + (MUTANT, SYMBOLIC_VARIANT), _build, presets=tuple(PRESETS),
                    preset_docs={name: doc for name, (_, doc) in PRESETS.items()},

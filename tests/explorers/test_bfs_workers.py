@@ -12,7 +12,7 @@ import pytest
 
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
-from kafka_mc.model.kafka import mutants
+from kafka_mc.model.kafka.capabilities import mutants
 from kafka_mc.explorers.bfs import workers as bfs_workers
 from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from kafka_mc.explorers.reductions.por import sample_states

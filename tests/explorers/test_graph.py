@@ -9,7 +9,7 @@ import pytest
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.core import Expectation as E, Property, SF, WF
-from kafka_mc.model.kafka import mutants
+from kafka_mc.model.kafka.capabilities import mutants
 from kafka_mc.model.protocol import ProtocolSpec, Rule
 from kafka_mc.explorers.bfs import search as bfs
 from kafka_mc.explorers.graph import search as graph

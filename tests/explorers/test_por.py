@@ -14,7 +14,7 @@ import pytest
 from kafka_mc.model import registry
 from kafka_mc.model.core import Capabilities, Expectation, Footprint, ModelBase, Property
 from kafka_mc.model.config import resolve_config_path
-from kafka_mc.model.kafka import footprints, mutants
+from kafka_mc.model.kafka.capabilities import footprints, mutants
 from kafka_mc.model.kafka.versions import PRESETS
 from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from kafka_mc.explorers.reductions.por import Reducer, sample_states, self_check

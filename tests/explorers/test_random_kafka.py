@@ -1,4 +1,4 @@
-"""The random explorers on the Kafka model: seeded mutants (model/kafka/mutants.py) are found on
+"""The random explorers on the Kafka model: seeded mutants (model/kafka/capabilities/mutants.py) are found on
 ``configs/large.toml``, which BFS does not exhaust in 10 minutes (bench/RESULTS.md), by both
 explorers with a fixed seed and default settings; the minimized trace replays; the correct model
 runs hundreds of behaviours cleanly."""
@@ -11,7 +11,7 @@ from kafka_mc.explorers.walks import simulate
 from kafka_mc.explorers.walks import stateful
 from kafka_mc.explorers.cli.check import write_traces
 from kafka_mc.model import registry
-from kafka_mc.model.kafka import mutants
+from kafka_mc.model.kafka.capabilities import mutants
 from kafka_mc.model.config import resolve_config_path
 from tests.explorers.test_stateful import kafka_mc
 from kafka_mc.traces.replay import replay

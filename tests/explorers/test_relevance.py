@@ -10,7 +10,7 @@ import pytest
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.core import Expectation, Property
-from kafka_mc.model.kafka import mutants
+from kafka_mc.model.kafka.capabilities import mutants
 from kafka_mc.explorers.core import checking
 from kafka_mc.explorers.graph import search as graph
 from kafka_mc.explorers.walks import simulate

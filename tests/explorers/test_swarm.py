@@ -16,7 +16,8 @@ from kafka_mc.explorers.walks.simulate import SimulateOptions
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.core import Expectation as E
-from kafka_mc.model.kafka import faults, mutants
+from kafka_mc.model.kafka import faults
+from kafka_mc.model.kafka.capabilities import mutants
 from tests.explorers.test_stateful import assert_behaviour, twophase
 from tests.grid import grid
 from kafka_mc.traces.replay import replay
@@ -140,7 +141,7 @@ def test_late_deliveries_wait():
     assert swarm.choose(rng, only, config, lambda a: a[-1] is True) == only[0]
 
 
-# A mutant of model/kafka/mutants.py: the partition leader skips the epoch check (a zombie's
+# A mutant of model/kafka/capabilities/mutants.py: the partition leader skips the epoch check (a zombie's
 # batch is appended). On configs/tiny.toml with its settings (kafka-2.6, a producer restart),
 # seed 0, checking zombie_fencing: swarm finds it in walk 103, plain simulation in walk 1,932.
 LEADER = mutants.BY_NAME["leader-skips-epoch-check"]

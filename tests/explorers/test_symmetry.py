@@ -11,7 +11,7 @@ from kafka_mc.model import registry
 from kafka_mc.model.config import ConfigError, resolve_config_path
 from kafka_mc.model.canonical import with_symmetry
 from kafka_mc.model.symmetry import group_elements, group_order
-from kafka_mc.model.kafka import symmetry as kafka_symmetry
+from kafka_mc.model.kafka.capabilities import symmetry as kafka_symmetry
 from kafka_mc.model.kafka.versions import PRESETS
 from kafka_mc.model.protocol import Rule
 from kafka_mc.model.toys import twophase
@@ -190,7 +190,7 @@ def test_kafka_reduced_counts_are_the_orbits(settings, full, reduced):
     {"cluster.transactional_ids": 2, "cluster.partitions": 2, "cluster.producers_per_id": 1},
 ])
 def test_kafka_canonical_is_the_same_state_of_the_orbit_from_every_image(settings):
-    """``kafka_mc.model.kafka.symmetry.canonical`` (leaders ordered by their hash, ties and ids by the
+    """``kafka_mc.model.kafka.capabilities.symmetry.canonical`` (leaders ordered by their hash, ties and ids by the
     least image): every image of a sampled state has the same canonical state, one of the
     images, whether leaders differ or tie (empty logs) and with ids or consumers renamed too."""
     from kafka_mc.explorers.reductions.por import sample_states

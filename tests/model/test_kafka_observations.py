@@ -1,4 +1,4 @@
-"""The Kafka model's observations of real runs (model/kafka/observations.py), on hand-written
+"""The Kafka model's observations of real runs (model/kafka/capabilities/observations.py), on hand-written
 event logs as realkafka's proxy and client driver write them: a committed transaction conforms on
 kafka-3.6 (TV1: the client's AddPartitionsToTxn, the leader's verify-only check) and on latest
 (TV2: the leader's implicit add, EndTxn's bumped epoch, markers at that epoch); the same log
@@ -19,7 +19,7 @@ import pytest
 
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
-from kafka_mc.model.kafka.observations import APIS, lost_in_flight, norm, observations
+from kafka_mc.model.kafka.capabilities.observations import APIS, lost_in_flight, norm, observations
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.world import Errors
 from kafka_mc.realkafka import losses
@@ -556,7 +556,7 @@ def test_the_controlled_shutdown_diverges_at_the_produce_answered_not_leader():
 #
 # What the harness read once a run had settled (report.json's end_state: DescribeTransactions,
 # the partitions' logs, DescribeProducers, LSO and high watermark), held against the model's
-# state after every other event (model/kafka/observations.py, "the end state").
+# state after every other event (model/kafka/capabilities/observations.py, "the end state").
 
 from kafka_mc.explorers.cli.real import end_state  # noqa: E402
 
@@ -639,7 +639,7 @@ def test_13_kafka_20734_met_through_the_harness_s_own_failover():
     again, skipped their markers ("likely deleted already", KAFKA-20734) and completed it: no
     marker of the first transaction in either log, whose records the second transaction's
     COMMIT then closes. The model has it once the budgets count what the kill did to the
-    partitions' leader (realkafka.losses.leaders_killed: PartitionOffline before the reload's
+    partitions' leader (kafka_mc.realkafka.losses.leaders_killed: PartitionOffline before the reload's
     markers); without that, the second transaction's implicit add (answered NONE) is where it
     diverged."""
     model, run = ending("kafka-4.4.0-failover-verification")

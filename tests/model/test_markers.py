@@ -14,7 +14,7 @@ from tests.model.test_exhaustion import KAFKA_20090
 
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
-from kafka_mc.model.kafka import mutants
+from kafka_mc.model.kafka.capabilities import mutants
 from kafka_mc.model.kafka.partition import entry_of
 from kafka_mc.model.kafka.world import Errors, Rpc
 from kafka_mc.explorers.bfs.search import BfsOptions, explore

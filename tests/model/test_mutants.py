@@ -1,10 +1,11 @@
-"""The deliberately broken variants of model/kafka/mutants.py: each must be caught, in a small
+"""The deliberately broken variants of model/kafka/capabilities/mutants.py: each must be caught, in a small
 configuration, by the invariant named for it, with a shortest counterexample of pinned length;
 the correct model bound in the same process stays correct (the helper swaps are scoped)."""
 import pytest
 
 from kafka_mc.model import registry
-from kafka_mc.model.kafka import mutants, partition
+from kafka_mc.model.kafka import partition
+from kafka_mc.model.kafka.capabilities import mutants
 from kafka_mc.model.config import ConfigError, resolve_config_path
 from kafka_mc.explorers.graph import search as graph
 from kafka_mc.explorers.bfs.search import BfsOptions, explore

@@ -1,4 +1,4 @@
-"""The z3 formulas model/kafka/symbolic.py builds, pinned as one hash: the sexpr of init,
+"""The z3 formulas model/kafka/capabilities/symbolic.py builds, pinned as one hash: the sexpr of init,
 reachable, every action's relation, every step claim on every action and every state claim, for
 every version preset and variant, with one instance and leader and no faults, and with two of each
 and every fault. A refactoring of ``build`` must leave it unchanged (same terms, so the same
@@ -8,7 +8,7 @@ import hashlib
 import z3
 
 from kafka_mc.explorers.symbolic.checker import sort_of
-from kafka_mc.model.kafka import symbolic
+from kafka_mc.model.kafka.capabilities import symbolic
 from kafka_mc.model.kafka.versions import PRESETS
 
 FAULTS = {"transaction_timeouts": 1, "transactional_id_expirations": 1,

@@ -1,4 +1,4 @@
-"""The symbolic model of Kafka's fencing core (model/kafka/symbolic.py) held to the explicit
+"""The symbolic model of Kafka's fencing core (model/kafka/capabilities/symbolic.py) held to the explicit
 model: every step of tiny and small explicit configurations, projected onto the symbolic
 variables, is admitted by the symbolic relation; a one-line change to either side breaks it."""
 from dataclasses import replace
@@ -79,7 +79,7 @@ def test_a_changed_version_flag_is_caught(tiny_latest):
     steps: EndTxn bumps the epoch there."""
     model, _ = bound()
     system, (_, steps) = tiny_latest
-    from kafka_mc.model.kafka import symbolic
+    from kafka_mc.model.kafka.capabilities import symbolic
     tv1 = symbolic.build(model.params.features._replace(transaction_version=1), 2, 1,
                          model.params.budgets._asdict())
     assert {f[1][0] for f in admitted(tv1, steps)} >= {"EndTxn"}

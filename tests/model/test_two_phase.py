@@ -161,7 +161,7 @@ def test_an_init_producer_id_without_keep_prepared_txn_is_written_as_before():
 
 @pytest.mark.parametrize("settings", [TWO_PC, {**TWO_PC, **TIMEOUT, **WITHOUT_KAFKA_18953}])
 def test_the_reduction_keeps_the_declaration_and_the_verdicts(settings):
-    """The new client rules' footprints (kafka_mc.model.kafka.footprints' generic client groups) pass the
+    """The new client rules' footprints (kafka_mc.model.kafka.capabilities.footprints' generic client groups) pass the
     self-check, and the reduced search says what the full one does."""
     from kafka_mc.explorers.reductions.por import sample_states, self_check
     from tests.explorers.test_por import replays, verdicts
