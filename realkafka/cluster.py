@@ -113,7 +113,32 @@ def _cluster_id() -> str:
             return cid
 
 
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands out for outgoing connections (Linux's
+    ip_local_port_range; 32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def _free_ports(n: int) -> list[int]:
+    """``n`` free listener ports below the ephemeral range: a port taken from it (bind to 0)
+    stays free only until a connection's local end takes it, and the brokers of a cluster
+    start one after the other, seconds apart, while clients connect (a third broker once met
+    its port busy that way). Random ones, so that concurrent clusters seldom try the same; each
+    checked free; the kernel's choice when none is found."""
+    import random
+    low = _ephemeral_low()
+    pool = range(10000, low) if low > 10000 + 4 * n else range(0)
+    chosen: list[int] = []
+    for port in random.sample(pool, min(len(pool), 64 * n)):
+        if len(chosen) == n:
+            break
+        if _port_free(port):
+            chosen.append(port)
+    if len(chosen) == n:
+        return chosen
     socks = []
     try:
         for _ in range(n):
