@@ -787,9 +787,13 @@ def _show_entry(x) -> str:
     return f"{kind} (producer {x[1]}, epoch {x[2]}, {last} {x[3]})"
 
 
+def _no_partition(s, k) -> str:
+    return f"partition {k}: the model has {len(s.partitions)}"
+
+
 def _log_differs(s, k, log):
     if not 0 <= k < len(s.partitions):
-        return f"partition {k}: the model has {len(s.partitions)}"
+        return _no_partition(s, k)
     model = tuple(_model_entry(b) for b in s.partitions[k].log)
     if model == log:
         return None
@@ -811,7 +815,7 @@ def _log_prefix(s, k, log) -> bool:
 
 def _open_differs(s, k, open_):
     if not 0 <= k < len(s.partitions):
-        return f"partition {k}: the model has {len(s.partitions)}"
+        return _no_partition(s, k)
     has = any(e.current_txn_first_offset >= 0 for e in s.partitions[k].producers)
     return None if has == open_ else (f"open transaction: recorded {open_}, model {has}")
 
@@ -830,7 +834,7 @@ def _producer_state(run, x):
 
 def _producers_differ(s, k, want):
     if not 0 <= k < len(s.partitions):
-        return f"partition {k}: the model has {len(s.partitions)}"
+        return _no_partition(s, k)
     has = tuple(sorted((e.producer_id, e.producer_epoch, e.last_sequence, e.coordinator_epoch,
                         e.current_txn_first_offset >= 0) for e in s.partitions[k].producers))
     if has == want:
