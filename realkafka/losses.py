@@ -47,6 +47,64 @@ def unanswered_at_close(events, apis=None) -> frozenset:
     return frozenset(died)
 
 
+def answered_not_leader(events) -> int:
+    """The Produce and WriteTxnMarkers partitions answered NOT_LEADER_OR_FOLLOWER (code 6): a
+    leader that stopped leading with them in flight (a controlled shutdown, ``run``'s soft
+    failover on one broker). Nothing was appended and the sender retries on the next leader;
+    the model's leaders never stop leading with a request in flight, so the mapping sees each
+    as lost (``kafka_mc.model.kafka.capabilities.observations.not_leader_answers``), and a run's
+    validation adds a request and a response loss per partition."""
+    n = 0
+    for e in events:
+        if e.get("direction") != "response" or e.get("api") not in ("Produce", "WriteTxnMarkers") \
+                or e.get("action") not in ("forwarded", "released"):
+            continue
+        n += sum(1 for x in e.get("errors") or () if x.get("code") == 6)
+    return n
+
+
+def frame_messages(e) -> int:
+    """How many of the model's messages one request frame carries: the model sends one
+    message per partition (a Produce's batches, a WriteTxnMarkers' markers, a leader's
+    verification of each partition), where Kafka puts them all in one request."""
+    f = e.get("fields") or {}
+    api = e.get("api")
+    if api == "Produce":
+        n = sum(len(t.get("partition_data") or ()) for t in f.get("topic_data") or ())
+    elif api == "WriteTxnMarkers":
+        n = sum(len(t.get("partition_indexes") or ()) for m in f.get("markers") or ()
+                for t in m.get("topics") or ())
+    elif api == "AddPartitionsToTxn" and f.get("transactions"):
+        n = sum(len(t.get("partitions") or ()) for x in f.get("transactions") or ()
+                for t in x.get("topics") or ())
+    else:
+        n = 1
+    return max(n, 1)
+
+
+def frames_beyond_first(events, kind: str, direction: str = "request") -> int:
+    """The model's faults a plan's ``kind`` faults (``hold``: a delay, ``duplicate``, ``drop``)
+    on frames going ``direction`` cost beyond one each: a fault takes a whole frame, which is
+    one fault per message to the model (its ``DelayRequest``, ``DuplicateRequest``,
+    ``LoseResponse`` take one message), so a frame of n messages costs n - 1 more: a duplicated
+    WriteTxnMarkers of two partitions appends both markers twice, a dropped answer to one makes
+    the coordinator resend both (conformance, round 4). A dropped request frame costs one: its
+    sender resends the frame, so the model's other messages are delivered once, with the resent
+    one (``kafka_mc.model.kafka.capabilities.observations``, ``_request``)."""
+    requests = {}
+    n = 0
+    for e in events:
+        key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
+        if e.get("direction") == "request" and e.get("api") in TRANSACTIONAL_APIS:
+            requests.setdefault(key, e)
+        if e.get("direction") != direction or e.get("api") not in TRANSACTIONAL_APIS \
+                or (e.get("fault") or {}).get("kind") != kind \
+                or e.get("action") != ("held" if direction == "request" else "dropped"):
+            continue
+        n += frame_messages(requests.get(key, e)) - 1
+    return n
+
+
 def expired_batches(events) -> int:
     """The batches the client reports expired (Sender.sendProducerData -> failBatch with a
     TimeoutException "Expiring N record(s) for <partition>: ... has passed since batch
@@ -73,36 +131,50 @@ def answers_without_client(events, apis=TRANSACTIONAL_APIS) -> int:
                and (e.get("fault") or {}).get("kind") not in ("drop", "duplicate"))
 
 
-def leaders_killed(plan: dict | None, brokers: int) -> int:
-    """Partition outages a run's hard failovers cause: on one broker the killed coordinator is
-    also every data partition's leader, so each partition is leaderless until the broker is
-    back (the model's PartitionOffline, then ElectLeader). The restarted coordinator may reload
-    a transaction in PrepareCommit/PrepareAbort before its partitions have a leader again; 4.3+
-    then skips their markers and completes it without them (KAFKA-20734, "these partitions are
-    likely deleted already": conformance #13). Several brokers: outages are the plan's own."""
+def leaders_stopped(plan: dict | None, brokers: int) -> int:
+    """Partition outages a run's failovers cause: on one broker the coordinator's broker is also
+    every data partition's leader, and both failovers stop it (a hard one kills it, a soft one
+    is a controlled shutdown, whose controller leaves the partitions with no leader: Metadata
+    answers LEADER_NOT_AVAILABLE until the restart), so each partition is leaderless until the
+    broker is back (the model's PartitionOffline, then ElectLeader). The restarted coordinator
+    may reload a transaction in PrepareCommit/PrepareAbort before its partitions have a leader
+    again; 4.3+ then skips their markers and completes it without them (KAFKA-20734, "these
+    partitions are likely deleted already": conformance #13). Several brokers: outages are the
+    plan's own."""
     if not plan or brokers != 1:
         return 0
-    hard = sum(1 for f in plan.get("failovers") or () if f.get("hard"))
-    return hard * int(plan.get("partitions") or 0)
+    return len(plan.get("failovers") or ()) * int(plan.get("partitions") or 0)
 
 
 def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1) -> dict:
     """``faults.<budget>`` -> value: the budgets (``cfg_budget(name)``: the config's) raised by
-    what the run's killed brokers cost (``plan``: the run's plan.json, for its hard failovers)."""
-    lost = len(unanswered_at_close(events, TRANSACTIONAL_APIS))
+    what the run's stopped brokers cost (``plan``: the run's plan.json, for its failovers)."""
+    requests = {(e.get("endpoint"), e.get("conn"), e.get("correlation_id")): e for e in events
+                if e.get("direction") == "request" and e.get("action") == "forwarded"}
+    # a frame left unanswered is one loss per message it carries (the model's are per partition)
+    lost = sum(frame_messages(requests.get(key, {})) for key in
+               unanswered_at_close(events, TRANSACTIONAL_APIS)) + answered_not_leader(events)
     unheard = answers_without_client(events)
     expired = expired_batches(events)
-    offline = leaders_killed(plan, brokers)
+    offline = leaders_stopped(plan, brokers)
+    delays, copies = frames_beyond_first(events, "hold"), frames_beyond_first(events, "duplicate")
+    unanswered = frames_beyond_first(events, "drop", "response")
     out = {}
+    if delays:
+        out["faults.request_delays"] = cfg_budget("request_delays") + delays
+    if copies:
+        out["faults.request_duplicates"] = cfg_budget("request_duplicates") + copies
     if lost:
         out["faults.request_losses"] = cfg_budget("request_losses") + lost
-    if lost or unheard:
-        out["faults.response_losses"] = cfg_budget("response_losses") + lost + unheard
+    if lost or unheard or unanswered:
+        out["faults.response_losses"] = (cfg_budget("response_losses") + lost + unheard
+                                         + unanswered)
     if expired:
         out["faults.batch_expiries"] = cfg_budget("batch_expiries") + expired
     if offline:
         out["faults.offline_partitions"] = (cfg_budget("offline_partitions") or 0) + offline
     total = cfg_budget("total")
     if out and total is not None:
-        out["faults.total"] = total + 2 * lost + unheard + expired + offline
+        out["faults.total"] = (total + 2 * lost + unheard + expired + offline + delays + copies
+                                + unanswered)
     return out

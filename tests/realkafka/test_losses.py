@@ -50,12 +50,46 @@ def test_the_budgets_grow_by_what_the_killed_broker_cost():
     assert losses.budgets(config.get, events)["faults.total"] == 3 + 2 + 2
 
 
-def test_a_hard_failover_on_one_broker_takes_every_partition_offline():
+def test_a_failover_on_one_broker_takes_every_partition_offline():
+    """Hard (killed) or soft (a controlled shutdown, which leaves the partitions no leader:
+    conformance #9): the one broker leads every partition."""
     plan = {"partitions": 2, "failovers": [{"after_end_txn": 1, "hard": True},
                                            {"after_end_txn": 2, "hard": False}]}
-    assert losses.leaders_killed(plan, brokers=1) == 2       # the soft one moves nothing
-    assert losses.leaders_killed(plan, brokers=3) == 0       # outages are the plan's own there
-    assert losses.leaders_killed(None, brokers=1) == 0
+    assert losses.leaders_stopped(plan, brokers=1) == 4
+    assert losses.leaders_stopped(plan, brokers=3) == 0      # outages are the plan's own there
+    assert losses.leaders_stopped(None, brokers=1) == 0
     got = losses.budgets(lambda name: {"offline_partitions": 0, "total": 3}.get(name, 0), [],
                          plan, 1)
-    assert got == {"faults.offline_partitions": 2, "faults.total": 5}
+    assert got == {"faults.offline_partitions": 4, "faults.total": 7}
+
+
+def test_a_partition_answered_not_leader_is_a_loss():
+    """A Produce or WriteTxnMarkers partition answered NOT_LEADER_OR_FOLLOWER (a leader that
+    stopped leading: conformance #9) had no effect and is retried: a request and a response
+    loss each; other errors and other APIs are not."""
+    def answered(corr, api, *codes):
+        return dict(resp(1, corr, api), errors=[
+            {"path": f"p[{i}].error_code", "code": c, "name": "x"} for i, c in enumerate(codes)])
+    events = [answered(1, "Produce", 6, 6), answered(2, "WriteTxnMarkers", 6),
+              answered(3, "Produce", 51), answered(4, "EndTxn", 6),
+              dict(answered(5, "Produce", 6), action="dropped")]
+    assert losses.answered_not_leader(events) == 3
+    config = {"request_losses": 0, "response_losses": 1, "total": None}
+    assert losses.budgets(config.get, events) == {"faults.request_losses": 3,
+                                                  "faults.response_losses": 4}
+
+
+def test_a_fault_on_a_frame_of_several_messages_is_one_fault_per_message():
+    """A held (delayed or duplicated) frame carries one model message per partition, and the
+    model's DelayRequest / DuplicateRequest take one message each."""
+    markers = dict(req(1, 1, "WriteTxnMarkers", action="held"),
+                   fault={"kind": "duplicate", "id": "duplicate-1"},
+                   fields={"markers": [{"topics": [{"name": "t", "partition_indexes": [0, 1]}]}]})
+    produce = dict(req(2, 2, action="held"), fault={"kind": "hold", "id": "hold-1"},
+                   fields={"topic_data": [{"name": "t", "partition_data": [{"index": 1}]}]})
+    assert losses.frame_messages(markers) == 2 and losses.frame_messages(produce) == 1
+    assert losses.frames_beyond_first([markers, produce], "duplicate") == 1
+    assert losses.frames_beyond_first([markers, produce], "hold") == 0
+    config = {"request_duplicates": 1, "total": 4}
+    assert losses.budgets(lambda n: config.get(n, 0), [markers, produce]) == {
+        "faults.request_duplicates": 2, "faults.total": 5}

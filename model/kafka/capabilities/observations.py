@@ -38,6 +38,7 @@ order, the client matches answers in order) and one per client process of the hi
 | a request ``dropped`` by a fault | ``LoseRequest`` of its (first) message; a frame's further messages (the markers of a second partition) lost too or still in flight for the sender's resent frame (one fault, one loss in the model) |
 | a response ``dropped`` by a fault | ``LoseResponse`` likewise |
 | a response dropped for want of its client (a duplicate's copy, a held request released after its client left) | nothing, or ``LoseResponse`` |
+| a request left unanswered when its connection closed (a killed broker, a client's request timeout), or a Produce / WriteTxnMarkers partition answered NOT_LEADER_OR_FOLLOWER (a leader that stopped leading: a controlled shutdown), and that answer | ``LoseRequest``, or handled and its answer lost (``LoseResponse``, or taken by a sender no longer waiting for it); the answer is not observed (``lost_in_flight``, ``not_leader_answers``) |
 | a coordinator request answered COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE, and that answer | not observed: the coordinator was not loaded yet (after a broker start); the model's is loaded from the start, the client retries |
 | ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, Describe*) | not observed |
 | history: invoke initTransactions / beginTransaction / send(partition) / commitTransaction / abortTransaction | ``InitTransactions`` / ``BeginTransaction`` / ``Send`` / ``CommitTransaction`` / ``AbortTransaction`` of the process's producer instance (a call that fails at once, in an error state, may be no step) |
@@ -199,6 +200,7 @@ class _Run:
         self.requests: dict = {}      # (endpoint, conn, correlation id) -> the request's fields
         self.not_loaded: set = set()  # ... of requests answered "no coordinator loaded yet"
         self.died = lost_in_flight(events)   # ... of requests whose connection closed first
+        self.not_leader = not_leader_answers(events)   # ... -> partitions answered not leader
         self.history = False
         for e in events:
             if e.get("type") in _HISTORY_TYPES and "f" in e:
@@ -306,6 +308,48 @@ def lost_in_flight(events) -> frozenset:
         elif direction == "response":
             pending.get(conn, set()).discard(conn + (e.get("correlation_id"),))
     return frozenset(died)
+
+
+# The answer of a leader that has stopped leading (a controlled shutdown moved its partitions
+# away, or a restart): the request had no effect and its sender retries it after a metadata
+# refresh. Its code (Kafka's Errors.NOT_LEADER_OR_FOLLOWER), since the answers are read from
+# their decoded bodies
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def not_leader_answers(events) -> dict:
+    """(endpoint, conn, correlation id) -> the (topic, partition index) pairs a Produce or
+    WriteTxnMarkers answer names NOT_LEADER_OR_FOLLOWER: a leader that stopped leading while
+    they were in flight (one broker's controlled shutdown, the harness's soft failover:
+    ReplicaManager.applyDelta makes it a follower, its delayed produces and pending
+    verification callbacks complete with NOT_LEADER_OR_FOLLOWER, appendRecordsToLeader and
+    the marker appends throw NotLeaderOrFollowerException). Nothing was appended; the sender
+    retries on the new leader: the client's Sender.completeBatch (an InvalidMetadataException:
+    reenqueueBatch, metadata refreshed), the coordinator's
+    TransactionMarkerRequestCompletionHandler.onComplete (``retryAppends``, re-enqueued while the
+    coordinator epoch is unchanged). Abstraction: the model's leaders never stop leading between
+    its steps with a request in flight (``partition.partition_offline_enabled``), so such a
+    message is, to the model, lost like one that died with its broker (``lost_in_flight``):
+    ``LoseRequest``, or handled (what the leader began, a verification) and its answer lost;
+    the answer itself is not observed. ``kafka_mc.realkafka.losses.answered_not_leader`` counts
+    the same messages for the budgets (tests/model/test_kafka_observations.py holds the two
+    equal)."""
+    out: dict = {}
+    for e in events:
+        if e.get("direction") != "response" or _api(e) not in ("Produce", "WriteTxnMarkers") \
+                or e.get("action") not in ("forwarded", "released"):
+            continue
+        f = norm(e.get("fields") or {})
+        parts = set()
+        for t in _topics(f):
+            for p in (t.get("partition_responses") or ()) if _api(e) == "Produce" else (
+                    t.get("partitions") or ()):
+                if isinstance(p, Mapping) and p.get("error_code") == NOT_LEADER_OR_FOLLOWER:
+                    parts.add((_topic(t), p.get("index", p.get("partition_index"))))
+        if parts:
+            key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
+            out[key] = frozenset(parts) | out.get(key, frozenset())
+    return out
 
 
 def _values(x, key):
@@ -600,16 +644,20 @@ def _produce(run, e, f, req, request, label, instance, died=False):
             first = records[0] if records and isinstance(records[0], Mapping) else {}
             batches[k] = (_topic(t), p.get("index"), first)
     out = []
+    stopped = run.not_leader.get((e.get("endpoint"), e.get("conn"), e.get("correlation_id")), ())
     if request:
-        for k, (_, _, b) in batches.items():
+        for k, (topic, index, b) in batches.items():
             fields = {"partition": k, "producer_id": run.pid(b.get("producer_id")),
                       "producer_epoch": b.get("producer_epoch"),
                       "base_sequence": b.get("base_sequence")}
             _add(out, _request(f"{label} p{k}", "HandleProduce", Rpc.Produce, fields, e,
-                               instance, first=not out, died=died))
+                               instance, first=not out,
+                               died=died or (topic, index) in stopped))
         return out or None
     for t in f.get("responses") or ():
         for p in t.get("partition_responses") or ():
+            if (_topic(t), p.get("index")) in stopped:
+                continue        # NOT_LEADER_OR_FOLLOWER: its request was a loss to the model
             k = run.partition(_topic(t), p.get("index"))
             b = batches.get(k, (None, None, {}))[2]
             fields = {"partition": k, "error": _produce_error(_error(
@@ -680,12 +728,13 @@ def _markers(run, e, f, req, request, label, died=False):
                 for p in t.get("partitions") or ():
                     errors[(x.get("producer_id"), _topic(t), p.get("partition_index"))] = \
                         p.get("error_code", 0)
+    stopped = run.not_leader.get((e.get("endpoint"), e.get("conn"), e.get("correlation_id")), ())
     for x in req.get("markers") or ():
         for t in x.get("topics") or ():
             for k in t.get("partition_indexes") or ():
                 part = run.partition(_topic(t), k)
-                if part is None:
-                    continue
+                if part is None or (not request and (_topic(t), k) in stopped):
+                    continue    # (NOT_LEADER_OR_FOLLOWER: its request was a loss to the model)
                 fields = {"partition": part, "producer_id": run.pid(x.get("producer_id")),
                           "producer_epoch": x.get("producer_epoch"),
                           "committed": bool(x.get("transaction_result"))}
@@ -694,7 +743,8 @@ def _markers(run, e, f, req, request, label, died=False):
                     x.get("coordinator_epoch"), x.get("coordinator_epoch"))
                 if request:
                     o = _request(f"{label} p{part}", "HandleWriteTxnMarkers",
-                                 Rpc.WriteTxnMarkers, fields, e, first=not out, died=died)
+                                 Rpc.WriteTxnMarkers, fields, e, first=not out,
+                                 died=died or (_topic(t), k) in stopped)
                 else:
                     code = errors.get((x.get("producer_id"), _topic(t), k), 0)
                     fields["error"] = _error(code and _partition_error(e, f"[{k}]", code))
