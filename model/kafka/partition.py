@@ -320,14 +320,20 @@ def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
 # --- a partition without a leader (the fault offline_partitions) ------------------------------
 
 def partition_offline_enabled(K, w):
-    """A data partition's leader may fail while nothing is in flight to or from it. Abstraction:
-    the broker dies between requests (a request in flight when a broker dies is, to its sender,
-    a lost request or response: ``request_losses`` / ``response_losses``), so no request is
-    handled and no answer sent by the dead leader; the ``__consumer_offsets`` partition (the
-    group coordinator's) stays online."""
+    """A data partition's leader may fail at any time but in the middle of a verification (a
+    VerifyAddPartition or its answer in flight: the produce it holds would die with it, which
+    the model has as that exchange's loss, ``request_losses`` / ``response_losses``).
+    Abstraction: what else is in flight when the broker dies is, to its sender, lost and sent
+    again once the partition has a leader (the client's Sender retries a batch after a metadata
+    refresh, the coordinator re-enqueues a marker: TransactionMarkerRequestCompletionHandler),
+    which the model has as the same request held until ``ElectLeader``
+    (``network.to_offline_leader``); an answer the leader sent before it died may still arrive
+    or be lost (``LoseResponse``). A one-broker cluster's hard failover kills the coordinator
+    and every leader at once, with markers and their answers in flight (conformance #14).
+    The ``__consumer_offsets`` partition (the group coordinator's) stays online."""
     if not budget(w, "offline_partitions"):
         return []
-    busy = {connection(m)[2] for m in w.network + w.delayed if 2 <= connection(m)[0] <= 7}
+    busy = {connection(m)[2] for m in w.network + w.delayed if 6 <= connection(m)[0] <= 7}
     return [(k,) for k in range(K.partitions)
             if not w.partitions[k].offline and k not in busy]
 

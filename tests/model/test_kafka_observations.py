@@ -661,3 +661,26 @@ def test_13_kafka_20734_met_through_the_harness_s_own_failover():
     old = registry.bind(model.cfg.with_values(**{"faults.offline_partitions": 0}))
     d = validate(old, run).divergence
     assert d.label.startswith("AddPartitionsToTxn response")
+
+
+def test_14_a_leader_killed_with_marker_answers_in_flight():
+    """4.4.0, network-faults seed 3041 (round 4): the second commit's WriteTxnMarkers (both
+    partitions, coordinator epoch 0) was appended and the plan's hard failover killed the one
+    broker before it answered; the restarted coordinator reloaded PrepareCommit while its
+    partitions had no leader, skipped their markers (KAFKA-20734) and completed: each log holds
+    one COMMIT per transaction. The model's partition could not go offline while an answer from
+    it was in flight, nor could that answer be lost first without the coordinator resending at
+    once; a leader may now go offline but in the middle of a verification
+    (``partition.partition_offline_enabled``), the old answers arriving late (dropped by the
+    new coordinator)."""
+    from kafka_mc.model.kafka.network import Rpc
+    model, run = ending("kafka-4.4.0-failover-markers-in-flight")
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    went = [i for i, a in enumerate(r.actions) if a[0] == "PartitionOffline"]
+    assert len(went) == 2
+    # taken while a marker's answer from that partition was still on its way
+    assert any(m.rpc == Rpc.WriteTxnMarkersResponse and m.partition == r.actions[i][1]
+               for i in went for m in r.states[i].network)
+    assert [[b.get("marker") for b in log] for log in run[-1]["logs"].values()] == \
+        [[None, "COMMIT", None, "COMMIT"]] * 2

@@ -244,9 +244,9 @@ class Layout:
             w = F([C, B]) | self.coordinator_out | (F([CE]) if r == "ElectCoordinator" else F())
             out[(r,)] = Footprint(F([C, CE, B]) | (self.markers_read if r == "ElectCoordinator"
                                                     else F()), w)
-        elif r == "PartitionOffline":   # enabled while nothing is in flight to or from it
+        elif r == "PartitionOffline":   # enabled while no verification of k is in flight
             for k in range(K.partitions):
-                quiet = F(x for c in self.conns if 2 <= c[0] <= 7 and c[2] == k
+                quiet = F(x for c in self.conns if 6 <= c[0] <= 7 and c[2] == k
                           for x in self._chan(c, heads) | {("D", c)})
                 out[(r, k)] = Footprint(quiet | {("L", k), B}, F([("L", k), B]))
         elif r == "Rebalance":
