@@ -1,5 +1,5 @@
 """The group coordinator of consume-transform-produce: transactional offset commits, OffsetFetch
-and rebalances.
+and rebalances; a simple group and its expiry (KAFKA-19163).
 
 Follows ``GroupCoordinator.handleTxnCommitOffsets`` (the generation check of KIP-447, 2.5+, then
 ``GroupMetadataManager.storeOffsets``: a transactional batch appended to ``__consumer_offsets``
