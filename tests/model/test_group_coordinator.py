@@ -146,3 +146,38 @@ def test_a_deleted_group_answers_no_offset_until_an_offset_commit_creates_it():
     assert group_coordinator.offset_fetch(K, w, 0).producers[0].position == 1
     gone = w._replace(group=w.group._replace(deleted=True))
     assert group_coordinator.offset_fetch(K, gone, 0).producers[0].position == 0
+
+
+def test_the_simple_group_and_its_expiry_are_rules_only_with_their_option_and_budget():
+    """ExpireGroup exists only with workload.simple_group and faults.group_expiries, and a simple
+    group has no Rebalance; the options refuse what they cannot mean (one line, exit 2 on the
+    command line: ConfigError)."""
+    from kafka_mc.model.config import ConfigError
+    from kafka_mc.model.kafka.params import kafka_params
+    from kafka_mc.model.kafka.spec import spec_for
+
+    def names(**settings):
+        cfg = registry.load(resolve_config_path("ctp"), overrides=settings)
+        return {r.name for r in spec_for(kafka_params(cfg)).rules}
+    simple = {"workload.simple_group": True, "faults.rebalances": 0}
+    assert "ExpireGroup" not in names() and "Rebalance" in names()
+    assert "ExpireGroup" not in names(**simple) and "Rebalance" not in names(**simple)
+    assert "ExpireGroup" in names(**simple, **{"faults.group_expiries": 1})
+    for settings, message in [(simple | {"faults.rebalances": 1}, "has no rebalances"),
+                              ({"faults.group_expiries": 1}, "needs workload.simple_group"),
+                              (simple | {"workload.consume_transform_produce": False},
+                               "needs workload.consume_transform_produce")]:
+        with pytest.raises(ConfigError, match=message):
+            kafka_params(registry.load(resolve_config_path("ctp"), overrides=settings))
+
+
+def test_a_group_never_deleted_and_an_unspent_expiry_budget_leave_traces_as_they_were():
+    """Group.deleted and Budgets.group_expiries are written only when set (codec.to_itf:
+    ``_only_if_set``), so the traces of configurations without them keep their bytes."""
+    from kafka_mc.model.codec import to_itf
+    from kafka_mc.model.kafka.faults import Budgets
+    from kafka_mc.model.kafka.world import Group
+    assert to_itf(Group()) == to_itf(Group(0, 0)) and "deleted" not in str(to_itf(Group()))
+    assert "deleted" in str(to_itf(Group(deleted=True)))
+    assert "group_expiries" not in str(to_itf(Budgets(producer_crashes=1, total=1)))
+    assert "group_expiries" in str(to_itf(Budgets(group_expiries=1, total=1)))
