@@ -122,7 +122,8 @@ def _note(s, a, t) -> str:
     if name == "ExpireVerificationRetry":
         return "verification retry time passed: the produce is answered CONCURRENT_TRANSACTIONS"
     if name == "OffsetFetch":
-        return f"OffsetFetch: position {t.producers[a[1]].position}"
+        gone = " (no group: INVALID_OFFSET, auto.offset.reset)" if s.group.deleted else ""
+        return f"OffsetFetch: position {t.producers[a[1]].position}{gone}"
     return {"BeginTransaction": "beginTransaction()", "Send": f"send() to partition {a[2]}"
             if len(a) > 2 else "send()", "CommitTransaction": "commitTransaction()",
             "AbortTransaction": "abortTransaction()",

@@ -175,6 +175,15 @@ FAULTS = (
           lambda a: (f"partition {a[1]}: no leader (its broker down and fenced)"
                      if a[0] == "PartitionOffline" else
                      f"partition {a[1]}: its broker is back, elected leader")),
+    Fault("group_expiries",
+          "the simple group (workload.simple_group), empty, is deleted by the group "
+          "coordinator's offsets.retention.check.interval.ms cleanup when it has no committed "
+          "offset and (but with KAFKA-19163, 4.0.0) none pending "
+          "(GroupCoordinatorShard.cleanupGroupMetadata, GroupMetadataManager.maybeDeleteGroup)",
+          (Rule("ExpireGroup", (), group_coordinator.expire_group_enabled,
+                group_coordinator.expire_group),),
+          GROUP, lambda K, a: diagram.GROUP_COORDINATOR,
+          lambda a: "group expired: its tombstone written (cleanupGroupMetadata)"),
 )
 
 BY_RULE = {r.name: f for f in FAULTS for r in f.rules}
@@ -195,7 +204,7 @@ Budgets.__new__.__defaults__ = (0,) * len(Budgets._fields)
 Budgets._field_defaults = dict.fromkeys(Budgets._fields, 0)
 Budgets._replace = fast_replacer(Budgets)
 # (written in a trace only when set: the traces of configurations without it keep their bytes)
-Budgets._only_if_set = ("offline_partitions",)
+Budgets._only_if_set = ("offline_partitions", "group_expiries")
 
 PARAMS = tuple(Param(f"faults.{f.budget}", int, f.default, f.doc, min=0, max=f.max)
                for f in FAULTS) + (

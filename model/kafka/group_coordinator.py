@@ -1,5 +1,5 @@
 """The group coordinator of consume-transform-produce: transactional offset commits, OffsetFetch
-and rebalances.
+and rebalances; a simple group and its expiry (KAFKA-19163).
 
 Follows ``GroupCoordinator.handleTxnCommitOffsets`` (the generation check of KIP-447, 2.5+, then
 ``GroupMetadataManager.storeOffsets``: a transactional batch appended to ``__consumer_offsets``
@@ -36,11 +36,34 @@ with ``requireStable``, a fetch answered UNSTABLE_OFFSET_COMMIT is retried until
 is enabled only when no offset commit is pending); a rebalance (a fault, budgeted) moves the input
 partition to the next transactional.id's application and bumps the generation; the group
 coordinator does not fail over. Every offset commit is transactional (no OffsetCommit, whose
-replay puts the offset in ``offsets`` whatever its record offset), and neither offsets nor the
-group expire (no ``offsets.retention.minutes``, no ``GroupCoordinatorShard.cleanupGroupMetadata``,
-no group deletion): so KAFKA-19163 (4.0.0: an empty group whose only offsets were pending
-transactional ones was deleted, ``OffsetMetadataManager.cleanupExpiredOffsets``) is not
-modelled; docs/findings.md says why and what it would take.
+replay puts the offset in ``offsets`` whatever its record offset), and offsets do not expire (no
+``offsets.retention.minutes`` for a committed offset).
+
+A simple group (``workload.simple_group``, off by default): the applications ``assign()`` the
+input partition (the group's ``owner``, transactional.id 0's, never moves: no JoinGroup, no
+rebalance), fetch its committed offset without joining and commit with
+``sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(groupId))``: generation -1, which
+``ClassicGroup.validateOffsetCommit`` accepts while the group is Empty (always, it has no
+members; the Scala ``GroupCoordinator.doTxnCommitOffsets`` the same: ``generationId < 0 &&
+group.is(Empty)``). Its group can expire (the fault ``group_expiries``, budgeted:
+``GroupCoordinatorShard.cleanupGroupMetadata``, every ``offsets.retention.check.interval.ms``,
+runs ``OffsetMetadataManager.cleanupExpiredOffsets`` and, when that returns true,
+``GroupMetadataManager.maybeDeleteGroup``, which writes the tombstone of an empty group): only
+while no offset is materialised (the model does not expire a committed offset, which loses it by
+configuration, not by a bug) and none is pending, unless the flag
+``group_expiry_ignores_pending_offsets`` is set (KAFKA-19163, 4.0.0: ``cleanupExpiredOffsets``
+returned true for a group with no entry in ``offsets`` without looking at ``openTransactions``;
+the Scala coordinator's ``!group.hasOffsets`` counts ``pendingTransactionalOffsetCommits``). The
+deleted group (``Group.deleted``) keeps its offsets partition's log, so a COMMIT marker still
+materialises a pending offset commit (``replayEndTransactionMarker`` reads
+``pendingTransactionalOffsets``, keyed by producer id, not by group), but OffsetFetch of a group
+that does not exist answers INVALID_OFFSET (``fetchOffsets``: ``validateOffsetFetch`` throws
+``GroupIdNotFoundException``, ``failAllPartitions``; the Scala ``handleFetchOffsets`` finds no
+group either), and the application starts from ``auto.offset.reset``, here earliest (position
+0). An offset commit appended for the group creates it again
+(``validateTransactionalOffsetCommit`` / ``OffsetMetadataManager.replay``:
+``getOrMaybeCreateClassicGroup``), after which its offsets are found. The group is simple, so no
+JoinGroup recreates it.
 """
 from __future__ import annotations
 
@@ -81,6 +104,20 @@ def committed_offset(part: Partition) -> int:
     return best[1]
 
 
+def has_materialised(part: Partition) -> bool:
+    """An offset commit is materialised (the group has an entry in ``offsets``): a COMMIT marker
+    closed a transaction with an offset commit in the log."""
+    pending: set[int] = set()
+    for b in part.log:
+        if b.control == Control.DATA:
+            pending.add(b.producer_id)
+        elif b.control == Control.COMMIT and b.producer_id in pending:
+            return True
+        else:
+            pending.discard(b.producer_id)
+    return False
+
+
 def has_pending(part: Partition) -> bool:
     """A transactional offset commit awaits its marker (``pendingTransactionalOffsetCommits``;
     from 4.0 ``OffsetMetadataManager.hasPendingTransactionalOffsets``: ``openTransactions``
@@ -91,10 +128,14 @@ def has_pending(part: Partition) -> bool:
 
 def offset_fetch_enabled(K, w: World):
     """A member that owns the input partition and has no position (or whose group moved on)
-    fetches the committed offset; with requireStable only once nothing is pending."""
+    fetches the committed offset; with requireStable only once nothing is pending. A simple
+    group's application (``assign()``) has no generation: it fetches when it has no position."""
     if not K.ctp or K.features.stable_offset_fetch and has_pending(w.partitions[K.partitions]):
         return []
     g = w.group
+    if K.simple_group:
+        return [(i,) for i, p in running(K, w)
+                if p.tid == g.owner and p.state == C.READY and p.position == -1]
     return [(i,) for i, p in running(K, w)
             if p.tid == g.owner and p.state == C.READY
             and (p.position == -1 or p.generation != g.generation)]
@@ -102,7 +143,13 @@ def offset_fetch_enabled(K, w: World):
 
 def offset_fetch(K, w: World, i: int) -> World:
     """KafkaConsumer.committed / the position after a rebalance: OffsetFetch
-    (GroupCoordinator.handleFetchOffsets)."""
+    (GroupCoordinator.handleFetchOffsets; from 4.0 OffsetMetadataManager.fetchOffsets). A simple
+    group's member stays at generation -1, and a deleted group answers INVALID_OFFSET
+    (``validateOffsetFetch``: GroupIdNotFoundException), so the application starts at
+    ``auto.offset.reset`` (earliest: 0)."""
+    if K.simple_group:
+        return with_producer(w, i, position=0 if w.group.deleted
+                             else committed_offset(w.partitions[K.partitions]))
     return with_producer(w, i, generation=w.group.generation,
                  position=committed_offset(w.partitions[K.partitions]))
 
@@ -125,3 +172,26 @@ def rebalance(K, w: World) -> World:
     g = w.group
     return spend(w._replace(group=g._replace(generation=g.generation + 1,
                                              owner=(g.owner + 1) % K.tids)), "rebalances")
+
+
+def expire_group_enabled(K, w: World):
+    """GroupCoordinatorShard.cleanupGroupMetadata (every offsets.retention.check.interval.ms):
+    ``OffsetMetadataManager.cleanupExpiredOffsets`` returns true for the simple group (always
+    empty) when it has no materialised offset and, but with KAFKA-19163
+    (``group_expiry_ignores_pending_offsets``, 4.0.0), none pending; then
+    ``GroupMetadataManager.maybeDeleteGroup`` deletes it. Budgeted: how long the group stays
+    empty is the model's to choose."""
+    if not K.simple_group or w.group.deleted or not budget(w, "group_expiries"):
+        return []
+    part = w.partitions[K.partitions]
+    if has_materialised(part):
+        return []
+    if not K.features.group_expiry_ignores_pending_offsets and has_pending(part):
+        return []
+    return [()]
+
+
+def expire_group(K, w: World) -> World:
+    """GroupMetadataManager.maybeDeleteGroup: the group's tombstone (createGroupTombstoneRecords);
+    its pending offsets stay in ``pendingTransactionalOffsets`` (the log here)."""
+    return spend(w._replace(group=w.group._replace(deleted=True)), "group_expiries")

@@ -29,6 +29,12 @@ PARAMS = (
           "each transaction consumes an input record and commits its offset (a consumer group)"),
     Param("workload.input_records", int, 2, "input records (consume-transform-produce)",
           min=1, max=4),
+    Param("workload.simple_group", bool, False,
+          "consume-transform-produce with a simple group: the application assign()s the input "
+          "partition (no JoinGroup, no rebalance), fetches its committed offset with OffsetFetch "
+          "and commits with sendOffsetsToTransaction(offsets, new ConsumerGroupMetadata(groupId)) "
+          "(generation -1), the one-transactional.id-per-input-partition pattern before KIP-447 "
+          "(needs workload.consume_transform_produce; the fault group_expiries deletes its group)"),
     Param("workload.two_phase_commit", bool, False,
           "KIP-939: the producers set transaction.two.phase.commit.enable and end each "
           "transaction with prepareTransaction() and completeTransaction(PreparedTxnState) as an "
@@ -58,6 +64,7 @@ class KafkaParams(NamedTuple):
     last_epoch: int = LAST_EPOCH   # Short.MaxValue, or a small stand-in
     two_phase: bool = False        # KIP-939 (workload.two_phase_commit)
     force_terminate: bool = False  # KIP-939's Admin.forceTerminateTransaction (workload.force_terminate)
+    simple_group: bool = False     # assign(), generation -1 (workload.simple_group)
 
     @property
     def producers(self) -> int:
@@ -79,6 +86,16 @@ def kafka_params(cfg) -> KafkaParams:
     if force_terminate and not two_phase:
         raise ConfigError("workload.force_terminate needs workload.two_phase_commit (it ends a "
                           "two-phase-commit transaction)")
+    simple_group = bool(cfg.get("workload.simple_group"))
+    if simple_group and not cfg["workload.consume_transform_produce"]:
+        raise ConfigError("workload.simple_group needs workload.consume_transform_produce (it is "
+                          "the consumer group of the input)")
+    if simple_group and cfg["faults.rebalances"]:
+        raise ConfigError("workload.simple_group has no rebalances (its applications assign() "
+                          "the input): set faults.rebalances = 0")
+    if cfg["faults.group_expiries"] and not simple_group:
+        raise ConfigError("faults.group_expiries needs workload.simple_group (a managed group's "
+                          "members rejoin, which recreates it, before they fetch)")
     return KafkaParams(
         version=version, features=features(version, flags),
         tids=cfg["cluster.transactional_ids"], producers_per_id=cfg["cluster.producers_per_id"],
@@ -88,4 +105,4 @@ def kafka_params(cfg) -> KafkaParams:
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
         budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"], two_phase=two_phase,
-        force_terminate=force_terminate)
+        force_terminate=force_terminate, simple_group=simple_group)

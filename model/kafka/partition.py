@@ -75,14 +75,20 @@ def _append_and_respond(K, w, part, e, m) -> World:
     if error == Errors.NONE:
         error, part = validate_and_append(K, part, e, m, w.producers[m.producer])
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
+    if error == Errors.NONE and w.group.deleted and m.rpc == Rpc.TxnOffsetCommit:
+        # a deleted simple group is created again (OffsetMetadataManager
+        # .validateTransactionalOffsetCommit / replay: getOrMaybeCreateClassicGroup)
+        w = w._replace(group=w.group._replace(deleted=False))
     return w._replace(network=answer(w.network, m, _response(m, error)))
 
 
 def _generation_check(K, w, m) -> Errors:
     """GroupCoordinator.doTxnCommitOffsets (KIP-447): a TxnOffsetCommit's generation is checked
-    under the group lock in the same step that stores the offsets as pending, after verification."""
+    under the group lock in the same step that stores the offsets as pending, after verification.
+    A simple group's generation -1 is accepted: it is always Empty (ClassicGroup
+    .validateOffsetCommit: ``generationId < 0 && isInState(EMPTY)``)."""
     if (m.rpc == Rpc.TxnOffsetCommit and K.features.stable_offset_fetch
-            and m.generation != w.group.generation):
+            and m.generation != w.group.generation and not (K.simple_group and m.generation < 0)):
         return Errors.ILLEGAL_GENERATION
     return Errors.NONE
 

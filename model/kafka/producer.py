@@ -36,7 +36,8 @@ offset, consumes one input record per transaction and calls ``sendOffsetsToTrans
 next offset: TV1 sends AddOffsetsToTxn (here the AddPartitionsToTxn of the ``__consumer_offsets``
 partition, which is what the coordinator does with it) and then TxnOffsetCommit to the group
 coordinator; TV2 sends TxnOffsetCommit alone. After a commit the application goes on from the
-next input offset; after an abort it fetches the committed offset again.
+next input offset; after an abort it fetches the committed offset again. With a simple group
+(``workload.simple_group``) the application ``assign()``s the input and commits at generation -1.
 """
 from __future__ import annotations
 
@@ -94,7 +95,8 @@ def init_transactions(K, w, i):
 
 def begin_transaction_enabled(K, w):
     return [(i,) for i, p in running(K, w) if p.state == C.READY and p.txn + 1 < K.transactions
-            and (not K.ctp or 0 <= p.position < K.inputs and p.generation == w.group.generation)]
+            and (not K.ctp or 0 <= p.position < K.inputs
+                 and (K.simple_group or p.generation == w.group.generation))]
 
 
 def begin_transaction(K, w, i):

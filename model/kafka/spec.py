@@ -7,7 +7,8 @@ responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
 ``ExpireVerificationRetry``, ``Fetch``) and the faults of ``kafka_mc.model.kafka.faults`` (the
 coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
 rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
-``LoseResponse``, ``ExpireBatch``, ``LoseProducerState`` and ``Rebalance`` last) and an
+``LoseResponse``, ``ExpireBatch``, ``LoseProducerState``, ``Rebalance``, ``PartitionOffline`` /
+``ElectLeader`` and ``ExpireGroup`` last) and an
 operator's ``ForceTerminateTransaction`` (KIP-939's Admin call, ``workload.force_terminate``,
 among the coordinator's rules). A delivery
 action's arguments are the message and whether it was held back. The rule order is the order
@@ -274,6 +275,7 @@ FORCE_TERMINATE_RULES = ("ForceTerminateTransaction",)
 CTP_RULES = ("OffsetFetch", "SendOffsetsToTransaction", "SendTxnOffsetCommit",
              "HandleTxnOffsetCommit", "ReceiveTxnOffsetCommitResponse", "Rebalance")
 OFFLINE_RULES = ("PartitionOffline", "ElectLeader")
+SIMPLE_GROUP_RULES = ("ExpireGroup",)
 
 
 def spec_for(K: KafkaParams) -> ProtocolSpec:
@@ -282,7 +284,9 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
     verification themselves only with TV2 from KAFKA-18654; the group coordinator's rules only
     with consume-transform-produce (TV1 still needs AddPartitionsToTxn for its
     AddOffsetsToTxn); a partition goes offline and is elected a leader again only with the fault
-    ``offline_partitions`` (``ElectLeader`` spends no budget of its own)."""
+    ``offline_partitions`` (``ElectLeader`` spends no budget of its own); a simple group
+    (``workload.simple_group``) has no ``Rebalance``, and only it expires (``ExpireGroup``, with
+    the fault ``group_expiries``)."""
     retry = K.tv2 and K.features.verification_retry_at_leader
     remove = ((TV1_CLIENT_RULES if K.tv2 else ())
               + (() if K.tv2 or K.features.partition_verification else VERIFICATION_RULES)
@@ -290,7 +294,10 @@ def spec_for(K: KafkaParams) -> ProtocolSpec:
               + (() if K.ctp else CTP_RULES)
               + (() if K.two_phase else TWO_PHASE_RULES)
               + (() if K.force_terminate else FORCE_TERMINATE_RULES)
-              + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES))
+              + (() if K.budgets.total and K.budgets.offline_partitions else OFFLINE_RULES)
+              + (() if K.simple_group and K.budgets.total and K.budgets.group_expiries
+                 else SIMPLE_GROUP_RULES)
+              + (("Rebalance",) if K.simple_group else ()))
     return SPEC.derive("kafka", remove=remove, fast_successors=_fused) if remove else SPEC
 
 
@@ -354,7 +361,7 @@ MUTANT = Param("model.mutant", str, mutants.NONE,
 # (tests keep the two equal).
 DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
             **{f"faults.{f.budget}": 1 for f in faults.FAULTS
-               if f.budget not in ("rebalances", "offline_partitions")}}
+               if f.budget not in ("rebalances", "offline_partitions", "group_expiries")}}
 SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
                          "a deliberately broken variant of the symbolic model (model/kafka/capabilities/symbolic.py)",
                          choices=("none", "no_rotation", "fence_retry_bump"))

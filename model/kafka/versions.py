@@ -95,6 +95,16 @@ class Features(NamedTuple):
                                            # prepareTransaction, completeTransaction(
                                            # PreparedTxnState), initTransactions(keepPreparedTxn);
                                            # only workload.two_phase_commit uses it
+    group_expiry_ignores_pending_offsets: bool = False  # KAFKA-19163, 4.0.0 only (the Java group
+                                           # coordinator, the default from 4.0; fixed in 4.0.1 by
+                                           # 48f75616d7, 4.1.0 by 1293658cca): OffsetMetadataManager
+                                           # .cleanupExpiredOffsets returns true for a group with
+                                           # no committed offset without looking at
+                                           # openTransactions, so GroupCoordinatorShard
+                                           # .cleanupGroupMetadata deletes an empty group whose
+                                           # only offsets are pending transactional ones (the
+                                           # Scala coordinator's hasOffsets counts them); only
+                                           # the fault group_expiries reads it
 
 
 FLAGS = Features._fields
@@ -151,26 +161,36 @@ _preset("kafka-4.0", "kafka-3.8",
         "The 4.0 branch with transaction.version=2 before KAFKA-18654 (Feb 2025; no release "
         "ships exactly this, 4.0.0 has the fix: see kafka-4.1): every EndTxn bumps the epoch, "
         "partitions are added implicitly by the leader, markers carry the bumped epoch; "
-        "leaders accept a marker whose epoch equals the stored one.",
-        transaction_version=2)
-# KAFKA-19163 (4.0.0 only; fixed in 4.0.1 by 48f75616d7 and in 4.1.0 by 1293658cca) is on no
-# flag: OffsetMetadataManager.cleanupExpiredOffsets let GroupCoordinatorShard
-# .cleanupGroupMetadata delete an empty group whose only offsets were pending transactional ones.
-# The model has no group deletion or offset retention, and its members rejoin before they fetch,
-# which recreates the group in Kafka too; the harm needs a simple group (assign(), generation -1).
-# docs/findings.md ("KAFKA-19163") says what a flag for it would take.
+        "leaders accept a marker whose epoch equals the stored one. The group coordinator (the "
+        "Java one, the default from 4.0) deletes an empty group whose only offsets are pending "
+        "transactional ones (KAFKA-19163, OffsetMetadataManager.cleanupExpiredOffsets: "
+        "group_expiry_ignores_pending_offsets, on until kafka-4.0.2).",
+        transaction_version=2, group_expiry_ignores_pending_offsets=True)
+# KAFKA-19163 (4.0.0 only; fixed in 4.0.1 by 48f75616d7 and in 4.1.0 by 1293658cca) is the flag
+# group_expiry_ignores_pending_offsets, on kafka-4.0 and kafka-4.1 (which stand for 4.0.0) and off
+# again from kafka-4.0.2 (and kafka-4.2, on the 4.1 line): OffsetMetadataManager
+# .cleanupExpiredOffsets let GroupCoordinatorShard.cleanupGroupMetadata delete an empty group whose
+# only offsets were pending transactional ones. 3.7 .. 3.9 had it only with the new coordinator
+# enabled (internal); their default, the Scala GroupMetadataManager.cleanupGroupMetadata, deletes
+# a group only if !group.hasOffsets, which counts pendingTransactionalOffsetCommits: kafka-3.8 and
+# before are without it. It harms a simple group only (workload.simple_group: assign(), generation
+# -1), whose fault group_expiries deletes the group; docs/findings.md ("KAFKA-19163").
 _preset("kafka-4.1", "kafka-4.0",
         "4.0.0 .. 4.0.1 (the name is the branch KAFKA-18654 was first written for; it was "
         "backported to 4.0 before 4.0.0): a TV2 leader retries a produce's verification "
         "answered CONCURRENT_TRANSACTIONS itself (KAFKA-18654) instead of failing the produce. "
         "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1): "
-        "the flag fence_double_bump, on no preset (every TV2 preset fences at epoch + 1).",
+        "the flag fence_double_bump, on no preset (every TV2 preset fences at epoch + 1); and "
+        "deleted an empty group whose only offsets were pending transactional ones (KAFKA-19163, "
+        "fixed in 4.0.1: group_expiry_ignores_pending_offsets, on here).",
         verification_retry_at_leader=True)
 _preset("kafka-4.0.2", "kafka-4.1",
         "4.0.2 .. 4.0.x: a batch whose verification guard a marker removed, and whose epoch is "
         "below the leader's, is answered INVALID_PRODUCER_EPOCH (abortable) instead of "
-        "INVALID_TXN_STATE (fatal to Kafka Streams) (KAFKA-19690, UnifiedLog.append).",
-        epoch_before_guard=True)
+        "INVALID_TXN_STATE (fatal to Kafka Streams) (KAFKA-19690, UnifiedLog.append); an empty "
+        "group with pending transactional offsets is no longer deleted (KAFKA-19163, 4.0.1: "
+        "cleanupExpiredOffsets returns !openTransactions.contains(groupId)).",
+        epoch_before_guard=True, group_expiry_ignores_pending_offsets=False)
 _preset("kafka-4.1.1", "kafka-4.0.2",
         "4.1.1 .. 4.1.x (4.1.0 is this without KAFKA-19690): a leader rejects a lower epoch "
         "before starting a verification (KAFKA-18042, UnifiedLog.maybeStartTransactionVerification) "
@@ -190,8 +210,9 @@ _preset("kafka-4.1.1", "kafka-4.0.2",
 _preset("kafka-4.2", "kafka-4.1",
         "The 4.2 branch between KIP-1228 (Nov 2025) and KAFKA-19999 (Dec 2025), never "
         "released: TV2 leaders require a marker epoch strictly greater than the stored epoch, "
-        "so a marker retry is rejected (kept to show KAFKA-19999's livelock).",
-        strict_marker_epoch=True)
+        "so a marker retry is rejected (kept to show KAFKA-19999's livelock); with KAFKA-19163's "
+        "fix (4.1.0).",
+        strict_marker_epoch=True, group_expiry_ignores_pending_offsets=False)
 _preset("kafka-4.2.0", "kafka-4.1.1",
         "4.2.0 .. 4.2.x: KIP-1228, TV2 leaders require a marker epoch strictly greater than the "
         "stored epoch, with KAFKA-19999's equal-epoch retry with no open transaction accepted "

@@ -259,6 +259,15 @@ class Group(NamedTuple):
     ``kafka_mc.model.kafka.group_coordinator``)."""
     generation: int = 0
     owner: int = 0
+    # The fault group_expiries (workload.simple_group): GroupCoordinatorShard.cleanupGroupMetadata
+    # wrote the group's tombstone (GroupMetadataManager.maybeDeleteGroup). The offsets partition
+    # keeps its log: a COMMIT marker still materialises a pending offset commit (under the
+    # deleted group's id), but OffsetFetch finds no group (GroupIdNotFoundException: INVALID_OFFSET)
+    # until an offset commit's replay creates it again.
+    deleted: bool = False
+
+
+Group._only_if_set = ("deleted",)   # traces of behaviours without the fault keep their bytes
 
 
 class World(NamedTuple):

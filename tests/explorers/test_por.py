@@ -151,6 +151,21 @@ def test_kafka_self_check(preset):
     assert self_check(m, sample_states(m, 400, seed=7)) == []
 
 
+@pytest.mark.parametrize("preset", ["kafka-4.1", "kafka-4.0.2"])
+def test_kafka_self_check_simple_group(preset):
+    """A simple group (workload.simple_group) whose group can expire (ExpireGroup: reads the
+    group and the offsets partition's log, writes the group), with and without KAFKA-19163."""
+    m = registry.bind(registry.load(resolve_config_path("ctp"), overrides={
+        "protocol.version": preset, "workload.simple_group": True, "faults.rebalances": 0,
+        "faults.group_expiries": 1, "cluster.transactional_ids": 1,
+        "cluster.producers_per_id": 2, "faults.producer_crashes": 1,
+        "workload.transactions_per_producer": 2, "workload.input_records": 2}))
+    states = sample_states(m, 400, seed=7)
+    assert any(a[0] == "ExpireGroup" for s in states for a in m.actions(s))
+    assert any(s.group.deleted for s in states)
+    assert self_check(m, states) == []
+
+
 @pytest.mark.parametrize("faults", [{"faults.coordinator_failovers": 1},
                                     {"faults.request_duplicates": 1, "faults.request_losses": 1}])
 def test_kafka_self_check_with_delays(faults):

@@ -11,6 +11,7 @@ from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from kafka_mc.explorers.cli.check import write_traces
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import group_coordinator
 from kafka_mc.traces.replay import replay
 from kafka_mc.traces.trace import read
 
@@ -64,3 +65,41 @@ def test_offset_commit_goes_with_the_outputs():
                                    "workload.abort_transactions": True})
     out = explore(model, BfsOptions(properties=CHECKED + ["an_abort_happens"]))
     assert out.violations == () and out.stats.distinct == 455
+
+
+# KAFKA-19163 (workload.simple_group): one application that assign()s the input, two input
+# records, three transactions, aborts allowed (an abort before the offset commit makes it fetch
+# again), no crash, and one group expiry (faults.group_expiries).
+SIMPLE = {"workload.simple_group": True, "faults.rebalances": 0, "faults.group_expiries": 1,
+          "cluster.transactional_ids": 1, "workload.abort_transactions": True,
+          "workload.transactions_per_producer": 3, "workload.input_records": 2}
+
+
+@pytest.mark.parametrize("version, distinct, generated", [("kafka-4.1", 359_691, 1_355_181),
+                                                           ("kafka-4.0.2", 607_994, 2_351_839)])
+def test_a_simple_group_deleted_with_only_pending_offsets_reprocesses_its_input(
+        version, distinct, generated, tmp_path):
+    """4.0.0 (kafka-4.1: group_expiry_ignores_pending_offsets): the group expires while its
+    first offset commit is pending, the COMMIT marker materialises it under the deleted group,
+    the application aborts its next transaction before committing offsets, fetches again, is
+    answered no offset (the group is gone) and processes input 0 a second time. 4.0.1+
+    (kafka-4.0.2) keeps the group while an offset is pending: every behaviour is exactly-once."""
+    cfg, model = ctp(version, **SIMPLE)
+    out = explore(model, BfsOptions(properties=["exactly_once_offsets"]))
+    assert (out.stats.distinct, out.stats.generated) == (distinct, generated)
+    if version == "kafka-4.0.2":
+        assert out.violations == () and out.complete
+        assert {c.name for c in out.coverage if c.fired} >= {"ExpireGroup", "OffsetFetch"}
+        return
+    (v,) = out.violations
+    assert v.property == "exactly_once_offsets" and len(v.path) == 55
+    names = [a[0] for a in v.path.actions]
+    expired = names.index("ExpireGroup")
+    states = v.path.states
+    assert group_coordinator.has_pending(states[expired].partitions[-1])   # pending when deleted
+    refetch = [i for i, a in enumerate(v.path.actions) if a[0] == "OffsetFetch"][-1]
+    assert refetch > expired and states[refetch].group.deleted
+    assert states[refetch + 1].producers[0].position == 0            # auto.offset.reset: earliest
+    assert group_coordinator.committed_offset(states[refetch].partitions[-1]) == 1
+    trace = read(write_traces(out, cfg, model, tmp_path)["exactly_once_offsets"])
+    assert replay(trace).reproduced

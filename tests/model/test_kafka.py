@@ -147,6 +147,8 @@ def _by_rules(model, K, w):
     ("small", {"protocol.version": "latest"}),
     ("small", {"protocol.version": "kafka-2.6"}),
     ("ctp", {}),
+    # a simple group that may expire with a pending offset commit (KAFKA-19163, kafka-4.1)
+    ("simple-group", {"protocol.version": "kafka-4.1"}),
     ("medium", {}),
     # KIP-939 with the operator's forceTerminateTransaction (a coordinator rule of its own)
     ("small", {"workload.two_phase_commit": True, "workload.force_terminate": True}),

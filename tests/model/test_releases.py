@@ -44,6 +44,15 @@ def test_new_flags_default_to_the_old_behaviour_and_leave_the_old_presets_alone(
         assert not any(getattr(PRESETS[name][0], f) for f in new)
 
 
+def test_kafka_19163_is_on_the_presets_standing_for_4_0_0_only():
+    """group_expiry_ignores_pending_offsets: on the presets standing for 4.0.0 (kafka-4.0,
+    kafka-4.1), off from 4.0.1 on every line, never before 4.0 (the Scala coordinator's
+    hasOffsets counts pending offsets); only the fault group_expiries reads it."""
+    assert {p for p, (f, _) in PRESETS.items() if f.group_expiry_ignores_pending_offsets} == \
+        {"kafka-4.0", "kafka-4.1"}
+    assert all("KAFKA-19163" in PRESETS[p][1] for p in ("kafka-4.0", "kafka-4.1", "kafka-4.0.2"))
+
+
 def _stale_produce_at_a_leader(preset):
     """Steps where a leader with state for a producer id at a newer epoch and no open
     transaction meets a batch of an older epoch (the replaced instance's, a zombie)."""

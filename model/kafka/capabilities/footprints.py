@@ -251,6 +251,8 @@ class Layout:
                 out[(r, k)] = Footprint(quiet | {("L", k), B}, F([("L", k), B]))
         elif r == "Rebalance":
             out[(r,)] = Footprint(F([G, B]), F([G, B]))
+        elif r == "ExpireGroup":   # whether offsets are pending or materialised: the offsets' log
+            out[(r,)] = Footprint(F([G, B] + [("L", o) for o in self.offsets]), F([G, B]))
         else:   # a message fault on one connection
             for c in self.conns:
                 chan, held = F([("H", c), ("T", c)]), ("D", c)

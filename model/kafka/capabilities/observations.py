@@ -506,7 +506,7 @@ SILENT = frozenset({"SendAddPartitionsToTxn", "SendProduce", "SendTxnOffsetCommi
                     "CompleteTransaction", "CommitTxnLogAppend", "ExpireTransaction",
                     "ElectCoordinator", "ExpireTransactionalId", "CrashProducer", "ExpireBatch",
                     "LoseProducerState", "Rebalance", "OffsetFetch", "SendOffsetsToTransaction",
-                    "PartitionOffline", "ElectLeader"})
+                    "PartitionOffline", "ElectLeader", "ExpireGroup"})
 SKIPPED = frozenset({"Fetch"})
 UNSEEN = ("appends inside a broker (transaction log, partition logs), timers, the client's queue, "
           "FindCoordinator, batches of several records, the other requests a fault's closed "

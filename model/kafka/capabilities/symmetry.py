@@ -5,7 +5,8 @@ Declared (``symmetries``), each only where the model treats its members alike:
 * transactional.ids: every id runs the same workload (``workload.*`` is per producer instance)
   and no rule or property singles one out. Not with consume-transform-produce (the group's
   input partition starts owned by id 0 and a ``Rebalance`` hands it to the next id in order,
-  ``(owner + 1) % ids``, which commutes only with rotations), and not with coordinator failovers
+  ``(owner + 1) % ids``, which commutes only with rotations; a simple group's stays with id 0),
+  and not with coordinator failovers
   (``ElectCoordinator`` resends the markers of every Prepare* transaction in id order, and
   markers of two ids to one partition share that partition's FIFO connection, so the renamed
   state's queue is in another order than the renamed step's). Producer ids are data, not names:
@@ -42,7 +43,8 @@ TIDS, PARTITIONS, CONSUMERS = range(3)
 def tids_interchangeable(K) -> str:
     """Why the transactional.ids are not interchangeable here, or "" when they are."""
     if K.ctp:
-        return "not with consume-transform-produce (a rebalance hands the input to the next id)"
+        return ("not with consume-transform-produce (id 0 owns the input, a rebalance hands it "
+                "to the next id)")
     if K.budgets.coordinator_failovers and K.budgets.total:
         return "not with coordinator failovers (markers are resent in transactional.id order)"
     return ""
