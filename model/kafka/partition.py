@@ -278,16 +278,25 @@ def handle_write_txn_markers(K, w: World, m) -> World:
 
 
 def append_marker(K, part: Partition, m):
+    """ProducerAppendInfo.appendEndTxnMarker: checkProducerEpoch, checkCoordinatorEpoch, then the
+    marker batch appended and the entry updated (ProducerStateEntry.update), with a .txnindex
+    entry for an abort that ends an open transaction.
+
+    checkProducerEpoch under TV2 from KIP-1228 (``strict_marker_epoch``) rejects a marker epoch
+    <= the stored one, except (``idempotent_marker_retry``, KAFKA-19999 #21176, 4.2.0) an equal
+    epoch with no open transaction (``currentTxnFirstOffset().isEmpty()``) or, from KAFKA-20090
+    #21469 (4.3.0, ``last_epoch_recovery``), at Short.MaxValue (``cluster.last_epoch``) even over
+    an open one. Such a retry only skips the epoch rejection ("allowing duplicate marker write"):
+    the coordinator-epoch check still applies and the marker is written to the log again, a
+    second COMMIT/ABORT control batch of the same epoch (seen on real 4.4.0)."""
     e = entry_of(part, m.producer_id)
     if e is not None:
         if K.features.strict_marker_epoch and K.tv2:           # KIP-1228
             retry = (K.features.idempotent_marker_retry and m.producer_epoch == e.producer_epoch
-                     and e.current_txn_first_offset < 0)
-            if retry:
-                return Errors.NONE, part                       # KAFKA-19999: a no-op retry
-            last = (K.features.last_epoch_recovery and m.producer_epoch == e.producer_epoch
-                    == K.last_epoch)                           # KAFKA-20090: let it recover
-            if m.producer_epoch <= e.producer_epoch and not last:
+                     and (e.current_txn_first_offset < 0       # KAFKA-19999
+                          or (K.features.last_epoch_recovery   # KAFKA-20090 #21469
+                              and m.producer_epoch == K.last_epoch)))
+            if m.producer_epoch <= e.producer_epoch and not retry:
                 return Errors.INVALID_PRODUCER_EPOCH, part
         elif m.producer_epoch < e.producer_epoch:
             return Errors.INVALID_PRODUCER_EPOCH, part

@@ -33,8 +33,9 @@ class Features(NamedTuple):
                                            # a produce's verification answered
                                            # CONCURRENT_TRANSACTIONS itself
     strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
-    idempotent_marker_retry: bool = False  # KAFKA-19999 (4.2.0): equal-epoch marker with no open txn
-                                           # is a no-op
+    idempotent_marker_retry: bool = False  # KAFKA-19999 (4.2.0): an equal-epoch TV2 marker with
+                                           # no open txn passes the epoch check and is written
+                                           # to the log again (a duplicate marker)
     early_epoch_rejection: bool = False    # KAFKA-18042 (4.1.0): a leader rejects a lower epoch
                                            # before verifying (maybeStartTransactionVerification)
     tv2_first_sequence: bool = False       # KAFKA-18202 (4.1.0): a TV2 first batch from a producer
@@ -50,6 +51,8 @@ class Features(NamedTuple):
     last_epoch_recovery: bool = False      # KAFKA-20090 #21469 (4.3.0): no bump past the last
                                            # epoch on a fence or a TV2 abort; a TV2 leader accepts
                                            # a marker at the last epoch over an open transaction
+                                           # (a clause of KAFKA-19999's retry: with
+                                           # idempotent_marker_retry only)
     persist_producer_ids: bool = False     # KAFKA-20310 (4.3.0): the transaction log keeps
                                            # prevProducerId and nextProducerId across a failover
     markers_skip_leaderless_partition: bool = False  # KAFKA-17573 (4.3.0, commit 7d13e8b70d):
@@ -216,7 +219,9 @@ _preset("kafka-4.2", "kafka-4.1",
 _preset("kafka-4.2.0", "kafka-4.1.1",
         "4.2.0 .. 4.2.x: KIP-1228, TV2 leaders require a marker epoch strictly greater than the "
         "stored epoch, with KAFKA-19999's equal-epoch retry with no open transaction accepted "
-        "as a no-op (both shipped in 4.2.0).",
+        "and written to the log again, a second marker of the same epoch "
+        "(ProducerAppendInfo.checkProducerEpoch: 'allowing duplicate marker write'; both "
+        "shipped in 4.2.0).",
         strict_marker_epoch=True, idempotent_marker_retry=True)
 _preset("kafka-4.3", "kafka-4.2.0",
         "4.3.0 .. 4.4.x, at the exhausted epoch (cluster.last_epoch stands for Short.MaxValue): "

@@ -195,7 +195,7 @@ def kafka(preset, **settings):
 def test_kafka_latest_completes_every_transaction_under_fairness():
     out = graph.explore(kafka("latest"), GraphOptions(properties=LIVENESS))
     assert out.exit_code == 0 and set(LIVENESS) <= set(out.checked)
-    assert out.stats.distinct == 90940 and out.stats.generated == 296579
+    assert out.stats.distinct == 111952 and out.stats.generated == 362451
 
 
 def test_kafka_4_2_strict_marker_check_hangs_a_transaction_kafka_19999():

@@ -280,7 +280,7 @@ def _after_a_lost_marker_response(preset):
     ("kafka-2.6", Errors.NONE, True),                 # TV1: the same epoch is accepted again
     ("kafka-4.0", Errors.NONE, True),                 # TV2: an equal epoch is accepted
     ("kafka-4.2", Errors.INVALID_PRODUCER_EPOCH, False),   # KIP-1228: must exceed the stored one
-    ("latest", Errors.NONE, False)])                  # KAFKA-19999: an idempotent no-op
+    ("latest", Errors.NONE, True)])                   # KAFKA-19999: written again
 def test_a_marker_whose_response_is_lost_is_retried_and_answered_by_the_versions_checks(
         preset, answer, appended):
     """TransactionMarkerRequestCompletionHandler re-enqueues a marker whose request timed out;

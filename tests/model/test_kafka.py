@@ -84,7 +84,8 @@ def test_kafka_4_2_strict_marker_epoch_rejects_a_resent_marker():
     on the closed one was written; a lost response does the same, tests/model/test_faults.py);
     KIP-1228's strict check (marker epoch must exceed the stored one) rejects the retry, the
     coordinator stops sending markers and the transaction stays in PrepareCommit. ``latest``
-    accepts the equal-epoch retry as a no-op. (The failover path is test_faults.py's too.)"""
+    accepts the equal-epoch retry and writes it again (ProducerAppendInfo.checkProducerEpoch:
+    "allowing duplicate marker write"). (The failover path is test_faults.py's too.)"""
     cfg = load("small", **{"protocol.version": "kafka-4.2"})
     (v,) = explore(registry.bind(cfg), BfsOptions(properties=["quiescent_completion"])).violations
     names = [a[0] for a in v.path.actions]

@@ -3,8 +3,8 @@ appended over an open transaction ends the transaction its coordinator is ending
 on every preset's tiny run and where markers are retried; a leader that accepts a marker from an
 older coordinator epoch (the mutant marker-ignores-coordinator-epoch) lets a marker delayed over
 a failover close the producer's next transaction. Kafka's carve-outs: KAFKA-19999's equal-epoch
-marker with no open transaction closes nothing (safe: the property does not apply to it, and it
-happens); KAFKA-20090's marker at the last epoch over an open transaction (#21469) closes its own (safe:
+marker with no open transaction is written again and closes nothing (safe: the property does not
+apply to it, and it happens); KAFKA-20090's marker at the last epoch over an open transaction (#21469) closes its own (safe:
 met where 4.3's rotation on the fence path, #21506, is off, and the property holds; with it on, no
 batch is written at the last epoch and the carve-out is not met)."""
 import pytest
@@ -15,8 +15,12 @@ from tests.model.test_exhaustion import KAFKA_20090
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.kafka.capabilities import mutants
+from kafka_mc.model.kafka import partition
+from kafka_mc.model.kafka.network import WriteTxnMarkers
+from kafka_mc.model.kafka.params import kafka_params
 from kafka_mc.model.kafka.partition import entry_of
-from kafka_mc.model.kafka.world import Errors, Rpc
+from kafka_mc.model.kafka.world import (NO_RECORD, Batch, Control, Errors, Partition,
+                                        ProducerStateEntry, RecordId, Rpc)
 from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
 PROPERTY = ["marker_closes_its_own_transaction"]
@@ -44,16 +48,18 @@ def _closes(s, a, t):
             and len(t.partitions[m.partition].log) > len(s.partitions[m.partition].log))
 
 
-def _equal_epoch_no_op(s, a, t):
-    """KAFKA-19999: a marker at the leader's epoch with no open transaction, answered NONE, not
-    appended."""
+def _equal_epoch_retry(s, a, t):
+    """KAFKA-19999: a marker at the leader's epoch with no open transaction, answered NONE and
+    appended again (a second control batch of the same epoch)."""
     if not _marker(a):
         return False
     m = a[1]
     e = entry_of(s.partitions[m.partition], m.producer_id)
+    before, after = s.partitions[m.partition].log, t.partitions[m.partition].log
     return (e is not None and e.producer_epoch == m.producer_epoch
             and e.current_txn_first_offset < 0
-            and t.partitions[m.partition].log == s.partitions[m.partition].log
+            and len(after) == len(before) + 1 and after[-1].producer_epoch == m.producer_epoch
+            and after[-1].control != Control.DATA
             and any(r.rpc == Rpc.WriteTxnMarkersResponse and r.error == Errors.NONE
                     for r in t.network if r not in s.network))
 
@@ -80,22 +86,61 @@ def test_a_marker_delayed_over_a_failover_closes_the_next_transaction_on_the_mut
     assert counts(fixed) == (12805, 33358, 43) and fixed.exit_code == 0
 
 
-def test_kafka_19999_an_equal_epoch_marker_with_no_open_transaction_is_a_safe_no_op():
+def _append(preset, entry, marker, **settings):
+    K = kafka_params(registry.load(resolve_config_path("tiny"),
+                                   overrides={"protocol.version": preset, **settings}))
+    data = Batch(0, 5, 0, Control.DATA, -1, RecordId(0, 0, 0, 0))
+    commit = Batch(0, 5, -1, Control.COMMIT, 0, NO_RECORD)
+    part = Partition(log=(data, commit) if entry.current_txn_first_offset < 0 else (data,),
+                     producers=(entry,))
+    return part, partition.append_marker(K, part, marker)
+
+
+@pytest.mark.parametrize("preset", ["kafka-4.2.0", "kafka-4.3", "latest"])
+def test_kafka_19999_an_equal_epoch_marker_with_no_open_transaction_is_written_again(preset):
+    """ProducerAppendInfo.checkProducerEpoch (4.2.0 .. 4.4): an equal-epoch TV2 marker with no
+    open transaction only skips the epoch rejection ("allowing duplicate marker write"); the
+    coordinator-epoch check still applies, and the marker batch is appended to the log."""
+    closed = ProducerStateEntry(0, 5, 0, 1, 0, -1)
+    marker = WriteTxnMarkers(Rpc.WriteTxnMarkers, 0, 0, 0, 5, True, 0)
+    part, (error, new) = _append(preset, closed, marker)
+    assert error == Errors.NONE
+    assert new.log == part.log + (Batch(0, 5, -1, Control.COMMIT, 0, NO_RECORD),)
+    assert new.aborted == () and entry_of(new, 0) == ProducerStateEntry(0, 5, 0, 2, 0, -1)
+    part, (error, new) = _append(preset, closed, marker._replace(committed=False))
+    assert error == Errors.NONE and new.log[-1].control == Control.ABORT and new.aborted == ()
+    fenced = closed._replace(coordinator_epoch=1)                     # checkCoordinatorEpoch
+    part, (error, new) = _append(preset, fenced, marker)
+    assert (error, new) == (Errors.TRANSACTION_COORDINATOR_FENCED, part)
+    opened = ProducerStateEntry(0, 5, 0, 0, 0, 0)                     # an open transaction
+    part, (error, new) = _append(preset, opened, marker)
+    assert (error, new) == (Errors.INVALID_PRODUCER_EPOCH, part)
+
+
+def test_before_kafka_19999_an_equal_epoch_marker_is_rejected():
+    """The 4.2 branch between KIP-1228 and KAFKA-19999: the same marker is rejected."""
+    closed = ProducerStateEntry(0, 5, 0, 1, 0, -1)
+    marker = WriteTxnMarkers(Rpc.WriteTxnMarkers, 0, 0, 0, 5, True, 0)
+    part, (error, new) = _append("kafka-4.2", closed, marker)
+    assert (error, new) == (Errors.INVALID_PRODUCER_EPOCH, part)
+
+
+def test_kafka_19999_an_equal_epoch_marker_retry_is_written_again_and_closes_nothing():
     """4.2.0: a marker retried after its answer was lost meets no open transaction at an equal
-    epoch and is answered NONE without an append: it closes nothing."""
+    epoch, is answered NONE and appended a second time: it closes nothing."""
     model = bind("kafka-4.2.0", **{"faults.response_losses": 1})
-    noops = recording(model, _equal_epoch_no_op)
+    retries = recording(model, _equal_epoch_retry)
     out = explore(model, BfsOptions(properties=RECORDED))
     assert out.exit_code == 0, out.violations
-    assert noops
-    assert counts(out) == NOOP_COUNTS
+    assert retries
+    assert counts(out) == RETRY_COUNTS
 
 
-NOOP_COUNTS = (90880, 296401, 47)
+RETRY_COUNTS = (111862, 362193, 47)
 LAST_EPOCH = [  # preset, flags, (distinct, generated, depth), the carve-out met
-    ("kafka-4.2.0", {}, (8721, 23199, 41), False),
-    ("kafka-4.3", {}, (9233, 24333, 41), False),
-    ("kafka-4.3", {"protocol.rotate_on_fence": False}, (9105, 23949, 42), True)]
+    ("kafka-4.2.0", {}, (12096, 31791, 41), False),
+    ("kafka-4.3", {}, (12836, 33377, 41), False),
+    ("kafka-4.3", {"protocol.rotate_on_fence": False}, (12666, 32881, 42), True)]
 
 
 @pytest.mark.parametrize("preset, flags, expected, met", LAST_EPOCH)

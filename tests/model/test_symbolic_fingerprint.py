@@ -13,7 +13,9 @@ from kafka_mc.model.kafka.versions import PRESETS
 
 FAULTS = {"transaction_timeouts": 1, "transactional_id_expirations": 1,
           "coordinator_failovers": 1, "producer_state_losses": 1}
-PINNED = "323bfffed9ee27e0dc36c314ec9263d7bde0b2e17a450ef36aa57333bec400f6"
+PINNED = "0e127c30cc359e01de833809c3ff0e776ddf4214ae44ad5cef5e9046946bf50e"
+# 0e127c..: WriteTxnMarker's KAFKA-19999 retry accepted (written again, the leader unchanged)
+# rather than refused, with KAFKA-20090's Short.MaxValue clause from 4.3 (checkProducerEpoch)
 # 323bff..: issue 46, the exhausted epoch as Kafka has it (TV2 EndTxn takes the next producer id,
 # prepareComplete keeps lastProducerEpoch, markers may carry Short.MaxValue, no retry at an
 # exhausted epoch, rotation records the last epoch; the invariant next_id_pending)

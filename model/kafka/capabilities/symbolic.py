@@ -403,13 +403,19 @@ class Encoding:
             f"producer{i}__producerId": p["P"], f"producer{i}__producerEpoch": p["E"]}))
 
     def write_marker(self, k, v, p, w):
-        """appendEndTxnMarker's epoch checks at leader k (KIP-1228, KAFKA-19999)."""
+        """appendEndTxnMarker's epoch checks at leader k (ProducerAppendInfo.checkProducerEpoch:
+        KIP-1228; KAFKA-19999's equal-epoch retry with no open transaction, and from KAFKA-20090
+        #21469 at Short.MaxValue over an open one, is written like any marker)."""
         rp, re = p["P"], p["E"]
         lp, le, lo = _leader(v, k)
         same = z3.And(rp == lp, lp != _pid(NO_PID))
         if self.tv2 and self.features.strict_marker_epoch:                  # KIP-1228
-            noop = z3.And(re == le, z3.Not(lo)) if self.features.idempotent_marker_retry else False
-            ok = z3.And(z3.Not(noop), re > le)
+            ok = re > le
+            if self.features.idempotent_marker_retry:                       # KAFKA-19999
+                closed = z3.Not(lo)
+                if self.features.last_epoch_recovery:                       # KAFKA-20090
+                    closed = z3.Or(closed, re == _ep(SHORT_MAX))
+                ok = z3.Or(ok, z3.And(re == le, closed))
         else:
             ok = re >= le
         accept = z3.Or(z3.And(same, ok), rp > lp)
