@@ -57,8 +57,9 @@ def _on_sender(K, a):
     return source if kind == "request" else target
 
 
-# Who sent a request, by Rpc: (still awaits it?, what it does when the request times out)
-_SENDERS = {Rpc.WriteTxnMarkers: (coordinator.marker_awaited, coordinator.marker_timed_out),
+# Who sent a request, by Rpc: (may it be lost? (its sender still awaits it, or, for a marker,
+# its coordinator is gone), what the sender does when the request times out)
+_SENDERS = {Rpc.WriteTxnMarkers: (coordinator.marker_may_be_lost, coordinator.marker_timed_out),
             Rpc.VerifyAddPartition: (partition.verification_awaited,
                                      partition.verification_timed_out)}
 _CLIENT = (producer.awaited, producer.request_timed_out)

@@ -19,6 +19,7 @@ import pytest
 
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import coordinator, faults
 from kafka_mc.model.kafka.capabilities.observations import APIS, lost_in_flight, norm, observations
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.world import Errors
@@ -618,18 +619,31 @@ def test_a_transaction_state_the_model_does_not_end_in_is_a_divergence():
                                 "state: recorded Ongoing, model CompleteCommit")
 
 
-@pytest.mark.xfail(strict=True, reason="conformance #12 (docs/conformance.md): a marker lost "
-                   "with the killed coordinator is resent at once by the model, never by Kafka")
-def test_divergence_12_a_marker_lost_with_its_coordinator_is_not_resent():
-    """4.4.0: the old coordinator's COMMIT marker (coordinator epoch 0) was on the wire when the
-    hard failover killed the broker; it was never appended and never resent, and the restarted
-    coordinator's marker (epoch 2 in Kafka, 1 in the model) is the one in the log. The model
-    loses a marker only as a timeout of a coordinator that lives on: its loss re-sends the
-    marker at once under the old epoch (coordinator.marker_timed_out), which the leader must
-    then take, so its log holds the epoch-0 marker."""
+def test_12_a_marker_lost_with_its_coordinator_is_not_resent(monkeypatch):
+    """4.4.0 (docs/conformance.md #12): the old coordinator's COMMIT marker (coordinator epoch 0)
+    was on the wire when the hard failover killed the broker; it was never appended and never
+    resent, and the restarted coordinator's marker (epoch 2 in Kafka, 1 in the model) is the one
+    in the log. The model loses a marker of an older coordinator epoch with no resend
+    (coordinator.marker_may_be_lost, marker_timed_out: TransactionMarkerRequestCompletionHandler.
+    onComplete removes the markers of a changed coordinator epoch, removeMarkersForTxn). Without
+    it a marker was lost only while its coordinator awaited it, and resent at once under its own
+    epoch, so the leader had to take the epoch-0 COMMIT: the end state's log was out of reach."""
     model, run = ending("kafka-4.4.0-hold-duplicate")
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
+    after = r.actions[[a[0] for a in r.actions].index("ElectCoordinator"):]
+    lost = [a[1] for a in after if a[0] == "LoseRequest" and a[1].rpc == Rpc.WriteTxnMarkers]
+    assert [(m.coordinator_epoch, m.committed) for m in lost] == [(0, True)]
+    appended = [a[1] for a in r.actions if a[0] == "HandleWriteTxnMarkers" and a[1].committed]
+    assert [m.coordinator_epoch for m in appended] == [1]
+    # the model before: a marker lost only while awaited (resent at once), so the epoch-0
+    # marker the killed broker never answered could be neither lost nor taken after the failover
+    monkeypatch.setitem(faults._SENDERS, Rpc.WriteTxnMarkers,
+                        (coordinator.marker_awaited, coordinator.marker_timed_out))
+    d = validate(model, run).divergence
+    assert d.label.startswith("WriteTxnMarkers request") and d.label.endswith(
+        "p0 (its broker died)")
+    assert run[d.event]["fields"]["markers"][0]["coordinator_epoch"] == 0
 
 
 def test_13_kafka_20734_met_through_the_harness_s_own_failover():
