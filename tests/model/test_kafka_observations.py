@@ -570,7 +570,8 @@ def ending(name):
 @pytest.mark.parametrize("name, observed", [
     ("kafka-3.6.2-commit", 23), ("kafka-4.4.0-faults", 50),
     ("kafka-4.4.0-failover-open", 51), ("kafka-4.4.0-failover-batch-expired", 38),
-    ("kafka-4.4.0-marker-frame-dropped", 53), ("kafka-4.4.0-produce-concurrent", 57)])
+    ("kafka-4.4.0-marker-frame-dropped", 53), ("kafka-4.4.0-produce-concurrent", 57),
+    ("kafka-4.4.0-hold-duplicate", 55)])
 def test_real_runs_end_where_the_model_ends(name, observed):
     """Per transactional.id its state, producer id and epoch; per partition its log, producer
     states and whether an open transaction holds its LSO (one partition: 3 observations more,
