@@ -637,6 +637,14 @@ def test_12_a_marker_lost_with_its_coordinator_is_not_resent(monkeypatch):
     assert [(m.coordinator_epoch, m.committed) for m in lost] == [(0, True)]
     appended = [a[1] for a in r.actions if a[0] == "HandleWriteTxnMarkers" and a[1].committed]
     assert [m.coordinator_epoch for m in appended] == [1]
+    s, notes = next(iter(model.init_states())), []     # the diagram's note of that loss
+    for a in r.actions:
+        t = model.step(s, a)
+        if a[0] == "LoseRequest" and a[1].rpc == Rpc.WriteTxnMarkers:
+            notes += [e.label for e in model.describe(s, a, t)]
+        s = t
+    assert notes == ["WriteTxnMarkers(COMMIT, epoch=2, coordinatorEpoch=0) lost: "
+                     "request.timeout.ms, its coordinator is gone, nothing is sent again"]
     # the model before: a marker lost only while awaited (resent at once), so the epoch-0
     # marker the killed broker never answered could be neither lost nor taken after the failover
     monkeypatch.setitem(faults._SENDERS, Rpc.WriteTxnMarkers,
