@@ -38,37 +38,37 @@ class Pinned(NamedTuple):
 
 
 PINNED = {
-    "kafka-0.11": Pinned((2121, 4995, 19), (23821, 55590, 17), HANGING, frozenset()),
-    "kafka-1.0": Pinned((17994, 55269, 46), (34977, 85194, 18), HANGING, frozenset()),
-    "kafka-2.5": Pinned((17994, 55269, 46), (35568, 86115, 18), HANGING, IDEMPOTENT),
-    "kafka-2.6": Pinned((17994, 55269, 46), (35568, 86115, 18), HANGING, IDEMPOTENT),
-    "kafka-2.7": Pinned((21610, 65665, 46), (35620, 86147, 18), HANGING, IDEMPOTENT),
+    "kafka-0.11": Pinned((2121, 4995, 19), (23822, 55594, 17), HANGING, frozenset()),
+    "kafka-1.0": Pinned((17994, 55269, 46), (34981, 85206, 18), HANGING, frozenset()),
+    "kafka-2.5": Pinned((17994, 55269, 46), (35572, 86127, 18), HANGING, IDEMPOTENT),
+    "kafka-2.6": Pinned((17994, 55269, 46), (35572, 86127, 18), HANGING, IDEMPOTENT),
+    "kafka-2.7": Pinned((21610, 65665, 46), (35624, 86159, 18), HANGING, IDEMPOTENT),
     # Before KAFKA-16386 a produce whose verification was lost is answered NETWORK_EXCEPTION,
     # after it NOT_ENOUGH_REPLICAS (both resent): on small, 3.6 has 282 states more, where that
     # answer and a NOT_ENOUGH_REPLICAS one to the same produce are in flight together.
-    "kafka-3.6": Pinned((37582, 118593, 50), (3389020, 12895808, 58), (),
+    "kafka-3.6": Pinned((37582, 118593, 50), (3389020, 12895856, 58), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-3.8": Pinned((37582, 118593, 50), (3388738, 12894977, 58), (),
+    "kafka-3.8": Pinned((37582, 118593, 50), (3388738, 12895025, 58), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-4.0": Pinned((18768, 55197, 44), (1199319, 4223353, 48), (),
+    "kafka-4.0": Pinned((18768, 55197, 44), (1199319, 4223385, 48), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((18768, 55359, 44), (1228502, 4368888, 49), (),
+    "kafka-4.1": Pinned((18768, 55359, 44), (1228502, 4368920, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.0.2": Pinned((18768, 55359, 44), (1225222, 4357182, 49), (),
+    "kafka-4.0.2": Pinned((18768, 55359, 44), (1225222, 4357214, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1.1": Pinned((16400, 48139, 44), (928744, 3262145, 49), (),
+    "kafka-4.1.1": Pinned((16400, 48139, 44), (928744, 3262177, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
     # KAFKA-19999: the marker the coordinator retries once the copy on the connection it closed
     # was written (or after a lost response) is rejected by KIP-1228's strict epoch check (23
     # steps; after a failover, 24).
-    "kafka-4.2": Pinned((18768, 55359, 44), (221150, 691854, 24), ("quiescent_completion",),
+    "kafka-4.2": Pinned((18768, 55359, 44), (221158, 691902, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     # 4.2.0 on: KAFKA-19999's equal-epoch retry is written again, as 4.1.1 writes any equal-epoch
     # marker; on small no marker meets an open transaction at its own epoch, so 4.1.1's counts.
-    "kafka-4.2.0": Pinned((16400, 48139, 44), (928744, 3262145, 49), (),
+    "kafka-4.2.0": Pinned((16400, 48139, 44), (928744, 3262177, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.3": Pinned((16400, 48139, 44), (928744, 3262145, 49), (),
+    "kafka-4.3": Pinned((16400, 48139, 44), (928744, 3262177, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((16420, 48189, 44), (930539, 3267256, 49), (),
+    "latest": Pinned((16420, 48189, 44), (930539, 3267288, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

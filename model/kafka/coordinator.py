@@ -477,11 +477,30 @@ def handle_write_txn_markers_response(K, w: World, m) -> World:
     return w._replace(coordinator=c._replace(markers=replace_at(c.markers, m.tid, frozenset({-1}))))
 
 
+def marker_may_be_lost(w: World, m) -> bool:
+    """Whether marker ``m`` (a WriteTxnMarkers or its response) may be lost (``network.loss``):
+    one the coordinator still awaits (``marker_awaited``), or one of an older coordinator epoch,
+    whose sender is gone: a killed broker's requests and answers die with its connections, and
+    a coordinator that resigned (or was killed) no longer waits for them. Kafka's
+    TransactionMarkerRequestCompletionHandler.onComplete takes such a loss (``wasDisconnected``)
+    as no marker to resend: the coordinator epoch changed, or the transaction is no longer its
+    (getTransactionState answers NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS), and it
+    calls TransactionMarkerChannelManager.removeMarkersForTxn (``marker_timed_out``). Without
+    it a marker of a deposed coordinator could only be delivered, late, and the leader would
+    have to take it (conformance divergence #12)."""
+    return m.coordinator_epoch < w.coordinator.coordinator_epoch or marker_awaited(w, m)
+
+
 def marker_timed_out(K, w: World, m) -> World:
     """A marker or its answer is lost: the request times out, InterBrokerSendThread completes
     it as disconnected and TransactionMarkerRequestCompletionHandler.onComplete re-enqueues the
     same marker (addTxnMarkersToBrokerQueue: producer id, epoch, result) while the coordinator
-    epoch is unchanged. If the first one was appended, the leader sees it twice."""
+    epoch is unchanged. If the first one was appended, the leader sees it twice. A marker of an
+    older coordinator epoch is not resent: onComplete finds the epoch changed (or the
+    coordinator gone) and calls removeMarkersForTxn; a killed coordinator resends nothing
+    (``marker_may_be_lost``)."""
+    if m.coordinator_epoch != w.coordinator.coordinator_epoch:
+        return w
     return w._replace(network=send(w.network, WriteTxnMarkers(
         Rpc.WriteTxnMarkers, m.partition, m.tid, m.producer_id, m.producer_epoch, m.committed,
         m.coordinator_epoch)))

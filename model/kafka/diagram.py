@@ -85,7 +85,7 @@ def describe(K, s, a, t, faults) -> tuple[Event, ...]:
     name = a[0]
     if name in faults:
         fault = faults[name]
-        events.append(Event("fault", fault.lifeline(K, a), label=fault.label(a)))
+        events.append(Event("fault", fault.lifeline(K, a), label=fault.label(a, s)))
     elif not (name in SENDER or name.startswith("Handle") or name.startswith("Receive")):
         events.append(Event("note", _actor(K, a), label=_note(s, a, t)))
     elif name.startswith("Handle") and (note := _handled(s, a, t)):

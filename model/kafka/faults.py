@@ -36,7 +36,7 @@ class Fault:
     rules: tuple[Rule, ...]              # the rules that spend the budget
     at: str                              # the component it happens at (COORDINATOR, ...)
     lifeline: Callable                   # (K, action) -> the lifeline it is drawn on
-    label: Callable                      # action -> the diagram's note
+    label: Callable                      # (action, the state it is taken in) -> the diagram's note
     default: int = 0
     # A search's budgets stay small; a real run's validation (kafka-mc real conform) adds what
     # its killed brokers and closed connections cost (realkafka/losses.py), hence the room
@@ -57,8 +57,9 @@ def _on_sender(K, a):
     return source if kind == "request" else target
 
 
-# Who sent a request, by Rpc: (still awaits it?, what it does when the request times out)
-_SENDERS = {Rpc.WriteTxnMarkers: (coordinator.marker_awaited, coordinator.marker_timed_out),
+# Who sent a request, by Rpc: (may it be lost? (its sender still awaits it, or, for a marker,
+# its coordinator is gone), what the sender does when the request times out)
+_SENDERS = {Rpc.WriteTxnMarkers: (coordinator.marker_may_be_lost, coordinator.marker_timed_out),
             Rpc.VerifyAddPartition: (partition.verification_awaited,
                                      partition.verification_timed_out)}
 _CLIENT = (producer.awaited, producer.request_timed_out)
@@ -72,11 +73,13 @@ def _timed_out(K, w, m):
     return _SENDERS.get(m.rpc & ~1, _CLIENT)[1](K, w, m)
 
 
-def _lost(a) -> str:
+def _lost(a, s) -> str:
     m = a[1]
     then = {Rpc.WriteTxnMarkers: "the coordinator sends the marker again",
             Rpc.VerifyAddPartition: "the leader fails the produce with a retriable error"
             }.get(m.rpc & ~1, "the request is sent again")
+    if m.rpc & ~1 == Rpc.WriteTxnMarkers and m.coordinator_epoch != s.coordinator.coordinator_epoch:
+        then = "its coordinator is gone, nothing is sent again"
     return f"{diagram.label(m)} lost: request.timeout.ms, {then}"
 
 
@@ -103,34 +106,34 @@ FAULTS = (
                 fair=WF("transaction.timeout.ms: TransactionCoordinator.abortTimedOutTransactions "
                         "runs every transaction.abort.timed.out.transaction.cleanup.interval.ms",
                         only=lambda tid, idle: idle)),),
-          COORDINATOR, _on_coordinator, lambda a: "transaction timeout: abort"),
+          COORDINATOR, _on_coordinator, lambda a, s: "transaction timeout: abort"),
     Fault("coordinator_failovers", "transaction coordinator failovers",
           (Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,
                 coordinator.elect_coordinator),),
           COORDINATOR, _on_coordinator,
-          lambda a: f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"),
+          lambda a, s: f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"),
     Fault("transactional_id_expirations",
           "transactional.id.expiration.ms passes for an idle transactional.id (-> Dead)",
           (Rule("ExpireTransactionalId", ("transactional_id",),
                 coordinator.expire_transactional_id_enabled, coordinator.expire_transactional_id),),
-          COORDINATOR, _on_coordinator, lambda a: "transactional.id expired: Dead (tombstone)"),
+          COORDINATOR, _on_coordinator, lambda a, s: "transactional.id expired: Dead (tombstone)"),
     # everything else
     Fault("producer_crashes", "producer crash/restart (old instance may be a zombie)",
           (Rule("CrashProducer", ("producer",), producer.crash_producer_enabled,
                 producer.crash_producer),),
           PRODUCER, _on_producer,
-          lambda a: "crashes; a new instance starts (this one may live on as a zombie)",
+          lambda a, s: "crashes; a new instance starts (this one may live on as a zombie)",
           default=1, max=4),
     Fault("request_delays", "requests held back and delivered out of order",
           (Rule("DelayRequest", ("message",), network.delay_request_enabled,
                 network.delay_request),),
-          NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} held back"),
+          NETWORK, _on_receiver, lambda a, s: f"{diagram.label(a[1])} held back"),
     Fault("request_duplicates",
           "a request is retried over a new connection (request.timeout.ms) and the copy left on "
           "the closed one may still arrive (its answer is lost)",
           (Rule("DuplicateRequest", ("message",), network.duplicate_request_enabled,
                 network.duplicate_request),),
-          NETWORK, _on_receiver, lambda a: f"{diagram.label(a[1])} retried on a new connection; "
+          NETWORK, _on_receiver, lambda a, s: f"{diagram.label(a[1])} retried on a new connection; "
           "the old copy may still arrive"),
     Fault("request_losses",
           "a request is lost (a client's, a marker, a leader's verification): request.timeout.ms, "
@@ -148,18 +151,18 @@ FAULTS = (
           (Rule("ExpireBatch", ("producer", "partition"), producer.expire_batch_enabled,
                 producer.expire_batch),),
           PRODUCER, _on_producer,
-          lambda a: f"batch to partition {a[2]} expired (delivery.timeout.ms) while in flight"),
+          lambda a, s: f"batch to partition {a[2]} expired (delivery.timeout.ms) while in flight"),
     Fault("producer_state_losses",
           "a leader drops an idle producer id's state (producer.id.expiration.ms)",
           (Rule("LoseProducerState", ("partition", "producer_id"),
                 partition.lose_producer_state_enabled, partition.lose_producer_state),),
           LEADER, lambda K, a: diagram.leader(K, a[1]),
-          lambda a: f"producer id {a[2]} expired: its state is forgotten"),
+          lambda a, s: f"producer id {a[2]} expired: its state is forgotten"),
     Fault("rebalances", "consumer group rebalances (consume-transform-produce)",
           (Rule("Rebalance", (), group_coordinator.rebalance_enabled,
                 group_coordinator.rebalance),),
           GROUP, lambda K, a: diagram.GROUP_COORDINATOR,
-          lambda a: "rebalance: the input partition moves to the next application, generation + 1"),
+          lambda a, s: "rebalance: the input partition moves to the next application, generation + 1"),
     Fault("offline_partitions",
           "a data partition has no leader for a while (NO_LEADER: its only in-sync replica's "
           "broker is down and fenced) until the broker is back and elected leader again; "
@@ -172,9 +175,9 @@ FAULTS = (
                 fair=WF("the broker restarts and the controller elects its replica leader "
                         "again (PartitionChangeBuilder.electLeader)"))),
           LEADER, lambda K, a: diagram.leader(K, a[1]),
-          lambda a: (f"partition {a[1]}: no leader (its broker down and fenced)"
-                     if a[0] == "PartitionOffline" else
-                     f"partition {a[1]}: its broker is back, elected leader")),
+          lambda a, s: (f"partition {a[1]}: no leader (its broker down and fenced)"
+                        if a[0] == "PartitionOffline" else
+                        f"partition {a[1]}: its broker is back, elected leader")),
     Fault("group_expiries",
           "the simple group (workload.simple_group), empty, is deleted by the group "
           "coordinator's offsets.retention.check.interval.ms cleanup when it has no committed "
@@ -183,7 +186,7 @@ FAULTS = (
           (Rule("ExpireGroup", (), group_coordinator.expire_group_enabled,
                 group_coordinator.expire_group),),
           GROUP, lambda K, a: diagram.GROUP_COORDINATOR,
-          lambda a: "group expired: its tombstone written (cleanupGroupMetadata)"),
+          lambda a, s: "group expired: its tombstone written (cleanupGroupMetadata)"),
 )
 
 BY_RULE = {r.name: f for f in FAULTS for r in f.rules}

@@ -17,7 +17,9 @@ folds that round trip into one.) ``LoseRequest`` and
 ``LoseResponse`` (``loss``) drop a request or its answer while its sender still waits for it, and
 the sender's request times out: a client resends (``producer.request_timed_out``), the
 transaction coordinator re-enqueues a marker (``coordinator.marker_timed_out``), a leader fails
-a verification with a retriable error (``partition.verification_timed_out``).
+a verification with a retriable error (``partition.verification_timed_out``). A marker of an
+older coordinator epoch may be lost too, and is not resent: its coordinator is gone
+(``coordinator.marker_may_be_lost``).
 """
 from __future__ import annotations
 
@@ -333,8 +335,10 @@ def without(w, m):
 
 def loss(budget_name: str, responses: bool, awaited, timed_out):
     """``enabled``/``apply`` of a rule losing a deliverable request (or response) whose sender
-    still waits for it (``awaited(w, m)``; never a copy on a closed connection): the budget is
-    spent, the message is gone and the sender's request times out (``timed_out(K, w, m)``)."""
+    still waits for it, or whose sender is gone (``awaited(w, m)``: a marker of an older
+    coordinator epoch; never a copy on a closed connection): the budget is spent, the message is
+    gone and the sender's request times out (``timed_out(K, w, m)``: a sender that is gone does
+    nothing)."""
     def enabled(K, w):
         if not budget(w, budget_name):
             return []

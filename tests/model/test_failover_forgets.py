@@ -35,4 +35,4 @@ def test_a_failover_forgets_last_producer_epoch_and_a_bump_retry_is_fenced():
         counts[flag] = (out.stats.distinct, out.stats.generated, out.stats.depth), bool(fenced)
         for s, a, t in fenced:
             assert s.coordinator.coordinator_epoch == 1     # only after the failover
-    assert counts == {False: ((75053, 253076, 35), False), True: ((76017, 255094, 35), True)}
+    assert counts == {False: ((75053, 255397, 35), False), True: ((76017, 257415, 35), True)}

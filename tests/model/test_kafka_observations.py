@@ -18,6 +18,7 @@ import pytest
 
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.kafka import coordinator, faults
 from kafka_mc.model.kafka.capabilities.observations import (APIS, lost_in_flight, norm,
                                                              not_leader_answers, observations)
 from kafka_mc.model.kafka.network import Rpc
@@ -519,8 +520,6 @@ def test_a_batch_expired_while_the_killed_broker_was_down_conforms():
     assert {"LoseRequest", "ExpireBatch", "AbortTransaction"} <= set(names)
 
 
-@pytest.mark.xfail(strict=True, reason="conformance #12: the old coordinator's marker is lost "
-                   "without resend (the model change of #12, next merge)")
 def test_9_a_controlled_shutdown_of_the_one_broker_conforms():
     """Real 4.4.0, network faults seed 303 (docs/conformance.md #9): the plan's soft failover, a
     controlled shutdown of the one broker, left the partitions without a leader (Metadata
@@ -577,7 +576,8 @@ def ending(name):
 @pytest.mark.parametrize("name, observed", [
     ("kafka-3.6.2-commit", 23), ("kafka-4.4.0-faults", 50),
     ("kafka-4.4.0-failover-open", 51), ("kafka-4.4.0-failover-batch-expired", 38),
-    ("kafka-4.4.0-marker-frame-dropped", 53), ("kafka-4.4.0-produce-concurrent", 57)])
+    ("kafka-4.4.0-marker-frame-dropped", 53), ("kafka-4.4.0-produce-concurrent", 57),
+    ("kafka-4.4.0-hold-duplicate", 55)])
 def test_real_runs_end_where_the_model_ends(name, observed):
     """Per transactional.id its state, producer id and epoch; per partition its log, producer
     states and whether an open transaction holds its LSO (one partition: 3 observations more,
@@ -626,18 +626,39 @@ def test_a_transaction_state_the_model_does_not_end_in_is_a_divergence():
                                 "state: recorded Ongoing, model CompleteCommit")
 
 
-@pytest.mark.xfail(strict=True, reason="conformance #12 (docs/conformance.md): a marker lost "
-                   "with the killed coordinator is resent at once by the model, never by Kafka")
-def test_divergence_12_a_marker_lost_with_its_coordinator_is_not_resent():
-    """4.4.0: the old coordinator's COMMIT marker (coordinator epoch 0) was on the wire when the
-    hard failover killed the broker; it was never appended and never resent, and the restarted
-    coordinator's marker (epoch 2 in Kafka, 1 in the model) is the one in the log. The model
-    loses a marker only as a timeout of a coordinator that lives on: its loss re-sends the
-    marker at once under the old epoch (coordinator.marker_timed_out), which the leader must
-    then take, so its log holds the epoch-0 marker."""
+def test_12_a_marker_lost_with_its_coordinator_is_not_resent(monkeypatch):
+    """4.4.0 (docs/conformance.md #12): the old coordinator's COMMIT marker (coordinator epoch 0)
+    was on the wire when the hard failover killed the broker; it was never appended and never
+    resent, and the restarted coordinator's marker (epoch 2 in Kafka, 1 in the model) is the one
+    in the log. The model loses a marker of an older coordinator epoch with no resend
+    (coordinator.marker_may_be_lost, marker_timed_out: TransactionMarkerRequestCompletionHandler.
+    onComplete removes the markers of a changed coordinator epoch, removeMarkersForTxn). Without
+    it a marker was lost only while its coordinator awaited it, and resent at once under its own
+    epoch, so the leader had to take the epoch-0 COMMIT: the end state's log was out of reach."""
     model, run = ending("kafka-4.4.0-hold-duplicate")
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
+    after = r.actions[[a[0] for a in r.actions].index("ElectCoordinator"):]
+    lost = [a[1] for a in after if a[0] == "LoseRequest" and a[1].rpc == Rpc.WriteTxnMarkers]
+    assert [(m.coordinator_epoch, m.committed) for m in lost] == [(0, True)]
+    appended = [a[1] for a in r.actions if a[0] == "HandleWriteTxnMarkers" and a[1].committed]
+    assert [m.coordinator_epoch for m in appended] == [1]
+    s, notes = next(iter(model.init_states())), []     # the diagram's note of that loss
+    for a in r.actions:
+        t = model.step(s, a)
+        if a[0] == "LoseRequest" and a[1].rpc == Rpc.WriteTxnMarkers:
+            notes += [e.label for e in model.describe(s, a, t)]
+        s = t
+    assert notes == ["WriteTxnMarkers(COMMIT, epoch=2, coordinatorEpoch=0) lost: "
+                     "request.timeout.ms, its coordinator is gone, nothing is sent again"]
+    # the model before: a marker lost only while awaited, and resent at once under the old
+    # epoch, so the epoch-0 marker the killed broker never answered comes back ahead of the new
+    # coordinator's (one connection, in order) and its leader must take it first
+    monkeypatch.setitem(faults._SENDERS, Rpc.WriteTxnMarkers,
+                        (coordinator.marker_awaited, coordinator.marker_timed_out))
+    d = validate(model, run).divergence
+    assert d.label.startswith("WriteTxnMarkers request") and " p0" in d.label
+    assert d.near[0].reason == "coordinator_epoch: recorded 1, model 0"
 
 
 def test_13_kafka_20734_met_through_the_harness_s_own_failover():

@@ -125,7 +125,7 @@ def test_a_late_duplicate_of_the_first_init_producer_id_aborts_a_prepared_transa
     last = v.path.actions[-1]
     assert last[0] == "HandleInitProducerId" and last[1].disconnected and last[2] is True
     clean = explore(bind("small", **TWO_PC, **{"faults.request_duplicates": 0}))
-    assert counts(clean) == (12865, 34531, 29) and clean.exit_code == 0, clean.violations
+    assert counts(clean) == (12865, 34563, 29) and clean.exit_code == 0, clean.violations
     broken = explore(bind("small", **TWO_PC, **WITHOUT_KAFKA_18953,
                           **{"faults.request_duplicates": 0}),
                      BfsOptions(properties=["prepared_transaction_kept"]))
@@ -229,13 +229,13 @@ def test_force_terminate_on_small_keeps_the_duplicate_finding():
     out = explore(bind("small", **FORCE))
     (v,) = out.violations
     assert v.property == "prepared_transaction_kept" and len(v.path) == 15
-    assert counts(out) == (6962, 14593, 15)
+    assert counts(out) == (6962, 14594, 15)
     assert "ForceTerminateTransaction" not in [a[0] for a in v.path.actions]
     model = bind("small", **FORCE, **{"faults.request_duplicates": 0})
     lost = recording(model, lambda s, a, t: a[0] == "ElectCoordinator"
                      and s.coordinator.force_terminated and not t.coordinator.force_terminated)
     clean = explore(model)
-    assert counts(clean) == (59438, 194116, 30) and clean.exit_code == 0, clean.violations
+    assert counts(clean) == (59438, 194448, 30) and clean.exit_code == 0, clean.violations
     assert lost and all(not a[1] for _, a, _ in lost)   # the fence's append not replicated
 
 

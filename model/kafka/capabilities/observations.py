@@ -442,10 +442,10 @@ def _lost_answer(match):
     """``match`` of an answer that died with its broker: the model loses it (``LoseResponse``)
     or its sender takes it as one it no longer waits for, changing nothing but the network (a
     marker's answer reaching the coordinator after a failover:
-    TransactionMarkerRequestCompletionHandler drops it). The second is needed because the
-    model's loss of an answer makes its sender resend at once (``coordinator.marker_timed_out``)
-    under the old coordinator epoch, where a killed coordinator resends nothing: it is the
-    answer reaching nobody, taken after the failover."""
+    TransactionMarkerRequestCompletionHandler drops it): the answer reaching nobody, taken
+    after the failover. The model's loss of a marker's answer resends the marker at once while
+    its coordinator epoch is current (``coordinator.marker_timed_out``); after the failover it
+    resends nothing (conformance #12), as the drop does, which spends no budget."""
     def lost(s, a, t):
         why = match(s, a, t)
         if why is not None or a[0] == "LoseResponse":
