@@ -161,8 +161,8 @@ def test_the_same_spark_run_twice_gives_the_same_trace_bytes(spark):
 
 def test_kafka_locality_keeps_most_transitions_in_their_partition():
     """Kafka places a state by its coordinator's and partition leaders' state and its fault
-    budgets (``_locality``): on tiny, 2 partitions, 5,141 of its 48,189 transitions cross
-    partitions, against 23,917 when the whole fingerprint places states. (Which transitions
+    budgets (``_locality``): on tiny, 2 partitions, 5,059 of its 48,189 transitions cross
+    partitions, against 24,271 when the whole fingerprint places states. (Which transitions
     cross depends on the hash values, so on the order of the budgets' fields: the fault table's,
     and on the World's fields: the coordinator's ghost ``force_terminated`` moved them from
     6,270 and 23,980.)"""
