@@ -54,9 +54,10 @@ Not modelled, from the fidelity audit (each a gap a check on these paths would m
 from __future__ import annotations
 
 from kafka_mc.model.kafka.network import (AddPartitionsToTxnResponse, EndTxnResponse, InitProducerIdResponse,
-                           Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, answer, send)
+                           Rpc, VerifyAddPartitionResponse, WriteTxnMarkers, answer, duplicate,
+                           send)
 from kafka_mc.model.kafka.world import (Append, Errors, Reply, TxnMetadata, TxnState as T, World, budget,
-                         replace_at, spend)
+                         offline_partitions, replace_at, spend)
 
 PREPARE = (T.PrepareCommit, T.PrepareAbort)
 COMPLETE = (T.Empty, T.CompleteCommit, T.CompleteAbort)
@@ -613,10 +614,77 @@ def elect_coordinator(K, w: World, replicated: bool) -> World:
     epoch is bumped, the cache is reloaded from the log (loadTransactionsForTxnTopicPartition),
     in-flight appends are replicated (``replicated``) or lost, the old leader's callbacks answer
     NOT_COORDINATOR, and markers of Prepare* transactions are sent again."""
+    return _reload(K, w, replicated, w.coordinator.coordinator_epoch + 1)
+
+
+def bounce_coordinator_enabled(K, w):
+    if not K.features.coordinator_bounce_keeps_epoch:
+        return []
+    return elect_coordinator_enabled(K, w)
+
+
+def bounce_coordinator(K, w: World, replicated: bool) -> World:
+    """The coordinator's broker is killed and restarts leading ``__transaction_state`` at the
+    same partition leader epoch, so TransactionCoordinator.onElection(partition,
+    coordinatorEpoch) reloads the log at the same coordinator epoch (conformance #15, real
+    3.6.2). KRaft before KAFKA-18106 (4.0) lets it: ClusterControlManager.registerBroker takes
+    the new incarnation once the old one's session is invalid (BrokerHeartbeatManager
+    .hasValidSession; on one combined node the restarted controller's heartbeat manager has
+    no live session to wait for) and writes only its RegisterBrokerRecord, no
+    PartitionChangeRecord: its partitions keep leader and leader epoch, and 3.8/3.9's
+    ReplicationControlManager.handleBrokerUncleanShutdown does nothing below the ELR metadata
+    version (isElrSupported). On several brokers it is a race the restart wins only when its
+    registration comes before the controller's stale-broker fence
+    (ReplicationControlManager.maybeFenceOneStaleBroker, which bumps the epoch as
+    ``elect_coordinator`` does). The flag ``coordinator_bounce_keeps_epoch``; the budget is
+    ``coordinator_failovers`` (a failover back to the same broker).
+
+    As ``elect_coordinator``: the log is reloaded with the in-flight appends replicated
+    (``replicated``) or lost, the killed incarnation's append callbacks answer NOT_COORDINATOR
+    and the Prepare* transactions' markers are sent again, here at the same coordinator epoch,
+    so the leaders take old and new markers alike (appendEndTxnMarker fences only a lower
+    coordinator epoch). What the killed incarnation had on the wire:
+
+    - its markers in flight leave on the connections it closed: each becomes a copy that may
+      still reach its leader at any later time, whose answer is lost (``disconnected``, as
+      ``DuplicateRequest``'s); a marker still waiting for its partition's leader (an offline
+      partition: markersQueueForUnknownBroker) dies with the process;
+    - the answers to its markers are lost (their connection is gone): the new incarnation's
+      TransactionMarkerRequestCompletionHandler only ever sees the answers to its own markers,
+      which a marker of the same coordinator epoch could not tell apart;
+    - a client's or a leader's request to it still in flight stands for the sender's retry
+      over a new connection to the restarted broker (Kafka's client and
+      AddPartitionsToTxnManager see the disconnect and send it again): the new incarnation
+      handles it, as its coordinator epoch is current; an answer it had sent may still arrive.
+
+    Abstractions: the restart is one step (the COORDINATOR_LOAD_IN_PROGRESS answers while it
+    loads are not modelled); the other partitions a killed broker led go offline apart
+    (``offline_partitions``)."""
+    old = w.coordinator
+    epoch = old.coordinator_epoch
+    offline = offline_partitions(w)
+
+    def mine(m):    # a marker of this incarnation, or its answer, on a connection it had open
+        return m.rpc & ~1 == Rpc.WriteTxnMarkers and m.coordinator_epoch == epoch \
+            and not (m.rpc == Rpc.WriteTxnMarkers and m.disconnected)
+    gone = [m for m in w.network + w.delayed if mine(m)]
+    if gone:
+        copies = [m._replace(disconnected=True) for m in gone
+                  if m.rpc == Rpc.WriteTxnMarkers and m.partition not in offline]
+        w = w._replace(network=tuple(m for m in w.network if not mine(m)),
+                       delayed=duplicate(tuple(m for m in w.delayed if not mine(m)), *copies))
+    return _reload(K, w, replicated, epoch)
+
+
+def _reload(K, w: World, replicated: bool, epoch: int) -> World:
+    """loadTransactionsForTxnTopicPartition at coordinator epoch ``epoch``: the log with the
+    in-flight appends replicated (``replicated``) or lost becomes the cache, the old
+    coordinator's callbacks answer NOT_COORDINATOR, and Prepare* transactions' markers are
+    sent again."""
     old = w.coordinator
     log = tuple(written(K, _logged(a.target)) if replicated and a else t
                 for t, a in zip(old.log, old.appends))
-    c = old._replace(coordinator_epoch=old.coordinator_epoch + 1, log=log, txns=log,
+    c = old._replace(coordinator_epoch=epoch, log=log, txns=log,
                      appends=((),) * len(log), markers=(frozenset(),) * len(log))
     if old.force_terminated:
         c = c._replace(force_terminated=_terminations_in_effect(old.force_terminated, log))

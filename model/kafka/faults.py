@@ -109,9 +109,15 @@ FAULTS = (
           COORDINATOR, _on_coordinator, lambda a, s: "transaction timeout: abort"),
     Fault("coordinator_failovers", "transaction coordinator failovers",
           (Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,
-                coordinator.elect_coordinator),),
+                coordinator.elect_coordinator),
+           # a failover back to the same broker at the same coordinator epoch (KRaft before
+           # 4.0: protocol.coordinator_bounce_keeps_epoch)
+           Rule("BounceCoordinator", ("replicated",), coordinator.bounce_coordinator_enabled,
+                coordinator.bounce_coordinator)),
           COORDINATOR, _on_coordinator,
-          lambda a, s: f"failover (an in-flight log append is {'replicated' if a[1] else 'lost'})"),
+          lambda a, s: ("failover" if a[0] == "ElectCoordinator" else
+                        "bounce: restarted at the same coordinator epoch") +
+          f" (an in-flight log append is {'replicated' if a[1] else 'lost'})"),
     Fault("transactional_id_expirations",
           "transactional.id.expiration.ms passes for an idle transactional.id (-> Dead)",
           (Rule("ExpireTransactionalId", ("transactional_id",),

@@ -263,8 +263,9 @@ def hold_back(network: tuple, delayed: tuple, i: int) -> tuple[tuple, tuple]:
     return remove(network, i), tuple(sorted(delayed + (network[i],), key=_order))
 
 
-def duplicate(delayed: tuple, m) -> tuple:
-    return tuple(sorted(delayed + (m,), key=_order))
+def duplicate(delayed: tuple, *messages) -> tuple:
+    """``delayed`` with ``messages`` held back too (the sorted multiset)."""
+    return tuple(sorted(delayed + messages, key=_order)) if messages else delayed
 
 
 def delivery(rpc: Rpc, handler, to_producer: bool = False):

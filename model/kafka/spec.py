@@ -5,8 +5,8 @@ Actions are named after Kafka's events: the application's calls (``InitTransacti
 requests (``Send<Rpc>``), the handlers that receive them (``Handle<Rpc>``), the client receiving
 responses (``Receive<Rpc>Response``), internal events (``CommitTxnLogAppend``,
 ``ExpireVerificationRetry``, ``Fetch``) and the faults of ``kafka_mc.model.kafka.faults`` (the
-coordinator's ``ExpireTransaction``, ``ElectCoordinator`` and ``ExpireTransactionalId`` among its
-rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
+coordinator's ``ExpireTransaction``, ``ElectCoordinator`` / ``BounceCoordinator`` and
+``ExpireTransactionalId`` among its rules; ``CrashProducer``, ``DelayRequest``, ``DuplicateRequest``, ``LoseRequest``,
 ``LoseResponse``, ``ExpireBatch``, ``LoseProducerState``, ``Rebalance``, ``PartitionOffline`` /
 ``ElectLeader`` and ``ExpireGroup`` last) and an
 operator's ``ForceTerminateTransaction`` (KIP-939's Admin call, ``workload.force_terminate``,

@@ -81,9 +81,9 @@ def client_edges(s, t):
 
 
 def coordinator_step(s, a, t):
-    """The coordinator's edges of step ``a`` (none for a failover: a reload from the log is not
-    a transition)."""
-    if s.coordinator.txns is t.coordinator.txns or a[0] == "ElectCoordinator":
+    """The coordinator's edges of step ``a`` (none for a failover or a bounce: a reload from the
+    log is not a transition)."""
+    if s.coordinator.txns is t.coordinator.txns or a[0] in ("ElectCoordinator", "BounceCoordinator"):
         return ()
     return coordinator_edges(s, t)
 

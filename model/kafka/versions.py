@@ -28,6 +28,23 @@ class Features(NamedTuple):
                                            # verification failed with NETWORK_EXCEPTION fails the
                                            # produce with NOT_ENOUGH_REPLICAS (3.6.x: as is);
                                            # found by conformance on real 3.6.2
+    coordinator_bounce_keeps_epoch: bool = False  # KRaft 3.x before KAFKA-18106 (on the
+                                           # 3.6 .. 3.9 presets, off again from 4.0): a killed
+                                           # broker that restarts and re-registers before the
+                                           # controller fenced it keeps its partitions' leadership
+                                           # at the same leader epoch (ClusterControlManager
+                                           # .registerBroker accepts a new incarnation once the
+                                           # old session is invalid and writes no
+                                           # PartitionChangeRecord; 3.8/3.9's
+                                           # ReplicationControlManager.handleBrokerUncleanShutdown
+                                           # returns unless the metadata version supports ELR,
+                                           # which no production one does), so
+                                           # TransactionCoordinator.onElection reloads
+                                           # __transaction_state at the same coordinator epoch:
+                                           # the fault BounceCoordinator. 4.0 (KAFKA-18106
+                                           # 0ff55c316a, KAFKA-18635 226532a966) moves a new
+                                           # incarnation's leadership away (handleBrokerShutdown:
+                                           # "as if the broker was fenced"), bumping the epoch
     transaction_version: int = 1           # 1, or 2 = KIP-890 part 2 (4.0): epoch bump at every EndTxn
     verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries
                                            # a produce's verification answered
@@ -151,8 +168,13 @@ _preset("kafka-3.6", "kafka-2.7",
         "and the client resends it; one that failed with NETWORK_EXCEPTION (its request timed "
         "out or its connection closed) fails the produce with NETWORK_EXCEPTION, which the "
         "client retries too (ReplicaManager.appendRecords' unverifiedResults; Sender.canRetry: a "
-        "RetriableException).",
-        partition_verification=True, verification_guard=True)
+        "RetriableException). A transaction coordinator's broker killed and restarted before the "
+        "controller fenced it comes back leading __transaction_state at the same leader epoch, "
+        "hence the same coordinator epoch (KRaft: ClusterControlManager.registerBroker writes no "
+        "PartitionChangeRecord for a new incarnation; seen on real 3.6.2, conformance #15): the "
+        "fault BounceCoordinator (coordinator_bounce_keeps_epoch, on until kafka-4.0).",
+        partition_verification=True, verification_guard=True,
+        coordinator_bounce_keeps_epoch=True)
 _preset("kafka-3.8", "kafka-3.6",
         "3.7.1, 3.8 .. 3.9: a verification failed with NETWORK_EXCEPTION fails the produce with "
         "NOT_ENOUGH_REPLICAS as the coordinator's retriable errors do (KAFKA-16386, "
@@ -167,8 +189,13 @@ _preset("kafka-4.0", "kafka-3.8",
         "leaders accept a marker whose epoch equals the stored one. The group coordinator (the "
         "Java one, the default from 4.0) deletes an empty group whose only offsets are pending "
         "transactional ones (KAFKA-19163, OffsetMetadataManager.cleanupExpiredOffsets: "
-        "group_expiry_ignores_pending_offsets, on until kafka-4.0.2).",
-        transaction_version=2, group_expiry_ignores_pending_offsets=True)
+        "group_expiry_ignores_pending_offsets, on until kafka-4.0.2). "
+        "A broker restarted uncleanly loses its partitions' leadership when it registers again "
+        "(KAFKA-18106, KAFKA-18635: ReplicationControlManager.handleBrokerShutdown), so a "
+        "coordinator's restart always bumps the coordinator epoch "
+        "(coordinator_bounce_keeps_epoch off).",
+        transaction_version=2, group_expiry_ignores_pending_offsets=True,
+        coordinator_bounce_keeps_epoch=False)
 # KAFKA-19163 (4.0.0 only; fixed in 4.0.1 by 48f75616d7 and in 4.1.0 by 1293658cca) is the flag
 # group_expiry_ignores_pending_offsets, on kafka-4.0 and kafka-4.1 (which stand for 4.0.0) and off
 # again from kafka-4.0.2 (and kafka-4.2, on the 4.1 line): OffsetMetadataManager

@@ -334,13 +334,20 @@ BUDGETS = {"delay": "request_delays", "duplicate": "request_duplicates",
            "drop-request": "request_losses", "drop-response": "response_losses"}
 
 
-def recorded(name):
+def recorded(name, timeouts=False, **protocol):
+    """The model of run ``name`` (its preset, its plan's faults as budgets) and its events;
+    ``timeouts``: the plan's pauses (an application past transaction.timeout.ms) count as
+    transaction timeouts, as the run's configuration budgeted them; ``protocol``: flags set
+    over the preset's."""
     folder = RUNS / name
     run = read_events(folder / "events.jsonl", folder / "history.jsonl")
     plan = json.loads((folder / "plan.json").read_text())
     version = json.loads((folder / "report.json").read_text())["version"]
     budgets = Counter(BUDGETS[f["kind"]] for f in plan["network"])
     budgets["coordinator_failovers"] += len(plan["failovers"])
+    if timeouts:
+        budgets["transaction_timeouts"] += sum(t.get("pause", False) for i in plan["instances"]
+                                               for t in i["txns"])
     # what killed brokers cost besides (requests left unanswered, batches expired meanwhile)
     budgets.update({k.split(".")[1]: v for k, v in losses.budgets(
         lambda name: budgets[name], run, plan).items() if k != "faults.total"})
@@ -351,7 +358,8 @@ def recorded(name):
                  "workload.records_per_transaction": max(len(t["partitions"])
                                                          for i in plan["instances"]
                                                          for t in i["txns"]),
-                 **{f"faults.{k}": v for k, v in budgets.items()}}
+                 **{f"faults.{k}": v for k, v in budgets.items()},
+                 **{f"protocol.{k}": v for k, v in protocol.items()}}
     return tiny(**overrides), run
 
 
@@ -568,8 +576,8 @@ def test_9_without_the_not_leader_answers_seen_as_losses_the_run_diverges(monkey
 from kafka_mc.explorers.cli.real import end_state  # noqa: E402
 
 
-def ending(name):
-    model, run = recorded(name)
+def ending(name, timeouts=False, **protocol):
+    model, run = recorded(name, timeouts, **protocol)
     return model, run + end_state(RUNS / name)
 
 
@@ -707,21 +715,39 @@ def test_14_a_leader_killed_with_marker_answers_in_flight():
         [[None, "COMMIT", None, "COMMIT"]] * 2
 
 
-@pytest.mark.xfail(strict=True, reason="conformance #15 (docs/conformance.md): a coordinator "
-                   "bounced at the same coordinator epoch is not modelled")
 def test_15_a_coordinator_bounced_at_the_same_epoch():
     """3.6.2, network-faults seed 3007 (round 4): the plan's hard failover killed the one broker
     (broker and controller in one process) right after the first abort's marker was answered;
     restarted, it led __transaction_state at the same leader epoch (0: no controller was left
     to fence it), so the coordinator reloaded the transaction in PrepareAbort and resent its
-    marker with coordinator epoch 0. The model's failover always bumps the coordinator epoch
-    (coordinator.elect_coordinator: a new leader of the transaction log), so its resent marker
-    carries 1. Kafka does this whenever a broker restarts within broker.session.timeout.ms
-    (its partitions' leadership and epochs unchanged): a bounce, not modelled yet."""
-    model, run = ending("kafka-3.6.2-bounce-same-epoch")
+    marker with coordinator epoch 0. The model's failover bumps the coordinator epoch
+    (coordinator.elect_coordinator: a new leader of the transaction log); on the presets of
+    KRaft before 4.0 (coordinator_bounce_keeps_epoch: ClusterControlManager.registerBroker
+    keeps a re-registered broker's leadership, KAFKA-18106 took it away in 4.0) the failover may
+    be a bounce (coordinator.bounce_coordinator), at the same coordinator epoch. The plan's
+    paused transaction timed out (its abort's marker, epoch 2, coordinator epoch 0 still)."""
+    model, run = ending("kafka-3.6.2-bounce-same-epoch", timeouts=True)
     epochs = {m.get("coordinator_epoch") for e in run if e.get("api") == "WriteTxnMarkers"
               and e.get("direction") == "request"
               for m in (e.get("fields") or {}).get("markers") or ()}
     assert epochs == {0}           # one marker sent before the kill, four after it
+    assert model.params.features.coordinator_bounce_keeps_epoch
     r = validate(model, run, max_nodes=30_000)
     assert r.conforms, "\n".join(r.divergence.report())
+    assert [a for a in r.actions if a[0] in faults.BY_RULE
+            and faults.BY_RULE[a[0]].budget == "coordinator_failovers"] == \
+        [("BounceCoordinator", False)]      # the CompleteAbort in flight was lost
+    resent = [a[1] for a in r.actions[[a[0] for a in r.actions].index("BounceCoordinator"):]
+              if a[0] == "HandleWriteTxnMarkers"]
+    assert {m.coordinator_epoch for m in resent} == {0}
+
+
+def test_15_without_the_bounce_the_resent_marker_diverges():
+    """The model before #15 (the flag off on the 3.6 preset): its only failover takes
+    coordinator epoch 1, so the marker the restarted coordinator resent with epoch 0 (and every
+    later one) is out of reach."""
+    model, run = ending("kafka-3.6.2-bounce-same-epoch", timeouts=True,
+                        coordinator_bounce_keeps_epoch=False)
+    r = validate(model, run, max_nodes=30_000)
+    assert not r.conforms
+    assert "WriteTxnMarkers request" in r.divergence.report()[0]

@@ -160,3 +160,61 @@ def test_kafka_20090_the_last_epoch_carve_out_closes_its_own_transaction(preset,
     assert out.exit_code == 0, out.violations
     assert bool(at_last) == met
     assert counts(out) == expected
+
+
+def _first(model, found, limit=50_000):
+    """A breadth-first search of ``model`` for the first state ``found`` accepts."""
+    from collections import deque
+    s0 = next(iter(model.init_states()))
+    seen, todo = {s0}, deque([s0])
+    while todo and len(seen) < limit:
+        s = todo.popleft()
+        if found(s):
+            return s
+        for a in model.actions(s):
+            t = model.step(s, a)
+            if t not in seen:
+                seen.add(t)
+                todo.append(t)
+    raise AssertionError("no such state")
+
+
+def test_a_bounce_keeps_the_coordinator_epoch_and_the_old_marker_still_writes():
+    """Conformance #15 (KRaft before 4.0, coordinator_bounce_keeps_epoch): the coordinator's
+    broker restarts leading the transaction log at the same epoch. Its marker on the wire is
+    left on a closed connection (``disconnected``: the leader may still write it, its answer is
+    lost), the reloaded coordinator resends it at the same coordinator epoch, and the leader
+    takes either (appendEndTxnMarker fences only a lower one). ``ElectCoordinator`` from the
+    same state takes epoch 1, and the bounce is no step of 4.0 and later."""
+    model = bind("kafka-3.6", **{"faults.coordinator_failovers": 1, "faults.producer_crashes": 0})
+    sent = lambda s: [m for m in s.network if m.rpc == Rpc.WriteTxnMarkers]
+    s = _first(model, lambda s: sent(s) and ("BounceCoordinator", False) in model.actions(s))
+    (old,) = sent(s)
+    assert old.coordinator_epoch == s.coordinator.coordinator_epoch == 0
+    t = model.step(s, ("BounceCoordinator", False))
+    assert t.coordinator.coordinator_epoch == 0 and t.budgets.coordinator_failovers == 0
+    assert sent(t) == [old]                                     # the new incarnation's resend
+    assert t.delayed == (old._replace(disconnected=True),)      # the old one, on a closed conn
+    copy = ("HandleWriteTxnMarkers", old._replace(disconnected=True), True)
+    assert copy in model.actions(t)
+    u = model.step(t, copy)
+    k = old.partition
+    assert len(u.partitions[k].log) == len(t.partitions[k].log) + 1      # written
+    assert u.partitions[k].log[-1].control != Control.DATA
+    assert not any(m.rpc == Rpc.WriteTxnMarkersResponse for m in u.network)   # answer lost
+    # the coordinator still waits for its own marker's answer, then completes
+    (resent,) = [a for a in model.actions(u) if a[0] == "HandleWriteTxnMarkers"]
+    v = model.step(u, resent)
+    assert any(m.rpc == Rpc.WriteTxnMarkersResponse for m in v.network)
+    e = model.step(s, ("ElectCoordinator", False))
+    assert e.coordinator.coordinator_epoch == 1 and sent(e)[0] == old    # still in its FIFO
+    assert ("BounceCoordinator", False) not in bind(
+        "kafka-4.0", **{"faults.coordinator_failovers": 1}).actions(s)
+
+
+@pytest.mark.parametrize("preset", ["kafka-3.6", "latest"])
+def test_it_holds_with_a_failover_on_tiny(preset):
+    """The marker property with a failover budgeted: on kafka-3.6 a bounce besides."""
+    out = explore(bind(preset, **{"faults.coordinator_failovers": 1}),
+                  BfsOptions(properties=PROPERTY))
+    assert out.exit_code == 0, out.violations

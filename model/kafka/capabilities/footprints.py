@@ -8,7 +8,7 @@ Locations are the components of ``World`` and the ends of its connections:
   transaction or an expired batch changes it; a writer of it writes ``("P", t)`` too); ``"C"``: the transaction coordinator
   (TransactionStateManager, TransactionMarkerChannelManager) but its epoch, ``"CE"``: the
   coordinator epoch (what FindCoordinator and a leader's verification request read; only
-  ``ElectCoordinator`` changes it); ``("L", k)``: partition ``k``'s leader (ReplicaManager,
+  ``ElectCoordinator`` changes it, ``BounceCoordinator`` keeps it); ``("L", k)``: partition ``k``'s leader (ReplicaManager,
   ProducerStateManager; ``__consumer_offsets`` after the data partitions); ``("R", c)``:
   consumer ``c``; ``"G"``: the consumer group (GroupCoordinator); ``("D", conn)``: the messages
   of a connection held back (``World.delayed``: a sorted multiset, so holding back or delivering
@@ -244,6 +244,14 @@ class Layout:
             w = F([C, B]) | self.coordinator_out | (F([CE]) if r == "ElectCoordinator" else F())
             out[(r,)] = Footprint(F([C, CE, B]) | (self.markers_read if r == "ElectCoordinator"
                                                     else F()), w)
+        elif r == "BounceCoordinator":   # the epoch kept; the markers on the wire and their
+            # answers taken off every marker connection (coordinator.bounce_coordinator), and
+            # which partitions are offline read (a marker waiting for a leader dies)
+            wire = F(x for c in self.conns if c[0] in (4, 5)
+                     for x in (("H", c), ("T", c), ("D", c)))
+            offline = F([("L", k) for k in range(K.partitions)]) if self.leaderless else F()
+            out[(r,)] = Footprint(F([C, CE, B]) | self.markers_read | wire | offline,
+                                  F([C, B]) | self.coordinator_out | wire)
         elif r == "PartitionOffline":   # enabled while no verification of k is in flight
             for k in range(K.partitions):
                 quiet = F(x for c in self.conns if 6 <= c[0] <= 7 and c[2] == k

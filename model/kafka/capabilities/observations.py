@@ -50,7 +50,9 @@ order, the client matches answers in order) and one per client process of the hi
 Silent (nothing records them): the client's ``Send<Rpc>`` and ``CompleteTransaction`` (its
 queue), ``CommitTxnLogAppend`` (a transaction-log append completing inside the coordinator's
 broker), the coordinator's timers and elections (``ExpireTransaction``, ``ElectCoordinator``,
-``ExpireTransactionalId``), a partition's leader lost and elected again
+``BounceCoordinator``: the harness's hard failover is the one or, where the preset has
+``coordinator_bounce_keeps_epoch`` (KRaft before 4.0), the other, its markers resent at the same
+coordinator epoch, ``ExpireTransactionalId``), a partition's leader lost and elected again
 (``PartitionOffline``, ``ElectLeader``: a broker killed and started by the harness, not a
 request), ``CrashProducer`` (the application abandons an instance: seen only as
 the next instance's calls), ``ExpireBatch``, ``LoseProducerState``, the consume-transform-produce
@@ -504,7 +506,7 @@ APPLICATION = ("InitTransactions", "BeginTransaction", "Send", "CommitTransactio
                "AbortTransaction")
 SILENT = frozenset({"SendAddPartitionsToTxn", "SendProduce", "SendTxnOffsetCommit", "SendEndTxn",
                     "CompleteTransaction", "CommitTxnLogAppend", "ExpireTransaction",
-                    "ElectCoordinator", "ExpireTransactionalId", "CrashProducer", "ExpireBatch",
+                    "ElectCoordinator", "BounceCoordinator", "ExpireTransactionalId", "CrashProducer", "ExpireBatch",
                     "LoseProducerState", "Rebalance", "OffsetFetch", "SendOffsetsToTransaction",
                     "PartitionOffline", "ElectLeader", "ExpireGroup"})
 SKIPPED = frozenset({"Fetch"})

@@ -6,10 +6,10 @@ Declared (``symmetries``), each only where the model treats its members alike:
   and no rule or property singles one out. Not with consume-transform-produce (the group's
   input partition starts owned by id 0 and a ``Rebalance`` hands it to the next id in order,
   ``(owner + 1) % ids``, which commutes only with rotations; a simple group's stays with id 0),
-  and not with coordinator failovers
-  (``ElectCoordinator`` resends the markers of every Prepare* transaction in id order, and
-  markers of two ids to one partition share that partition's FIFO connection, so the renamed
-  state's queue is in another order than the renamed step's). Producer ids are data, not names:
+  and not with coordinator failovers (``ElectCoordinator`` and ``BounceCoordinator`` resend the
+  markers of every Prepare* transaction in id order, and markers of two ids to one partition
+  share that partition's FIFO connection, so the renamed state's queue is in another order
+  than the renamed step's). Producer ids are data, not names:
   the coordinator allocates them in order (``next_producer_id``) to whichever id asks first, so
   they are kept. A producer instance is renamed with its transactional.id (instance ``j`` of id
   ``t`` is producer ``t * producers_per_id + j``).
