@@ -34,5 +34,6 @@ def test_a_failover_forgets_last_producer_epoch_and_a_bump_retry_is_fenced():
         assert out.exit_code == 0, out.violations
         counts[flag] = (out.stats.distinct, out.stats.generated, out.stats.depth), bool(fenced)
         for s, a, t in fenced:
-            assert s.coordinator.coordinator_epoch == 1     # only after the failover
-    assert counts == {False: ((75053, 255397, 35), False), True: ((76017, 257415, 35), True)}
+            assert s.budgets.coordinator_failovers == 0    # only after the failover (on
+            # kafka-3.6 a bounce too, at the same coordinator epoch: conformance #15)
+    assert counts == {False: ((111024, 378592, 35), False), True: ((113155, 383152, 35), True)}

@@ -25,8 +25,7 @@ producer id taken at completion when the epoch is exhausted, KIP-890), ``AddPart
 (appendTransactionToLog's callback, with markers sent and completion prepared),
 ``MarkerAck`` (TransactionMarkerRequestCompletionHandler), ``ExpireTransaction``
 (abortTimedOutTransactions), ``ExpireTransactionalId``, ``ElectCoordinator`` (reload from the
-log, the in-flight append replicated or lost; the explicit model's ``BounceCoordinator`` too,
-which differs only in the coordinator epoch this model does not keep), ``ReceiveProducerId`` (InitProducerId / TV2 EndTxn
+log, the in-flight append replicated or lost), ``ReceiveProducerId`` (InitProducerId / TV2 EndTxn
 responses), ``WriteTxnMarker`` (appendEndTxnMarker's epoch checks, KIP-1228, KAFKA-19999),
 ``Produce`` (checkProducerEpoch), ``LoseProducerState``; ``Stutter`` is every step that leaves
 the projection alone. Faults are actions only if the configuration's budget for them is not 0,
@@ -784,7 +783,9 @@ def project_action(K, s, a, t):
                                                                "E": p.producer_epoch}
     if name == "HandleWriteTxnMarkersResponse":
         return "MarkerAck", {}, {}
-    if name in ("ElectCoordinator", "BounceCoordinator"):   # (no coordinator epoch here)
+    # the explicit BounceCoordinator (conformance #15) differs from ElectCoordinator only in the
+    # coordinator epoch and the messages on the wire, neither of which this model keeps
+    if name in ("ElectCoordinator", "BounceCoordinator"):
         return "ElectCoordinator", {}, {"replicated": bool(a[1])}
     if name == "LoseProducerState":
         return "LoseProducerState", {"partition": a[1]}, {}
