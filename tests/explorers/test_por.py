@@ -15,6 +15,7 @@ from kafka_mc.model import registry
 from kafka_mc.model.core import Capabilities, Expectation, Footprint, ModelBase, Property
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.kafka.capabilities import footprints, mutants
+from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.versions import PRESETS
 from kafka_mc.explorers.bfs.search import BfsOptions, explore
 from kafka_mc.explorers.reductions.por import Reducer, sample_states, self_check
@@ -183,7 +184,7 @@ def test_kafka_self_check_with_delays(faults):
     assert self_check(m, states) == []
 
 
-@pytest.mark.parametrize("preset", ["kafka-2.6", "kafka-4.2", "latest"])
+@pytest.mark.parametrize("preset", ["kafka-2.6", "kafka-3.6", "kafka-4.2", "latest"])
 def test_kafka_same_verdicts_where_a_request_can_be_held_back(preset):
     m = kafka(preset, **{"faults.request_delays": 1, "faults.producer_crashes": 0,
                          "faults.coordinator_failovers": 1})
@@ -477,3 +478,23 @@ def test_cli_por_and_symmetry_with_spark_is_the_reduced_bfs(tmp_path):
                 doc["reduction"]["reduced_states"], doc["symmetry"]["order"])
 
     assert run("--explorer", "spark") == run() == (49685, 137895, 19116, 2)
+
+
+def test_kafka_self_check_bounce():
+    """BounceCoordinator (kafka-3.6, conformance #15) keeps the coordinator epoch and takes the
+    markers on the wire and their answers off every marker connection: its declaration holds
+    on the states it is taken in with markers, held-back messages or answers in flight, and on
+    the states it leads to."""
+    from tests.model.test_faults import _recording as recording
+    m = kafka("kafka-3.6", **{"faults.coordinator_failovers": 1, "faults.request_delays": 1,
+                              "faults.producer_crashes": 0})
+
+    def wire(s, a, t):
+        return a[0] == "BounceCoordinator" and any(
+            x.rpc in (Rpc.WriteTxnMarkers, Rpc.WriteTxnMarkersResponse)
+            for x in s.network + s.delayed)
+    seen = recording(m, wire)
+    explore(m, BfsOptions(keep_going=True))
+    assert len(seen) == 18
+    assert any(x.disconnected for _, _, t in seen for x in t.delayed)
+    assert self_check(m, [s for s, _, _ in seen] + [t for _, _, t in seen]) == []
