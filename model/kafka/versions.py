@@ -29,7 +29,7 @@ class Features(NamedTuple):
                                            # produce with NOT_ENOUGH_REPLICAS (3.6.x: as is);
                                            # found by conformance on real 3.6.2
     coordinator_bounce_keeps_epoch: bool = False  # KRaft 3.x before KAFKA-18106 (on the
-                                           # 3.6 .. 3.9 presets, off again from 4.0): a killed
+                                           # 2.7 .. 3.9 presets, off again from 4.0): a killed
                                            # broker that restarts and re-registers before the
                                            # controller fenced it keeps its partitions' leadership
                                            # at the same leader epoch (ClusterControlManager
@@ -159,8 +159,16 @@ _preset("kafka-2.6", "kafka-2.5",
         "epoch is still answered with INVALID_PRODUCER_EPOCH.",
         strict_end_txn_epoch=True)
 _preset("kafka-2.7", "kafka-2.6",
-        "2.7 .. 3.5: the coordinator answers a fenced epoch with PRODUCER_FENCED (KAFKA-9911).",
-        producer_fenced_error=True)
+        "2.7 .. 3.5: the coordinator answers a fenced epoch with PRODUCER_FENCED (KAFKA-9911). "
+        "From here until kafka-4.0 a transaction coordinator's broker killed and restarted "
+        "before the controller fenced it may come back leading __transaction_state at the same "
+        "leader epoch, hence the same coordinator epoch: the fault BounceCoordinator "
+        "(coordinator_bounce_keeps_epoch; seen on real 3.6.2, conformance #15). KRaft (3.3 .. "
+        "3.9): ClusterControlManager.registerBroker takes the new incarnation and writes no "
+        "PartitionChangeRecord. (The ZooKeeper controller of 2.7 .. 3.5 bumps the leader epoch "
+        "of a broker it sees bounce, KafkaController.processBrokerChange: the flag is for the "
+        "KRaft releases, 3.5.2 among them.)",
+        producer_fenced_error=True, coordinator_bounce_keeps_epoch=True)
 _preset("kafka-3.6", "kafka-2.7",
         "3.6.0 .. 3.7.0: KIP-890 part 1, leaders verify with the coordinator before a "
         "transaction's first write, with a verification guard cleared by markers; a verification "
@@ -168,13 +176,8 @@ _preset("kafka-3.6", "kafka-2.7",
         "and the client resends it; one that failed with NETWORK_EXCEPTION (its request timed "
         "out or its connection closed) fails the produce with NETWORK_EXCEPTION, which the "
         "client retries too (ReplicaManager.appendRecords' unverifiedResults; Sender.canRetry: a "
-        "RetriableException). A transaction coordinator's broker killed and restarted before the "
-        "controller fenced it comes back leading __transaction_state at the same leader epoch, "
-        "hence the same coordinator epoch (KRaft: ClusterControlManager.registerBroker writes no "
-        "PartitionChangeRecord for a new incarnation; seen on real 3.6.2, conformance #15): the "
-        "fault BounceCoordinator (coordinator_bounce_keeps_epoch, on until kafka-4.0).",
-        partition_verification=True, verification_guard=True,
-        coordinator_bounce_keeps_epoch=True)
+        "RetriableException).",
+        partition_verification=True, verification_guard=True)
 _preset("kafka-3.8", "kafka-3.6",
         "3.7.1, 3.8 .. 3.9: a verification failed with NETWORK_EXCEPTION fails the produce with "
         "NOT_ENOUGH_REPLICAS as the coordinator's retriable errors do (KAFKA-16386, "
