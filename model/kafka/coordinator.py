@@ -11,7 +11,10 @@ A transition is prepared in memory (``pending_state`` set), appended to the log,
 coordinator epoch did not change meanwhile. ``ElectCoordinator`` moves leadership of the
 transaction log: the new coordinator reloads the log (the in-flight append is replicated or
 lost, both are possible), the old one answers its pending callbacks NOT_COORDINATOR, and markers
-of transactions in PrepareCommit/PrepareAbort are sent again.
+of transactions in PrepareCommit/PrepareAbort are sent again. ``BounceCoordinator`` (KRaft before
+4.0: ``coordinator_bounce_keeps_epoch``, conformance #15) is the same reload by the broker that
+was killed and restarted leading the log at the same leader epoch, hence the same coordinator
+epoch (``bounce_coordinator`` says what becomes of the killed incarnation's messages).
 
 ``ExpireTransactionalId`` (removeExpiredTransactionalIds) moves an idle transactional.id (Empty,
 CompleteCommit, CompleteAbort) to Dead with a tombstone; once replicated its metadata is gone and
