@@ -229,7 +229,9 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
                                    lambda w: any(p.producer_id == 1 for p in w.producers)),)
     out = explore(model)
-    assert out.violations == () and out.stats.distinct == 56_041
+    # 56,041 before KAFKA-18654's guard epoch (marker_keeps_tv2_guard): the 504 more differ
+    # from those only in a guard's epoch
+    assert out.violations == () and out.stats.distinct == 56_545
     assert "ExpireTransactionalId" not in out.never_enabled
 
 
