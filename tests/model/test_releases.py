@@ -284,3 +284,14 @@ def test_kafka_18654_a_reverification_raises_the_guards_epoch_and_keeps_the_guar
         t = partition._start_verification(K, w, part, m)
         assert t.partitions[0].guards == ((0, 3, expected),) and t.partitions[0].next_guard == 4
         assert t.network[-1].rpc == Rpc.VerifyAddPartition and t.network[-1].guard == 3
+
+
+def test_kafka_18654_the_kept_guard_is_on_every_preset_from_4_0_0():
+    """marker_keeps_tv2_guard: off by default and before KAFKA-18654 (kafka-4.0, the branch in
+    Jan 2025), on every preset standing for 4.0.0 or later (d119864f16 is on the 4.0 .. 4.4
+    branches and trunk)."""
+    assert Features().marker_keeps_tv2_guard is False
+    assert {p for p, (f, _) in PRESETS.items() if f.marker_keeps_tv2_guard} == {
+        "kafka-4.1", "kafka-4.0.2", "kafka-4.1.1", "kafka-4.2", "kafka-4.2.0", "kafka-4.3",
+        "latest"}
+    assert "marker_keeps_tv2_guard" in PRESETS["kafka-4.1"][1]
