@@ -13,9 +13,10 @@ unique verification guard and asks the coordinator -- verify only (part 1, TV1) 
 partition (part 2, TV2); the append happens on a successful answer only if the guard is still
 there. A marker clears the producer's guard (KAFKA-14884), but from 4.0.0 (KAFKA-18654 [1/2],
 ``marker_keeps_tv2_guard``) not a TV2 guard of the marker's own epoch (``append_marker``).
-Without ``verification_guard`` the answer is trusted whatever happened meanwhile. From 4.0.0 (KAFKA-18654) a TV2 leader retries a
-verification answered CONCURRENT_TRANSACTIONS itself for a bounded time, then answers the produce
-CONCURRENT_TRANSACTIONS (``ExpireVerificationRetry``: time abstracted, a choice).
+Without ``verification_guard`` the answer is trusted whatever happened meanwhile. From 4.0.0
+(KAFKA-18654 [2/2]) a TV2 leader retries a verification answered CONCURRENT_TRANSACTIONS itself
+for a bounded time, then answers the produce CONCURRENT_TRANSACTIONS
+(``ExpireVerificationRetry``: time abstracted, a choice).
 
 The ``__consumer_offsets`` partition of consume-transform-produce goes through the same code:
 a TxnOffsetCommit is appended with origin COORDINATOR (``AppendOrigin.COORDINATOR``: the epoch is

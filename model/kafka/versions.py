@@ -34,7 +34,8 @@ class Features(NamedTuple):
                                            # CONCURRENT_TRANSACTIONS itself
     marker_keeps_tv2_guard: bool = False   # KAFKA-18654 [1/2] (4.0.0): a TV2 verification
                                            # guard is kept by a marker of the guard's own epoch
-                                           # (UnifiedLog.updateProducers: isV2NextTransactionStarted)
+                                           # (UnifiedLog.updateProducers:
+                                           # isV2NextTransactionStarted)
     strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
     idempotent_marker_retry: bool = False  # KAFKA-19999 (4.2.0): an equal-epoch TV2 marker with
                                            # no open txn passes the epoch check and is written
