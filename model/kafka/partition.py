@@ -11,10 +11,12 @@ Transaction verification (KIP-890, ``ReplicaManager.appendRecords`` with
 no open transaction here (TV2: none with this epoch), the leader parks the request, stores a
 unique verification guard and asks the coordinator -- verify only (part 1, TV1) or add the
 partition (part 2, TV2); the append happens on a successful answer only if the guard is still
-there. A marker clears the producer's guard (KAFKA-14884). Without ``verification_guard`` the
-answer is trusted whatever happened meanwhile. From 4.0.0 (KAFKA-18654) a TV2 leader retries a
-verification answered CONCURRENT_TRANSACTIONS itself for a bounded time, then answers the produce
-CONCURRENT_TRANSACTIONS (``ExpireVerificationRetry``: time abstracted, a choice).
+there. A marker clears the producer's guard (KAFKA-14884), but from 4.0.0 (KAFKA-18654 [1/2],
+``marker_keeps_tv2_guard``) not a TV2 guard of the marker's own epoch (``append_marker``).
+Without ``verification_guard`` the answer is trusted whatever happened meanwhile. From 4.0.0
+(KAFKA-18654 [2/2]) a TV2 leader retries a verification answered CONCURRENT_TRANSACTIONS itself
+for a bounded time, then answers the produce CONCURRENT_TRANSACTIONS
+(``ExpireVerificationRetry``: time abstracted, a choice).
 
 The ``__consumer_offsets`` partition of consume-transform-produce goes through the same code:
 a TxnOffsetCommit is appended with origin COORDINATOR (``AppendOrigin.COORDINATOR``: the epoch is
@@ -108,16 +110,32 @@ def _needs_verification(K, e, m) -> bool:
 
 
 def guard_of(part: Partition, pid: int) -> int:
-    return next((g for p, g in part.guards if p == pid), -1)
+    return next((x[1] for x in part.guards if x[0] == pid), -1)
+
+
+def _guard_entry(K, pid: int, guard: int, epoch: int) -> tuple:
+    """A ``guards`` entry: (producer id, guard), and with ``marker_keeps_tv2_guard`` under TV2
+    the VerificationStateEntry's epoch too (its ``supportsEpochBump`` is the request's version:
+    every request of a TV2 model is a TV2 one)."""
+    if K.tv2 and K.features.marker_keeps_tv2_guard:
+        return (pid, guard, epoch)
+    return (pid, guard)
 
 
 def _start_verification(K, w, part, m) -> World:
-    """maybeStartTransactionVerification: reuse the producer id's guard or create one."""
+    """maybeStartTransactionVerification: reuse the producer id's guard or create one
+    (ProducerStateManager.maybeCreateVerificationStateEntry). With ``marker_keeps_tv2_guard`` the
+    entry's epoch is the request's at creation and is raised to a later request's higher epoch
+    (VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch), the guard staying the same."""
     guard = guard_of(part, m.producer_id)
     if guard == -1:
         guard = part.next_guard
-        part = part._replace(guards=tuple(sorted(part.guards + ((m.producer_id, guard),))),
-                             next_guard=guard + 1)
+        entry = _guard_entry(K, m.producer_id, guard, m.producer_epoch)
+        part = part._replace(guards=tuple(sorted(part.guards + (entry,))), next_guard=guard + 1)
+    elif K.tv2 and K.features.marker_keeps_tv2_guard:
+        part = part._replace(guards=tuple(
+            (x[0], x[1], m.producer_epoch) if x[0] == m.producer_id and m.producer_epoch > x[2]
+            else x for x in part.guards))
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
     return w._replace(network=send(w.network, verification_request(K, w, m, guard)))
 
@@ -288,7 +306,16 @@ def append_marker(K, part: Partition, m):
     #21469 (4.3.0, ``last_epoch_recovery``), at Short.MaxValue (``cluster.last_epoch``) even over
     an open one. Such a retry only skips the epoch rejection ("allowing duplicate marker write"):
     the coordinator-epoch check still applies and the marker is written to the log again, a
-    second COMMIT/ABORT control batch of the same epoch (seen on real 4.4.0)."""
+    second COMMIT/ABORT control batch of the same epoch (seen on real 4.4.0).
+
+    The marker clears the producer id's verification guard (UnifiedLog.updateProducers:
+    clearVerificationStateEntry, KAFKA-14884) but, from KAFKA-18654 [1/2] (4.0.0,
+    ``marker_keeps_tv2_guard``), not a TV2 guard whose epoch equals the marker's
+    (``isV2NextTransactionStarted``: ``entry.supportsEpochBump() && batch.isControlBatch() &&
+    batch.producerEpoch() == entry.epoch()``): a TV2 marker carries the bumped epoch, which is
+    the next transaction's, so that guard is the next transaction's verification. A guard of any
+    other epoch, lower or higher, is cleared; a TV1 guard always is. A rejected marker leaves the
+    guards alone (appendEndTxnMarker throws first)."""
     e = entry_of(part, m.producer_id)
     if e is not None:
         if K.features.strict_marker_epoch and K.tv2:           # KIP-1228
@@ -311,7 +338,8 @@ def append_marker(K, part: Partition, m):
     entry = ProducerStateEntry(m.producer_id, m.producer_epoch,
                                -1 if bumped else e.last_sequence, offset, m.coordinator_epoch, -1)
     batch = Batch(m.producer_id, m.producer_epoch, -1, control, m.coordinator_epoch, NO_RECORD)
-    guards = tuple(x for x in part.guards if x[0] != m.producer_id)
+    guards = tuple(x for x in part.guards if x[0] != m.producer_id
+                   or (len(x) == 3 and x[2] == m.producer_epoch))   # isV2NextTransactionStarted
     part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards)
     return Errors.NONE, with_entry(part, entry)
 

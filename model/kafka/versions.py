@@ -49,6 +49,10 @@ class Features(NamedTuple):
     verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries
                                            # a produce's verification answered
                                            # CONCURRENT_TRANSACTIONS itself
+    marker_keeps_tv2_guard: bool = False   # KAFKA-18654 [1/2] (4.0.0): a TV2 verification
+                                           # guard is kept by a marker of the guard's own epoch
+                                           # (UnifiedLog.updateProducers:
+                                           # isV2NextTransactionStarted)
     strict_marker_epoch: bool = False      # KIP-1228 (4.2): TV2 leaders require marker epoch > stored
     idempotent_marker_retry: bool = False  # KAFKA-19999 (4.2.0): an equal-epoch TV2 marker with
                                            # no open txn passes the epoch check and is written
@@ -215,8 +219,12 @@ _preset("kafka-4.1", "kafka-4.0",
         "4.0.0 also fenced an Ongoing transaction at epoch + 2 (KAFKA-19367, fixed in 4.0.1): "
         "the flag fence_double_bump, on no preset (every TV2 preset fences at epoch + 1); and "
         "deleted an empty group whose only offsets were pending transactional ones (KAFKA-19163, "
-        "fixed in 4.0.1: group_expiry_ignores_pending_offsets, on here).",
-        verification_retry_at_leader=True)
+        "fixed in 4.0.1: group_expiry_ignores_pending_offsets, on here). KAFKA-18654's first "
+        "part (d119864f16, in 4.0.0 too) keeps a TV2 verification guard across a marker of the "
+        "guard's own epoch, the marker that ends the transaction before (it carries the bumped "
+        "epoch the next transaction's produce was verified with): marker_keeps_tv2_guard "
+        "(UnifiedLog.updateProducers).",
+        verification_retry_at_leader=True, marker_keeps_tv2_guard=True)
 _preset("kafka-4.0.2", "kafka-4.1",
         "4.0.2 .. 4.0.x: a batch whose verification guard a marker removed, and whose epoch is "
         "below the leader's, is answered INVALID_PRODUCER_EPOCH (abortable) instead of "

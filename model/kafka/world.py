@@ -148,11 +148,15 @@ class Partition(NamedTuple):
     replication folded into the append), so there are no unreplicated transactions.
 
     ``guards``: (producer id, guard) of verifications in progress (VerificationStateEntry); a
-    guard is unique (``next_guard`` counts them) and is cleared by a marker (KAFKA-14884)."""
+    guard is unique (``next_guard`` counts them) and is cleared by a marker (KAFKA-14884). With
+    ``marker_keeps_tv2_guard`` under TV2 an entry is (producer id, guard, epoch): the entry's
+    epoch, and a marker of that epoch keeps it (KAFKA-18654). Abstraction: of the
+    VerificationStateEntry only the guard (and that epoch) is kept, not its lowest sequence or
+    timestamp."""
     log: tuple[Batch, ...] = ()
     producers: tuple[ProducerStateEntry, ...] = ()   # sorted by producer id
     aborted: tuple[AbortedTxn, ...] = ()
-    guards: tuple[tuple[int, int], ...] = ()
+    guards: tuple[tuple[int, ...], ...] = ()
     next_guard: int = 0
     # The fault offline_partitions: the partition's leader is NO_LEADER (-1), its only in-sync
     # replica's broker down and fenced (an OfflinePartition); its log and producer state are on

@@ -229,7 +229,9 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     model._properties += (Property("new_producer_id", Expectation.SOMETIMES,
                                    lambda w: any(p.producer_id == 1 for p in w.producers)),)
     out = explore(model)
-    assert out.violations == () and out.stats.distinct == 56_041
+    # 56,041 before KAFKA-18654's guard epoch (marker_keeps_tv2_guard): the 504 more differ
+    # from those only in a guard's epoch
+    assert out.violations == () and out.stats.distinct == 56_545
     assert "ExpireTransactionalId" not in out.never_enabled
 
 
@@ -298,7 +300,7 @@ def test_tv2_aborts_a_transaction_started_at_send_with_an_empty_abort():
     (KAFKA-18464). A TV1 client sends no EndTxn for a transaction with no partition added."""
     tv2 = registry.bind(load("two-transactions"))
     out = explore(tv2)
-    assert out.exit_code == 0 and out.stats.distinct == 1344
+    assert out.exit_code == 0 and out.stats.distinct == 808   # 1,344 before KAFKA-18654's kept guard
     (coordinator,) = [e for e in out.edges if e.machine == "TransactionState"]
     assert {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort"),
             ("CompleteAbort", "PrepareAbort")} <= set(coordinator.taken)

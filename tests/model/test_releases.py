@@ -8,7 +8,7 @@ from tests.model.test_faults import _recording as recording
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.kafka import partition
-from kafka_mc.model.kafka.network import Produce
+from kafka_mc.model.kafka.network import Produce, WriteTxnMarkers
 from kafka_mc.model.kafka.params import kafka_params
 from kafka_mc.model.kafka.versions import FLAGS, PRESETS, RELEASES, Features
 from kafka_mc.model.kafka.world import Errors, Partition, ProducerStateEntry, Rpc, TxnState
@@ -205,3 +205,93 @@ def test_a_lost_verification_fails_the_produce_as_the_release_did(preset, error)
     resent = [t for s, a, t in answers if any(m.rpc == Rpc.Produce for m in t.network)]
     assert resent      # the client resent the batch
     assert RELEASES["3.6.2"] == "kafka-3.6" and RELEASES["3.9.2"] == "kafka-3.8"
+
+
+def _two_transactions(flag):
+    return registry.bind(registry.load(resolve_config_path("two-transactions"), overrides={
+        "protocol.version": "kafka-4.1", "protocol.marker_keeps_tv2_guard": flag}))
+
+
+@pytest.mark.parametrize("flag, counts, invalid", [(True, (808, 1853, 37), 0),
+                                                   (False, (1344, 3213, 41), 12)])
+def test_kafka_18654_a_tv2_guard_survives_the_marker_of_its_own_epoch(flag, counts, invalid):
+    """KAFKA-18654 [1/2] (4.0.0, UnifiedLog.updateProducers: isV2NextTransactionStarted): the
+    producer's next transaction sends its batch at the bumped epoch while the markers of the one
+    before, carrying that epoch, are still on their way; the leader starts a verification (its
+    guard's epoch is the batch's) and the marker arrives before the answer. From 4.0.0 the
+    marker keeps the guard and the verified batch is appended; before (the 4.0 branch in Jan
+    2025, marker_keeps_tv2_guard off) the marker cleared it and the answer met no guard:
+    INVALID_TXN_STATE (UnifiedLog.append: batchMissingRequiredVerification), so the client
+    aborts a transaction the coordinator had accepted its partition into."""
+    model = _two_transactions(flag)
+
+    def marker_over_a_guard(s, a, t):
+        m = a[1]
+        return (a[0] == "HandleWriteTxnMarkers"
+                and partition.guard_of(s.partitions[m.partition], m.producer_id) != -1
+                and len(t.partitions[m.partition].log) > len(s.partitions[m.partition].log))
+
+    def verified(s, a, t):
+        return a[0] == "HandleVerifyAddPartitionResponse" and a[1].error == Errors.NONE
+    markers, answers = recording(model, marker_over_a_guard), recording(model, verified)
+    out = explore(model)
+    assert out.violations == ()
+    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == counts
+    assert markers
+    for s, a, t in markers:
+        before = s.partitions[a[1].partition].guards
+        after = t.partitions[a[1].partition].guards
+        if flag:   # (producer id, guard, epoch): the marker's own epoch, kept
+            assert [x[2] for x in before] == [a[1].producer_epoch] and after == before
+        else:
+            assert len(before[0]) == 2 and after == ()
+    errors = [t.network[-1].error for s, a, t in answers]
+    assert errors.count(Errors.INVALID_TXN_STATE) == invalid
+    assert set(errors) == ({Errors.NONE} if flag else {Errors.NONE, Errors.INVALID_TXN_STATE})
+
+
+@pytest.mark.parametrize("preset, tv, epoch, kept", [
+    ("kafka-4.1", 2, 5, True),      # TV2, the marker's own epoch: the next transaction's guard
+    ("kafka-4.1", 2, 4, False),     # any other epoch is cleared (the comparison is ==)
+    ("kafka-4.1", 2, 6, False),
+    ("kafka-4.1", 1, 5, False),     # a TV1 guard (supportsEpochBump false): always cleared
+    ("kafka-4.0", 2, 5, False)])    # before KAFKA-18654: always cleared
+def test_kafka_18654_which_guard_a_marker_keeps(preset, tv, epoch, kept):
+    """append_marker on the leader's own function: a COMMIT at epoch 5 meets the producer id's
+    guard made by a batch at ``epoch``."""
+    K = kafka_params(registry.load(resolve_config_path("tiny"), overrides={
+        "protocol.version": preset, "protocol.transaction_version": tv}))
+    entry = partition._guard_entry(K, 0, 3, epoch)
+    assert len(entry) == (3 if preset == "kafka-4.1" and tv == 2 else 2)
+    part = Partition(producers=(ProducerStateEntry(0, 4, 0, 0, 0, 0),), guards=(entry,),
+                     next_guard=4)
+    marker = WriteTxnMarkers(Rpc.WriteTxnMarkers, 0, 0, 0, 5, True, 0)
+    error, new = partition.append_marker(K, part, marker)
+    assert error == Errors.NONE and new.guards == ((entry,) if kept else ())
+    assert partition.guard_of(new, 0) == (3 if kept else -1)
+
+
+def test_kafka_18654_a_reverification_raises_the_guards_epoch_and_keeps_the_guard():
+    """ProducerStateManager.maybeCreateVerificationStateEntry reuses the producer id's entry and
+    VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch raises its epoch to a higher one
+    (never lowers it); the guard is the same."""
+    K = kafka_params(registry.load(resolve_config_path("tiny"),
+                                   overrides={"protocol.version": "kafka-4.1"}))
+    w = next(iter(bind("kafka-4.1").init_states()))
+    part = Partition(guards=((0, 3, 5),), next_guard=4)
+    for epoch, expected in [(6, 6), (4, 5), (5, 5)]:
+        m = Produce(Rpc.Produce, 0, 0, 0, epoch, 0, 0, 0)
+        t = partition._start_verification(K, w, part, m)
+        assert t.partitions[0].guards == ((0, 3, expected),) and t.partitions[0].next_guard == 4
+        assert t.network[-1].rpc == Rpc.VerifyAddPartition and t.network[-1].guard == 3
+
+
+def test_kafka_18654_the_kept_guard_is_on_every_preset_from_4_0_0():
+    """marker_keeps_tv2_guard: off by default and before KAFKA-18654 (kafka-4.0, the branch in
+    Jan 2025), on every preset standing for 4.0.0 or later (d119864f16 is on the 4.0 .. 4.4
+    branches and trunk)."""
+    assert Features().marker_keeps_tv2_guard is False
+    assert {p for p, (f, _) in PRESETS.items() if f.marker_keeps_tv2_guard} == {
+        "kafka-4.1", "kafka-4.0.2", "kafka-4.1.1", "kafka-4.2", "kafka-4.2.0", "kafka-4.3",
+        "latest"}
+    assert "marker_keeps_tv2_guard" in PRESETS["kafka-4.1"][1]

@@ -39,8 +39,9 @@ Abstractions (what this model leaves out):
   when the id is theirs). Network order, duplicates and losses are therefore all covered, and so
   is any interleaving of them, including ones the explicit model cannot produce;
 - sequence numbers, duplicate detection, the coordinator epoch (NOT_COORDINATOR,
-  TRANSACTION_COORDINATOR_FENCED), the partitions of a transaction, verification guards and
-  KIP-890 verification itself: each can only refuse a request, which is a ``Stutter`` here, so a
+  TRANSACTION_COORDINATOR_FENCED), the partitions of a transaction, verification guards (and
+  their epochs, which decide whether a TV2 marker keeps one: KAFKA-18654) and KIP-890
+  verification itself: each can only refuse a request, which is a ``Stutter`` here, so a
   step the explicit model refuses is still admitted; but the symbolic Produce accepts whatever
   passes the leader's epoch check, so the leader half of ``zombie_fencing`` (the zombie's batch
   not appended) is not claimed here: it rests on markers and verification, not on epochs;
