@@ -63,6 +63,28 @@ def answered_not_leader(events) -> int:
     return n
 
 
+def answered_without_coordinator(events) -> int:
+    """The Produce partitions answered NOT_ENOUGH_REPLICAS (code 19) "Unable to verify the
+    partition has been added to the transaction. Underlying error: COORDINATOR_NOT_AVAILABLE": a
+    leader that found no leader for the transaction coordinator's ``__transaction_state``
+    partition (AddPartitionsToTxnManager.verifyTransaction answers locally, no AddPartitionsToTxn
+    sent; one broker's controlled shutdown, ``run``'s soft failover: conformance #18). Nothing
+    was appended and the client retries; the model's coordinator is never without a leader, so
+    the mapping sees each as lost
+    (``kafka_mc.model.kafka.capabilities.observations.coordinator_not_found_answers``), and a
+    run's validation adds a request and a response loss per partition."""
+    n = 0
+    for e in events:
+        if e.get("direction") != "response" or e.get("api") != "Produce" \
+                or e.get("action") not in ("forwarded", "released"):
+            continue
+        for t in (e.get("fields") or {}).get("responses") or ():
+            n += sum(1 for p in t.get("partition_responses") or ()
+                     if p.get("error_code") == 19 and "Underlying error: COORDINATOR_NOT_AVAILABLE"
+                     in str(p.get("error_message") or ""))
+    return n
+
+
 def frame_messages(e) -> int:
     """How many of the model's messages one request frame carries: the model sends one
     message per partition (a Produce's batches, a WriteTxnMarkers' markers, a leader's
@@ -153,7 +175,8 @@ def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1) -> d
                 if e.get("direction") == "request" and e.get("action") == "forwarded"}
     # a frame left unanswered is one loss per message it carries (the model's are per partition)
     lost = sum(frame_messages(requests.get(key, {})) for key in
-               unanswered_at_close(events, TRANSACTIONAL_APIS)) + answered_not_leader(events)
+               unanswered_at_close(events, TRANSACTIONAL_APIS)) + answered_not_leader(events) \
+        + answered_without_coordinator(events)
     unheard = answers_without_client(events)
     expired = expired_batches(events)
     offline = leaders_stopped(plan, brokers)

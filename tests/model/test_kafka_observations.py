@@ -19,7 +19,8 @@ import pytest
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
 from kafka_mc.model.kafka import coordinator, faults
-from kafka_mc.model.kafka.capabilities.observations import (APIS, lost_in_flight, norm,
+from kafka_mc.model.kafka.capabilities.observations import (APIS, coordinator_not_found_answers,
+                                                             lost_in_flight, norm,
                                                              not_leader_answers, observations)
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.world import Errors
@@ -566,6 +567,63 @@ def test_9_without_the_not_leader_answers_seen_as_losses_the_run_diverges(monkey
     assert d is not None and run[d.event]["api"] == "Produce"
     assert run[d.event]["seq"] in (48, 54)
 
+
+
+def test_18_a_produce_unverified_for_want_of_a_coordinator_conforms():
+    """Real 3.9.2, network-faults seed 3026 (docs/conformance.md #18): in the plan's soft
+    failover (a controlled shutdown of the one broker, broker and controller in one process) the
+    second transaction's first Produce reached a leader whose metadata cache had the
+    ``__transaction_state`` partition leaderless already: AddPartitionsToTxnManager
+    .verifyTransaction found no coordinator, sent no AddPartitionsToTxn (nothing on the INTERNAL
+    listener) and answered COORDINATOR_NOT_AVAILABLE, which ReplicaManager turned into
+    NOT_ENOUGH_REPLICAS. The client resent the batch to the restarted broker, where it was
+    verified and appended. The mapping sees such an answer as its request lost
+    (``coordinator_not_found_answers``, as #9's NOT_LEADER_OR_FOLLOWER), the budgets pay a
+    request and a response loss for it (``losses.answered_without_coordinator``); the paused
+    transaction then timed out (epoch 1, the restarted coordinator's epoch 2: the model's 1)."""
+    model, run = ending("kafka-3.9.2-shutdown-no-coordinator", timeouts=True)
+    unverified = coordinator_not_found_answers(run)
+    assert [(run[i]["api"], run[i]["seq"]) for i, e in enumerate(run)
+            if e.get("direction") == "response"
+            and (e.get("endpoint"), e.get("conn"), e.get("correlation_id")) in unverified] \
+        == [("Produce", 63)]
+    assert sum(map(len, unverified.values())) == losses.answered_without_coordinator(run) == 1
+    assert losses.answered_not_leader(run) == 0
+    assert model.cfg.get("faults.offline_partitions") == 2
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert r.observed == 59 and r.seconds < 5
+    lost = [a[1] for a, i in zip(r.actions, r.steps) if i >= 0 and run[i].get("seq") == 62]
+    assert [(m.rpc, m.partition, m.base_sequence) for m in lost] == [(Rpc.Produce, 0, 1)]
+    assert [a[0] for a, i in zip(r.actions, r.steps) if i >= 0 and run[i].get("seq") == 62] \
+        == ["LoseRequest"]
+    assert ("ExpireTransaction", 0, False) in r.actions
+    appended = [a[1] for a in r.actions if a[0] == "HandleProduce"]
+    assert [(m.partition, m.base_sequence) for m in appended][-2:] == [(0, 1), (0, 2)]
+
+
+def test_18_without_the_answer_seen_as_a_loss_the_produce_is_out_of_reach(monkeypatch):
+    """The mapping before #18's fix, and why: the model's leader always asks the coordinator
+    (partition._start_verification sends a VerifyAddPartition; no rule answers a verification
+    locally, its coordinator never being without a leader), so a Produce answered
+    NOT_ENOUGH_REPLICAS with no AddPartitionsToTxn on the INTERNAL listener is out of its
+    reach: handled, the Produce leaves a verification in flight and no answer; the search runs
+    past its node limit without matching the Produce (real conform: unknown at 500,000 nodes)."""
+    from kafka_mc.model.kafka.capabilities import observations as mapping
+    model, run = ending("kafka-3.9.2-shutdown-no-coordinator", timeouts=True)
+    r = validate(model, run)
+    i = next(i for a, i in zip(r.actions, r.steps) if i >= 0 and run[i].get("seq") == 62)
+    k = r.steps.index(i)
+    s, m = r.states[k], r.actions[k][1]
+    handled = [t for a, t in model.successors(s) if a[0] == "HandleProduce" and a[1] == m]
+    assert len(handled) == 1
+    out = [x for x in handled[0].network if x not in s.network]
+    assert [(x.rpc, x.partition, x.produce) for x in out] == [(Rpc.VerifyAddPartition, 0, m)]
+    monkeypatch.setattr(mapping, "coordinator_not_found_answers", lambda events: {})
+    r = validate(model, run, max_nodes=20_000)
+    assert not r.conforms
+    assert run[r.divergence.event]["api"] == "Produce"
+    assert run[r.divergence.event]["seq"] in (62, 63)
 
 # --- the end state ---------------------------------------------------------------------------------
 #

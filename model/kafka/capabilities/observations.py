@@ -38,7 +38,7 @@ order, the client matches answers in order) and one per client process of the hi
 | a request ``dropped`` by a fault | ``LoseRequest`` of its (first) message; a frame's further messages (the markers of a second partition) lost too or still in flight for the sender's resent frame (one fault, one loss in the model) |
 | a response ``dropped`` by a fault | ``LoseResponse`` likewise |
 | a response dropped for want of its client (a duplicate's copy, a held request released after its client left) | nothing, or ``LoseResponse`` |
-| a request left unanswered when its connection closed (a killed broker, a client's request timeout), or a Produce / WriteTxnMarkers partition answered NOT_LEADER_OR_FOLLOWER (a leader that stopped leading: a controlled shutdown), and that answer | ``LoseRequest``, or handled and its answer lost (``LoseResponse``, or taken by a sender no longer waiting for it); the answer is not observed (``lost_in_flight``, ``not_leader_answers``) |
+| a request left unanswered when its connection closed (a killed broker, a client's request timeout), or a Produce / WriteTxnMarkers partition answered NOT_LEADER_OR_FOLLOWER (a leader that stopped leading: a controlled shutdown), or a Produce partition answered NOT_ENOUGH_REPLICAS for want of a coordinator to verify it with (no AddPartitionsToTxn sent), and that answer | ``LoseRequest``, or handled and its answer lost (``LoseResponse``, or taken by a sender no longer waiting for it); the answer is not observed (``lost_in_flight``, ``not_leader_answers``, ``coordinator_not_found_answers``) |
 | a coordinator request answered COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE, and that answer | not observed: the coordinator was not loaded yet (after a broker start); the model's is loaded from the start, the client retries |
 | ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, Describe*) | not observed |
 | history: invoke initTransactions / beginTransaction / send(partition) / commitTransaction / abortTransaction | ``InitTransactions`` / ``BeginTransaction`` / ``Send`` / ``CommitTransaction`` / ``AbortTransaction`` of the process's producer instance (a call that fails at once, in an error state, may be no step) |
@@ -202,7 +202,10 @@ class _Run:
         self.requests: dict = {}      # (endpoint, conn, correlation id) -> the request's fields
         self.not_loaded: set = set()  # ... of requests answered "no coordinator loaded yet"
         self.died = lost_in_flight(events)   # ... of requests whose connection closed first
-        self.not_leader = not_leader_answers(events)   # ... -> partitions answered not leader
+        # ... -> partitions answered not leader, or unverified for want of a coordinator
+        self.not_leader = not_leader_answers(events)
+        for key, parts in coordinator_not_found_answers(events).items():
+            self.not_leader[key] = parts | self.not_leader.get(key, frozenset())
         self.history = False
         for e in events:
             if e.get("type") in _HISTORY_TYPES and "f" in e:
@@ -347,6 +350,57 @@ def not_leader_answers(events) -> dict:
             for p in (t.get("partition_responses") or ()) if _api(e) == "Produce" else (
                     t.get("partitions") or ()):
                 if isinstance(p, Mapping) and p.get("error_code") == NOT_LEADER_OR_FOLLOWER:
+                    parts.add((_topic(t), p.get("index", p.get("partition_index"))))
+        if parts:
+            key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
+            out[key] = frozenset(parts) | out.get(key, frozenset())
+    return out
+
+
+# The answer of a leader whose AddPartitionsToTxnManager found no transaction coordinator to
+# verify a batch with: ReplicaManager's postVerificationCallback turns the local
+# COORDINATOR_NOT_AVAILABLE into NOT_ENOUGH_REPLICAS (Kafka's Errors code 19) with this message
+NOT_ENOUGH_REPLICAS = 19
+NO_COORDINATOR_TO_VERIFY = "Underlying error: COORDINATOR_NOT_AVAILABLE"
+
+
+def coordinator_not_found_answers(events) -> dict:
+    """(endpoint, conn, correlation id) -> the (topic, partition index) pairs a Produce answer
+    names NOT_ENOUGH_REPLICAS "Unable to verify the partition has been added to the
+    transaction. Underlying error: COORDINATOR_NOT_AVAILABLE": the leader started the batch's
+    verification (its guard: UnifiedLog.maybeStartTransactionVerification) but found no leader
+    for the transactional.id's ``__transaction_state`` partition in its metadata cache, so it
+    sent no AddPartitionsToTxn and answered at once (AddPartitionsToTxnManager.verifyTransaction:
+    ``getTransactionCoordinator`` empty -> the callback gets COORDINATOR_NOT_AVAILABLE, 3.7 to
+    4.4; 3.6: ReplicaManager.appendRecords' own ``getTransactionCoordinator``), which
+    ReplicaManager converts to NOT_ENOUGH_REPLICAS (the retriable errors it converts: 3.6
+    CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR; from 3.7 NETWORK_EXCEPTION too; from 4.0 CONCURRENT_TRANSACTIONS only for a
+    TV1 request). Nothing was appended and the client retries the batch (Sender.canRetry:
+    NotEnoughReplicasException is retriable). Met on one broker's controlled shutdown (the
+    harness's soft failover, conformance #18: the broker's metadata cache had the
+    ``__transaction_state`` partition leaderless before ReplicaManager stopped it leading the data
+    partition). Abstraction: the model's coordinator is never without a leader (a failover is
+    one step, ``coordinator.elect_coordinator``, as for the coordinator requests answered
+    COORDINATOR_NOT_AVAILABLE, ``NOT_LOADED``), so such a batch is, to the model, lost like one
+    answered NOT_LEADER_OR_FOLLOWER (``not_leader_answers``): ``LoseRequest`` (the client resends
+    it), or handled and its answer lost, the answer itself not observed. The guard the leader
+    kept is not the model's: a retry reuses it or makes a new one alike, and a marker clears it
+    either way (a restart, here, drops it with the process). A verification the coordinator
+    itself answered COORDINATOR_NOT_AVAILABLE is on the wire (the INTERNAL listener) and stays
+    observed. ``kafka_mc.realkafka.losses.answered_without_coordinator`` counts the same
+    partitions for the budgets (tests/model/test_kafka_observations.py holds the two equal)."""
+    out: dict = {}
+    for e in events:
+        if e.get("direction") != "response" or _api(e) != "Produce" \
+                or e.get("action") not in ("forwarded", "released"):
+            continue
+        f = norm(e.get("fields") or {})
+        parts = set()
+        for t in _topics(f):
+            for p in t.get("partition_responses") or ():
+                if isinstance(p, Mapping) and p.get("error_code") == NOT_ENOUGH_REPLICAS \
+                        and NO_COORDINATOR_TO_VERIFY in str(p.get("error_message") or ""):
                     parts.add((_topic(t), p.get("index", p.get("partition_index"))))
         if parts:
             key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
@@ -659,7 +713,8 @@ def _produce(run, e, f, req, request, label, instance, died=False):
     for t in f.get("responses") or ():
         for p in t.get("partition_responses") or ():
             if (_topic(t), p.get("index")) in stopped:
-                continue        # NOT_LEADER_OR_FOLLOWER: its request was a loss to the model
+                continue        # NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS for want of a
+                                # coordinator: its request was a loss to the model
             k = run.partition(_topic(t), p.get("index"))
             b = batches.get(k, (None, None, {}))[2]
             fields = {"partition": k, "error": _produce_error(_error(
