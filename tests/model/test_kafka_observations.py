@@ -751,3 +751,55 @@ def test_15_without_the_bounce_the_resent_marker_diverges():
     r = validate(model, run, max_nodes=30_000)
     assert not r.conforms
     assert "WriteTxnMarkers request" in r.divergence.report()[0]
+
+
+def test_19_a_hard_restart_on_4x_is_a_bounce_then_a_failover(monkeypatch):
+    """4.0.2, network-faults seed 3040 (round 5), docs/conformance.md #19: the plan's hard
+    failover killed the one broker (broker and KRaft controller in one process) after a
+    duplicated EndTxn's commit marker (producer epoch 2, coordinator epoch 0) was answered,
+    before CompleteCommit was written. Restarted, the controller's activation gave the old
+    incarnation a fresh session (ClusterControlManager.activate), so the broker replayed the
+    metadata log where it still led __transaction_state at leader epoch 0 and the coordinator
+    reloaded at coordinator epoch 0 (a bounce: its marker, queued while the broker's listeners
+    were closed, was delivered at coordinator epoch 0 and appended); broker.session.timeout.ms
+    later the controller fenced the old incarnation (ReplicationControlManager
+    .maybeFenceOneStaleBroker, handleBrokerFenced), the new one registered and was unfenced,
+    and the coordinator reloaded at epoch 2 and resent the marker with it (a failover). With
+    the bounce on (coordinator_bounce_keeps_epoch) and two coordinator failovers budgeted for
+    the one hard failover, the model's BounceCoordinator then ElectCoordinator explain it."""
+    orig = losses.budgets
+    monkeypatch.setattr(losses, "budgets", lambda *a, **k: {
+        **orig(*a, **k), "faults.coordinator_failovers": 2})
+    model, run = ending("kafka-4.0.2-bounce-then-failover", coordinator_bounce_keeps_epoch=True)
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert [a for a in r.actions if a[0] in faults.BY_RULE
+            and faults.BY_RULE[a[0]].budget == "coordinator_failovers"] == \
+        [("BounceCoordinator", False), ("ElectCoordinator", False)]
+    epochs = [m.coordinator_epoch for a in r.actions if a[0] == "HandleWriteTxnMarkers"
+              for m in [a[1]]]
+    assert epochs[-2:] == [0, 1]        # the bounce's resend, the failover's (Kafka's epoch 2)
+
+
+@pytest.mark.xfail(strict=True, reason="conformance #19 open: the kafka-4.0.2 preset has no "
+                   "bounce (coordinator_bounce_keeps_epoch off from kafka-4.0) and a hard "
+                   "failover pays one coordinator failover")
+def test_19_the_bounce_then_failover_conforms_on_kafka_4_0_2():
+    model, run = ending("kafka-4.0.2-bounce-then-failover")
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+
+
+def test_19_on_kafka_4_0_2_the_marker_resent_at_epoch_0_diverges():
+    """Where the run diverges today: the restarted broker's WriteTxnMarkers at coordinator
+    epoch 0 (the old incarnation's marker was delivered and answered before the kill); the
+    model's only failover takes coordinator epoch 1."""
+    model, run = ending("kafka-4.0.2-bounce-then-failover")
+    assert not model.params.features.coordinator_bounce_keeps_epoch
+    d = validate(model, run).divergence
+    assert d is not None
+    e = run[d.event]
+    assert e["api"] == "WriteTxnMarkers" and e["direction"] == "request" and e["seq"] == 134
+    assert [m["coordinator_epoch"] for m in e["fields"]["markers"]] == [0]
+    assert d.near[0].action.startswith("HandleWriteTxnMarkers(")
+    assert d.near[0].reason == "coordinator_epoch: recorded 0, model 1"
