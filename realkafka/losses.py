@@ -168,9 +168,29 @@ def leaders_stopped(plan: dict | None, brokers: int) -> int:
     return len(plan.get("failovers") or ()) * int(plan.get("partitions") or 0)
 
 
-def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1) -> dict:
+def restarts_failing_over(plan: dict | None, brokers: int, per_hard: int = 1) -> int:
+    """Coordinator failovers a run's hard failovers cost beyond one each: ``per_hard`` is the
+    release's (``Release.hard_restart_failovers``). On 4.x one killed and restarted combined
+    node first leads again at the old leader epoch (the restarted controller's
+    ``ClusterControlManager.activate`` gives the old incarnation a fresh session, and the
+    broker's metadata publishers replay the log where it still leads: the coordinator reloads
+    at the same coordinator epoch, the model's BounceCoordinator), then
+    ``broker.session.timeout.ms`` later the controller fences the old incarnation
+    (``ReplicationControlManager.maybeFenceOneStaleBroker``) and the coordinator reloads at a
+    new epoch (ElectCoordinator): two failovers for the model (conformance #19). 3.x's
+    re-registration wins the race and writes no leader change: one (a bounce, #15). Several
+    brokers: the plan's own."""
+    if not plan or brokers != 1 or per_hard <= 1:
+        return 0
+    return (per_hard - 1) * sum(1 for f in plan.get("failovers") or () if f.get("hard"))
+
+
+def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1,
+            hard_restart_failovers: int = 1) -> dict:
     """``faults.<budget>`` -> value: the budgets (``cfg_budget(name)``: the config's) raised by
-    what the run's stopped brokers cost (``plan``: the run's plan.json, for its failovers)."""
+    what the run's stopped brokers cost (``plan``: the run's plan.json, for its failovers;
+    ``hard_restart_failovers``: the coordinator failovers one hard failover is on the
+    release)."""
     requests = {(e.get("endpoint"), e.get("conn"), e.get("correlation_id")): e for e in events
                 if e.get("direction") == "request" and e.get("action") == "forwarded"}
     # a frame left unanswered is one loss per message it carries (the model's are per partition)
@@ -180,6 +200,7 @@ def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1) -> d
     unheard = answers_without_client(events)
     expired = expired_batches(events)
     offline = leaders_stopped(plan, brokers)
+    restarts = restarts_failing_over(plan, brokers, hard_restart_failovers)
     delays, copies = frames_beyond_first(events, "hold"), frames_beyond_first(events, "duplicate")
     unanswered = frames_beyond_first(events, "drop", "response")
     out = {}
@@ -196,8 +217,10 @@ def budgets(cfg_budget, events, plan: dict | None = None, brokers: int = 1) -> d
         out["faults.batch_expiries"] = cfg_budget("batch_expiries") + expired
     if offline:
         out["faults.offline_partitions"] = (cfg_budget("offline_partitions") or 0) + offline
+    if restarts:
+        out["faults.coordinator_failovers"] = (cfg_budget("coordinator_failovers") or 0) + restarts
     total = cfg_budget("total")
     if out and total is not None:
         out["faults.total"] = (total + 2 * lost + unheard + expired + offline + delays + copies
-                                + unanswered)
+                                + unanswered + restarts)
     return out

@@ -156,7 +156,8 @@ def validate_folder(cfg, release, folder: Path, max_nodes: int | None = None, **
     # up to renaming them)
     events = read_run(folder)
     model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
-                                   **_broker_losses(cfg, events, folder), **overrides})
+                                   **_broker_losses(cfg, events, folder, release),
+                                   **overrides})
     model = registry.bind(model_cfg)
     kw = {"max_nodes": max_nodes} if max_nodes else {}
     return validate(model, events, **kw), model, model_cfg, events
@@ -190,7 +191,7 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
             "folder": str(folder)}
 
 
-def _broker_losses(cfg, events, folder: Path | None = None) -> dict:
+def _broker_losses(cfg, events, folder: Path | None = None, release=None) -> dict:
     """The budgets raised by what the run's killed brokers cost (``kafka_mc.realkafka.losses``;
     the folder's plan.json and run.json say which failovers killed a broker, and how many)."""
     plan, brokers = None, 1
@@ -200,7 +201,9 @@ def _broker_losses(cfg, events, folder: Path | None = None) -> dict:
             brokers = int(json.loads((folder / "run.json").read_text()).get("brokers", 1))
         except (OSError, ValueError, TypeError, AttributeError):
             plan = None
-    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, plan, brokers)
+    per_hard = release.hard_restart_failovers if release is not None else 1
+    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, plan, brokers,
+                          per_hard)
 
 
 def _report(rows, release, out, args, started) -> int:

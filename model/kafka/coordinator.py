@@ -11,10 +11,11 @@ A transition is prepared in memory (``pending_state`` set), appended to the log,
 coordinator epoch did not change meanwhile. ``ElectCoordinator`` moves leadership of the
 transaction log: the new coordinator reloads the log (the in-flight append is replicated or
 lost, both are possible), the old one answers its pending callbacks NOT_COORDINATOR, and markers
-of transactions in PrepareCommit/PrepareAbort are sent again. ``BounceCoordinator`` (KRaft before
-4.0: ``coordinator_bounce_keeps_epoch``, conformance #15) is the same reload by the broker that
-was killed and restarted leading the log at the same leader epoch, hence the same coordinator
-epoch (``bounce_coordinator`` says what becomes of the killed incarnation's messages).
+of transactions in PrepareCommit/PrepareAbort are sent again. ``BounceCoordinator`` (KRaft:
+``coordinator_bounce_keeps_epoch``, conformance #15; on 4.x followed by a failover, #19) is the
+same reload by the broker that was killed and restarted leading the log at the same leader
+epoch, hence the same coordinator epoch (``bounce_coordinator`` says what becomes of the killed
+incarnation's messages).
 
 ``ExpireTransactionalId`` (removeExpiredTransactionalIds) moves an idle transactional.id (Empty,
 CompleteCommit, CompleteAbort) to Dead with a tombstone; once replicated its metadata is gone and
@@ -632,15 +633,23 @@ def bounce_coordinator(K, w: World, replicated: bool) -> World:
     coordinatorEpoch) reloads the log at the same coordinator epoch (conformance #15, real
     3.6.2). KRaft before KAFKA-18106 (4.0) lets it: ClusterControlManager.registerBroker takes
     the new incarnation once the old one's session is invalid (BrokerHeartbeatManager
-    .hasValidSession; on one combined node the restarted controller's heartbeat manager has
-    no live session to wait for) and writes only its RegisterBrokerRecord, no
+    .hasValidSession; on one combined node the restarted controller's activate gives the old
+    incarnation a fresh session, so the new one is refused DuplicateBrokerRegistrationException
+    for broker.session.timeout.ms and retries) and writes only its RegisterBrokerRecord, no
     PartitionChangeRecord: its partitions keep leader and leader epoch, and 3.8/3.9's
     ReplicationControlManager.handleBrokerUncleanShutdown does nothing below the ELR metadata
     version (isElrSupported). On several brokers it is a race the restart wins only when its
     registration comes before the controller's stale-broker fence
     (ReplicationControlManager.maybeFenceOneStaleBroker, which bumps the epoch as
-    ``elect_coordinator`` does). The flag ``coordinator_bounce_keeps_epoch``; the budget is
-    ``coordinator_failovers`` (a failover back to the same broker).
+    ``elect_coordinator`` does). From 4.0 (KAFKA-18106) the re-registration moves the
+    leadership away, but on one combined node the restarted controller's
+    ClusterControlManager.activate gives the old incarnation a fresh session, so the broker's
+    metadata publishers replay the log where it still leads at the old epoch and the
+    coordinator reloads at it; broker.session.timeout.ms later the controller fences the old
+    incarnation and the coordinator reloads at a new epoch: a bounce, then a failover
+    (conformance #19, real 4.0.2; the time between is abstracted). The flag
+    ``coordinator_bounce_keeps_epoch``; the budget is ``coordinator_failovers`` (a failover
+    back to the same broker).
 
     As ``elect_coordinator``: the log is reloaded with the in-flight appends replicated
     (``replicated``) or lost, the killed incarnation's append callbacks answer NOT_COORDINATOR

@@ -110,8 +110,8 @@ FAULTS = (
     Fault("coordinator_failovers", "transaction coordinator failovers",
           (Rule("ElectCoordinator", ("replicated",), coordinator.elect_coordinator_enabled,
                 coordinator.elect_coordinator),
-           # a failover back to the same broker at the same coordinator epoch (KRaft before
-           # 4.0: protocol.coordinator_bounce_keeps_epoch)
+           # a failover back to the same broker at the same coordinator epoch (KRaft:
+           # protocol.coordinator_bounce_keeps_epoch; on 4.x followed by a failover)
            Rule("BounceCoordinator", ("replicated",), coordinator.bounce_coordinator_enabled,
                 coordinator.bounce_coordinator)),
           COORDINATOR, _on_coordinator,

@@ -28,8 +28,8 @@ class Features(NamedTuple):
                                            # verification failed with NETWORK_EXCEPTION fails the
                                            # produce with NOT_ENOUGH_REPLICAS (3.6.x: as is);
                                            # found by conformance on real 3.6.2
-    coordinator_bounce_keeps_epoch: bool = False  # KRaft 3.x before KAFKA-18106 (on the
-                                           # 2.7 .. 3.9 presets, off again from 4.0): a killed
+    coordinator_bounce_keeps_epoch: bool = False  # KRaft (on the presets from kafka-2.7;
+                                           # conformance #15 and #19): a killed
                                            # broker that restarts and re-registers before the
                                            # controller fenced it keeps its partitions' leadership
                                            # at the same leader epoch (ClusterControlManager
@@ -44,7 +44,12 @@ class Features(NamedTuple):
                                            # the fault BounceCoordinator. 4.0 (KAFKA-18106
                                            # 0ff55c316a, KAFKA-18635 226532a966) moves a new
                                            # incarnation's leadership away (handleBrokerShutdown:
-                                           # "as if the broker was fenced"), bumping the epoch
+                                           # "as if the broker was fenced"), bumping the epoch,
+                                           # but on one node the restarted broker leads at the
+                                           # old epoch until the controller fences the old
+                                           # incarnation's session (ClusterControlManager
+                                           # .activate gave it a fresh one): on 4.x a bounce,
+                                           # then a failover (the time between abstracted)
     transaction_version: int = 1           # 1, or 2 = KIP-890 part 2 (4.0): epoch bump at every EndTxn
     verification_retry_at_leader: bool = False  # KAFKA-18654 (4.1): a TV2 leader retries
                                            # a produce's verification answered
@@ -164,7 +169,7 @@ _preset("kafka-2.6", "kafka-2.5",
         strict_end_txn_epoch=True)
 _preset("kafka-2.7", "kafka-2.6",
         "2.7 .. 3.5: the coordinator answers a fenced epoch with PRODUCER_FENCED (KAFKA-9911). "
-        "From here until kafka-4.0 a transaction coordinator's broker killed and restarted "
+        "From here on a transaction coordinator's broker killed and restarted "
         "before the controller fenced it may come back leading __transaction_state at the same "
         "leader epoch, hence the same coordinator epoch: the fault BounceCoordinator "
         "(coordinator_bounce_keeps_epoch; seen on real 3.6.2, conformance #15). KRaft (3.3 .. "
@@ -198,11 +203,16 @@ _preset("kafka-4.0", "kafka-3.8",
         "transactional ones (KAFKA-19163, OffsetMetadataManager.cleanupExpiredOffsets: "
         "group_expiry_ignores_pending_offsets, on until kafka-4.0.2). "
         "A broker restarted uncleanly loses its partitions' leadership when it registers again "
-        "(KAFKA-18106, KAFKA-18635: ReplicationControlManager.handleBrokerShutdown), so a "
-        "coordinator's restart always bumps the coordinator epoch "
-        "(coordinator_bounce_keeps_epoch off).",
-        transaction_version=2, group_expiry_ignores_pending_offsets=True,
-        coordinator_bounce_keeps_epoch=False)
+        "(KAFKA-18106, KAFKA-18635: ReplicationControlManager.handleBrokerShutdown), but on one "
+        "node the restarted broker first leads again at the old leader epoch: the restarted "
+        "controller gives the old incarnation a fresh session (ClusterControlManager.activate), "
+        "the broker's metadata publishers replay the log where it still leads, and the "
+        "coordinator reloads at the same coordinator epoch (a bounce, "
+        "coordinator_bounce_keeps_epoch, still on); broker.session.timeout.ms later the "
+        "controller fences the old incarnation (maybeFenceOneStaleBroker) and the coordinator "
+        "reloads at a new epoch (a failover; the time between is abstracted: the model's budget "
+        "allows a bounce followed by a failover, conformance #19).",
+        transaction_version=2, group_expiry_ignores_pending_offsets=True)
 # KAFKA-19163 (4.0.0 only; fixed in 4.0.1 by 48f75616d7 and in 4.1.0 by 1293658cca) is the flag
 # group_expiry_ignores_pending_offsets, on kafka-4.0 and kafka-4.1 (which stand for 4.0.0) and off
 # again from kafka-4.0.2 (and kafka-4.2, on the 4.1 line): OffsetMetadataManager

@@ -309,11 +309,12 @@ def test_a_marker_whose_response_is_lost_is_retried_and_answered_by_the_versions
 
 @pytest.mark.parametrize("fault, rule", [("faults.response_losses", "LoseResponse"),
                                          ("faults.request_duplicates", "DuplicateRequest"),
-                                         ("faults.coordinator_failovers", "ElectCoordinator")])
+                                         ("faults.coordinator_failovers", "BounceCoordinator")])
 def test_kafka_4_2_hangs_in_prepare_commit_on_a_resent_marker(fault, rule):
     """KAFKA-19999 from three generic faults: the marker resent after a lost response, retried
-    over a new connection once the copy on the closed one was written, or resent by the next
-    coordinator after a failover, is rejected by KIP-1228's strict epoch check, the coordinator
+    over a new connection once the copy on the closed one was written, or resent by the
+    restarted coordinator after a failover (the shortest: a bounce, on 4.x too since #19, the
+    killed incarnation's marker written from its closed connection), is rejected by KIP-1228's strict epoch check, the coordinator
     stops sending markers and the transaction stays in Prepare*. ``latest`` (the fix) is clean
     on all three."""
     settings = {fault: 1, "faults.producer_crashes": 0}

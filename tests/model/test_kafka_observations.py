@@ -352,6 +352,9 @@ def recorded(name, timeouts=False, **protocol):
     # what killed brokers cost besides (requests left unanswered, batches expired meanwhile)
     budgets.update({k.split(".")[1]: v for k, v in losses.budgets(
         lambda name: budgets[name], run, plan).items() if k != "faults.total"})
+    # a 4.x hard failover is a bounce, then a failover (#19)
+    budgets["coordinator_failovers"] += losses.restarts_failing_over(
+        plan, 1, BY_VERSION[version].hard_restart_failovers)
     overrides = {"protocol.version": BY_VERSION[version].preset,
                  "cluster.partitions": plan["partitions"],
                  "workload.transactions_per_producer": max(len(i["txns"])
@@ -700,8 +703,11 @@ def test_12_a_marker_lost_with_its_coordinator_is_not_resent(monkeypatch):
     (coordinator.marker_may_be_lost, marker_timed_out: TransactionMarkerRequestCompletionHandler.
     onComplete removes the markers of a changed coordinator epoch, removeMarkersForTxn). Without
     it a marker was lost only while its coordinator awaited it, and resent at once under its own
-    epoch, so the leader had to take the epoch-0 COMMIT: the end state's log was out of reach."""
-    model, run = ending("kafka-4.4.0-hold-duplicate")
+    epoch, so the leader had to take the epoch-0 COMMIT: the end state's log was out of reach.
+    Held without the bounce (#19): with it the validator explains the kill as a bounce then a
+    failover, the epoch-0 marker lost before the bounce and the bounce's resend dropped by the
+    failover."""
+    model, run = ending("kafka-4.4.0-hold-duplicate", coordinator_bounce_keeps_epoch=False)
     r = validate(model, run)
     assert r.conforms, "\n".join(r.divergence.report())
     after = r.actions[[a[0] for a in r.actions].index("ElectCoordinator"):]
@@ -809,3 +815,44 @@ def test_15_without_the_bounce_the_resent_marker_diverges():
     r = validate(model, run, max_nodes=30_000)
     assert not r.conforms
     assert "WriteTxnMarkers request" in r.divergence.report()[0]
+
+
+def test_19_a_hard_restart_on_4x_is_a_bounce_then_a_failover():
+    """4.0.2, network-faults seed 3040 (round 5), docs/conformance.md #19: the plan's hard
+    failover killed the one broker (broker and KRaft controller in one process) after a
+    duplicated EndTxn's commit marker (producer epoch 2, coordinator epoch 0) was answered,
+    before CompleteCommit was written. Restarted, the controller's activation gave the old
+    incarnation a fresh session (ClusterControlManager.activate), so the broker replayed the
+    metadata log where it still led __transaction_state at leader epoch 0 and the coordinator
+    reloaded at coordinator epoch 0 (a bounce: its marker, queued while the broker's listeners
+    were closed, was delivered at coordinator epoch 0 and appended); broker.session.timeout.ms
+    later the controller fenced the old incarnation (ReplicationControlManager
+    .maybeFenceOneStaleBroker, handleBrokerFenced), the new one registered and was unfenced,
+    and the coordinator reloaded at epoch 2 and resent the marker with it (a failover). The
+    4.x presets bounce (coordinator_bounce_keeps_epoch) and a 4.x release's hard failover is
+    budgeted as two coordinator failovers (Release.hard_restart_failovers): BounceCoordinator
+    then ElectCoordinator explain it."""
+    model, run = ending("kafka-4.0.2-bounce-then-failover")
+    assert model.params.features.coordinator_bounce_keeps_epoch
+    assert model.params.budgets.coordinator_failovers == 2
+    r = validate(model, run)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert [a for a in r.actions if a[0] in faults.BY_RULE
+            and faults.BY_RULE[a[0]].budget == "coordinator_failovers"] == \
+        [("BounceCoordinator", False), ("ElectCoordinator", False)]
+    epochs = [a[1].coordinator_epoch for a in r.actions if a[0] == "HandleWriteTxnMarkers"]
+    assert epochs[-2:] == [0, 1]        # the bounce's resend, the failover's (Kafka's epoch 2)
+
+
+def test_19_without_the_bounce_the_marker_resent_at_epoch_0_diverges():
+    """Where the run diverged before #19 (no bounce on kafka-4.0.2): the restarted broker's
+    WriteTxnMarkers at coordinator epoch 0 (the old incarnation's marker was delivered and
+    answered before the kill); the model's only failover takes coordinator epoch 1."""
+    model, run = ending("kafka-4.0.2-bounce-then-failover", coordinator_bounce_keeps_epoch=False)
+    d = validate(model, run).divergence
+    assert d is not None
+    e = run[d.event]
+    assert e["api"] == "WriteTxnMarkers" and e["direction"] == "request" and e["seq"] == 134
+    assert [m["coordinator_epoch"] for m in e["fields"]["markers"]] == [0]
+    assert d.near[0].action.startswith("HandleWriteTxnMarkers(")
+    assert d.near[0].reason == "coordinator_epoch: recorded 0, model 1"

@@ -185,7 +185,9 @@ def test_a_bounce_keeps_the_coordinator_epoch_and_the_old_marker_still_writes():
     left on a closed connection (``disconnected``: the leader may still write it, its answer is
     lost), the reloaded coordinator resends it at the same coordinator epoch, and the leader
     takes either (appendEndTxnMarker fences only a lower one). ``ElectCoordinator`` from the
-    same state takes epoch 1, and the bounce is no step of 4.0 and later."""
+    same state takes epoch 1. On 4.x the bounce is a step too (#19: the restarted node leads at
+    the old epoch until the controller fences the old incarnation); with the flag off it is
+    none."""
     model = bind("kafka-3.6", **{"faults.coordinator_failovers": 1, "faults.producer_crashes": 0})
     sent = lambda s: [m for m in s.network if m.rpc == Rpc.WriteTxnMarkers]
     s = _first(model, lambda s: sent(s) and ("BounceCoordinator", False) in model.actions(s))
@@ -208,8 +210,11 @@ def test_a_bounce_keeps_the_coordinator_epoch_and_the_old_marker_still_writes():
     assert any(m.rpc == Rpc.WriteTxnMarkersResponse for m in v.network)
     e = model.step(s, ("ElectCoordinator", False))
     assert e.coordinator.coordinator_epoch == 1 and sent(e)[0] == old    # still in its FIFO
-    assert ("BounceCoordinator", False) not in bind(
+    assert ("BounceCoordinator", False) in bind(
         "kafka-4.0", **{"faults.coordinator_failovers": 1}).actions(s)
+    assert ("BounceCoordinator", False) not in bind(
+        "kafka-4.0", **{"faults.coordinator_failovers": 1,
+                        "protocol.coordinator_bounce_keeps_epoch": False}).actions(s)
 
 
 @pytest.mark.parametrize("preset", ["kafka-3.6", "latest"])

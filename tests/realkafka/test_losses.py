@@ -63,6 +63,21 @@ def test_a_failover_on_one_broker_takes_every_partition_offline():
     assert got == {"faults.offline_partitions": 4, "faults.total": 7}
 
 
+def test_a_hard_failover_on_4x_is_two_coordinator_failovers():
+    """On 4.x the restarted combined node first leads at the old epoch (a bounce), then the
+    controller fences the old incarnation (a failover): conformance #19. A soft failover, a
+    3.x release (one per hard failover) or several brokers add none."""
+    plan = {"partitions": 1, "failovers": [{"after_end_txn": 1, "hard": True},
+                                           {"after_end_txn": 2, "hard": False}]}
+    assert losses.restarts_failing_over(plan, 1, per_hard=2) == 1
+    assert losses.restarts_failing_over(plan, 1, per_hard=1) == 0
+    assert losses.restarts_failing_over(plan, 3, per_hard=2) == 0
+    got = losses.budgets(lambda name: {"coordinator_failovers": 2, "total": 3}.get(name, 0), [],
+                         plan, 1, 2)
+    assert got == {"faults.offline_partitions": 2, "faults.coordinator_failovers": 3,
+                   "faults.total": 6}
+
+
 def test_a_partition_answered_not_leader_is_a_loss():
     """A Produce or WriteTxnMarkers partition answered NOT_LEADER_OR_FOLLOWER (a leader that
     stopped leading: conformance #9) had no effect and is retried: a request and a response

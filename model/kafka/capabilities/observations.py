@@ -51,8 +51,8 @@ Silent (nothing records them): the client's ``Send<Rpc>`` and ``CompleteTransact
 queue), ``CommitTxnLogAppend`` (a transaction-log append completing inside the coordinator's
 broker), the coordinator's timers and elections (``ExpireTransaction``, ``ElectCoordinator``,
 ``BounceCoordinator``: the harness's hard failover is the one or, where the preset has
-``coordinator_bounce_keeps_epoch`` (KRaft before 4.0), the other, its markers resent at the same
-coordinator epoch, ``ExpireTransactionalId``), a partition's leader lost and elected again
+``coordinator_bounce_keeps_epoch`` (KRaft), the other, its markers resent at the same
+coordinator epoch (on 4.x the bounce, then the failover: two in the budget), ``ExpireTransactionalId``), a partition's leader lost and elected again
 (``PartitionOffline``, ``ElectLeader``: a broker killed and started by the harness, not a
 request), ``CrashProducer`` (the application abandons an instance: seen only as
 the next instance's calls), ``ExpireBatch``, ``LoseProducerState``, the consume-transform-produce
