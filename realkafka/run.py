@@ -236,11 +236,11 @@ def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event) 
             node = cluster.coordinator_node()
             log(f"  failover: broker {node} {'killed' if f.hard else 'shut down'} and restarted")
             if f.hard:
-                # The model's failover is a new coordinator: __transaction_state's leader epoch,
-                # the coordinator epoch, goes up. A killed broker back within
-                # broker.session.timeout.ms is never fenced and keeps its leader epoch (a bounce
-                # the model does not have: conformance on 3.6.2 saw markers of coordinator epoch
-                # 0 after it); so it stays down until the controller has fenced it.
+                # It stays down until a live controller would have fenced it (a new leader
+                # epoch, hence coordinator epoch: the model's ElectCoordinator). On one broker the
+                # controller dies with it, so the restart is a bounce at the same coordinator
+                # epoch (3.x), or a bounce and, once the old incarnation's session has timed out,
+                # a failover (4.x): the model's BounceCoordinator (docs/conformance.md #15, #19).
                 cluster.kill(node)
                 time.sleep(FENCED_AFTER_S)
                 cluster.start_node(node)
