@@ -57,7 +57,7 @@ def test_the_initial_state_of_the_default_config(kafka):
     assert d["session"] == "main" and d["path"] == [0] and d["crumbs"] == []
     assert [a["label"] for a in d["actions"]] == [
         "InitTransactions(producer=0)", "ElectCoordinator(replicated=False)",
-        "CrashProducer(producer=0)"]
+        "BounceCoordinator(replicated=False)", "CrashProducer(producer=0)"]
     assert d["actions"][0]["params"] == [{"name": "producer", "value": "0"}]
     assert [c["name"] for c in d["components"]] == [
         "p0", "p1", "coordinator", "leader-0", "consumer-0", "network", "budgets"]
@@ -214,7 +214,7 @@ def test_a_toy_model_gets_generic_panels_and_every_kind_of_verdict(counter):
     ({"path": "0.-1"}, 400, "is not a list of choices"),
     ({"path": "0.²"}, 400, "is not a list of choices"),
     ({"path": "0." + ".".join(["0"] * 10_001)}, 400, "at most 10000 steps"),
-    ({"path": "0.7"}, 400, "path step 1: there is no action 7 there (3 enabled): the link is "
+    ({"path": "0.7"}, 400, "path step 1: there is no action 7 there (4 enabled): the link is "
                            "stale or forged"),
     # always the first action: a terminal state comes, where action 0 is not there
     ({"path": "0." + ".".join(["0"] * 60)}, 400, "(0 enabled): the link is stale or forged"),

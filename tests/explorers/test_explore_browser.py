@@ -139,11 +139,11 @@ def test_walk_the_kafka_model_and_its_6119_counterexample(browser, server, tmp_p
 
     # The default configuration's initial state.
     d.get(server)
-    wait.until(lambda _: len(css("#actions button.action")) == 3)
+    wait.until(lambda _: len(css("#actions button.action")) == 4)
     at_step(0)
     assert [b.get_attribute("data-label") for b in css("#actions button.action")] == [
         "InitTransactions(producer=0)", "ElectCoordinator(replicated=False)",
-        "CrashProducer(producer=0)"]
+        "BounceCoordinator(replicated=False)", "CrashProducer(producer=0)"]
     assert [p.get_attribute("data-component") for p in css("#components .panel")] == [
         "p0", "p1", "coordinator", "leader-0", "consumer-0", "network", "budgets"]
     assert field("p0", "state").text == "UNINITIALIZED"
