@@ -13,7 +13,7 @@ from tests.reachable import bfs_order
 def test_the_memos_answer_each_thread_for_its_own_state():
     model = registry.bind(registry.load(None))
     K = model.params
-    states = bfs_order(model, 3000)[::4]
+    states = bfs_order(model, 8000)[::4]
     expect = [([(i, p) for i, p in enumerate(w.producers) if p.started],
                history.record_fates(K, w), history.txn_fates(K, w)) for w in states]
     assert len({id(w.producers) for w in states}) > 20 and len({id(w.partitions) for w in states}) > 20
@@ -48,7 +48,7 @@ def test_a_memo_handed_out_is_never_changed_under_its_holder():
     another state: the memo is replaced, never overwritten in place."""
     model = registry.bind(registry.load(None))
     K = model.params
-    states = bfs_order(model, 3000)
+    states = bfs_order(model, 8000)
     a = states[0]
     b = next(w for w in states if w.partitions is not a.partitions
              and history.record_fates(K, w) != history.record_fates(K, a))
