@@ -339,9 +339,16 @@ def not_leader_answers(events) -> dict:
     the answer itself is not observed. ``kafka_mc.realkafka.losses.answered_not_leader`` counts
     the same messages for the budgets (tests/model/test_kafka_observations.py holds the two
     equal)."""
+    return _answered_partitions(events, ("Produce", "WriteTxnMarkers"),
+                                lambda p: p.get("error_code") == NOT_LEADER_OR_FOLLOWER)
+
+
+def _answered_partitions(events, apis, accept) -> dict:
+    """(endpoint, conn, correlation id) -> the (topic, partition index) pairs of a delivered
+    answer of ``apis`` whose partition result ``accept`` takes."""
     out: dict = {}
     for e in events:
-        if e.get("direction") != "response" or _api(e) not in ("Produce", "WriteTxnMarkers") \
+        if e.get("direction") != "response" or _api(e) not in apis \
                 or e.get("action") not in ("forwarded", "released"):
             continue
         f = norm(e.get("fields") or {})
@@ -349,7 +356,7 @@ def not_leader_answers(events) -> dict:
         for t in _topics(f):
             for p in (t.get("partition_responses") or ()) if _api(e) == "Produce" else (
                     t.get("partitions") or ()):
-                if isinstance(p, Mapping) and p.get("error_code") == NOT_LEADER_OR_FOLLOWER:
+                if isinstance(p, Mapping) and accept(p):
                     parts.add((_topic(t), p.get("index", p.get("partition_index"))))
         if parts:
             key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
@@ -390,22 +397,9 @@ def coordinator_not_found_answers(events) -> dict:
     itself answered COORDINATOR_NOT_AVAILABLE is on the wire (the INTERNAL listener) and stays
     observed. ``kafka_mc.realkafka.losses.answered_without_coordinator`` counts the same
     partitions for the budgets (tests/model/test_kafka_observations.py holds the two equal)."""
-    out: dict = {}
-    for e in events:
-        if e.get("direction") != "response" or _api(e) != "Produce" \
-                or e.get("action") not in ("forwarded", "released"):
-            continue
-        f = norm(e.get("fields") or {})
-        parts = set()
-        for t in _topics(f):
-            for p in t.get("partition_responses") or ():
-                if isinstance(p, Mapping) and p.get("error_code") == NOT_ENOUGH_REPLICAS \
-                        and NO_COORDINATOR_TO_VERIFY in str(p.get("error_message") or ""):
-                    parts.add((_topic(t), p.get("index", p.get("partition_index"))))
-        if parts:
-            key = (e.get("endpoint"), e.get("conn"), e.get("correlation_id"))
-            out[key] = frozenset(parts) | out.get(key, frozenset())
-    return out
+    return _answered_partitions(
+        events, ("Produce",), lambda p: p.get("error_code") == NOT_ENOUGH_REPLICAS
+        and NO_COORDINATOR_TO_VERIFY in str(p.get("error_message") or ""))
 
 
 def _values(x, key):
