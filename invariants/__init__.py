@@ -8,12 +8,14 @@ modules import the model; nothing in ``model/`` imports them. A new concern: a m
 """
 from __future__ import annotations
 
-from kafka_mc.invariants import (anomalies, atomicity, duplicates, fencing, hanging, isolation, markers,
-                        offsets, transitions, two_phase)
+from kafka_mc.invariants import (anomalies, atomicity, availability, duplicates, fencing, hanging,
+                                isolation, markers, offsets, transitions, two_phase)
 
 # Each property declares what it reads where it is defined (``reads=reads("OL")``:
 # model.kafka.capabilities.footprints.reads); one without (an ``eventually`` property) reads everything.
 PROPERTIES = (atomicity.PROPERTIES + isolation.PROPERTIES + fencing.PROPERTIES
               + duplicates.PROPERTIES + transitions.PROPERTIES + hanging.PROPERTIES
               + offsets.PROPERTIES + anomalies.PROPERTIES + two_phase.PROPERTIES
-              + markers.PROPERTIES)
+              + markers.PROPERTIES
+              # the claims checked only when named (Property.default False)
+              + availability.CLAIMS)

@@ -67,7 +67,9 @@ class Param:
 
 
 CHECK_PARAMS = (
-    Param("check.invariants", list, ("all",), "properties to check (\"all\", or names)", min=1),
+    Param("check.invariants", list, ("all",),
+          "properties to check: \"all\" (every default property), names, or both (\"all\" "
+          "and claims checked only when named, e.g. no_self_fencing)", min=1),
     Param("check.max_depth", int, 0, "depth bound, 0 = unbounded", min=0),
     Param("check.deadlock", bool, None,
           "whether a state with no enabled action is an error (unset: the model's default)"),

@@ -85,6 +85,10 @@ class Property:
     # verdict depends on; a transition property holds on every step writing none of them. None:
     # it reads everything (every action is visible to it, so a reduced search expands fully).
     reads: frozenset | None = None
+    # Checked when no property is named (``--invariant``, ``[check] invariants``). False: a
+    # claim checked only when named, as the availability claims are (their verdicts on older
+    # presets would move every pinned default check).
+    default: bool = True
 
 
 class Fairness(str, enum.Enum):

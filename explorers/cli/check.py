@@ -200,7 +200,13 @@ def tidy_out_dir(created: list[Path]) -> None:
 
 
 def property_names(cfg) -> list[str] | None:
-    return None if "all" in cfg["check.invariants"] else list(cfg["check.invariants"])
+    """The names ``[check] invariants`` gives; None for "all" alone (every default property);
+    "all" beside names stands for the default properties and the names add to them (a claim
+    checked only when named, ``Property.default``)."""
+    names = list(cfg["check.invariants"])
+    if "all" not in names:
+        return names
+    return None if names == ["all"] else names
 
 
 def reduced(cfg) -> bool:

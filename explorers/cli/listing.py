@@ -30,8 +30,10 @@ def main(args) -> int:
                 print(f"{mutant:<38} {invariant:<26} {doc} ({name})")
     elif args.what == "invariants":
         cfg = registry.load(None, model=args.model)
-        for p in registry.bind(cfg).properties():
-            print(f"{p.name:<24} {p.expectation.value:<10} {p.claim}")
+        props = registry.bind(cfg).properties()
+        for p in props:
+            named = "" if p.default else "(checked when named) "
+            print(f"{p.name:<30} {p.expectation.value:<10} {named}{p.claim}")
     else:
         for path in shipped_configs():
             print(path.stem)

@@ -66,10 +66,13 @@ def shows(model: Model, kind: str, prop: str, states: Sequence, actions: Sequenc
 
 
 def select_properties(model: Model, names: Sequence[str] | None) -> list[Property]:
-    """The model's properties named by ``names`` (None: all), in the given order."""
+    """The model's properties named by ``names`` (None: all checked by default, i.e. not the
+    claims checked only when named: ``Property.default``), in the given order."""
     props = list(model.properties())
     if names is None:
-        return props
+        return [p for p in props if p.default]
+    if "all" in names:   # the default properties, with the names given beside them
+        names = [p.name for p in props if p.default] + [n for n in names if n != "all"]
     known = {p.name: p for p in props}
     missing = [n for n in names if n not in known]
     if missing:

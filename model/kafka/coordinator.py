@@ -182,17 +182,18 @@ def handle_init_producer_id(K, w: World, m) -> World:
         return reply(w, _fenced(K))         # isValidProducerId (a retry over a rotation passes)
     if txn.state in PREPARE:
         return reply(w, Errors.CONCURRENT_TRANSACTIONS)
+    owner = w.producers[m.producer].instance   # (ghost: the epoch's maker)
     if txn.state == T.Ongoing:  # fence the old producer and abort its transaction
         if K.features.bump_epoch_on_timeout and fence_epoch(K, txn) == -1:
             return reply(w, Errors.UNKNOWN_SERVER_ERROR)
-        return reply(fence_and_abort(K, w, m.tid, txn), Errors.CONCURRENT_TRANSACTIONS)
+        return reply(fence_and_abort(K, w, m.tid, txn, owner), Errors.CONCURRENT_TRANSACTIONS)
     if exhausted(K, txn.producer_epoch):
         if bump and m.producer_epoch != txn.producer_epoch:
             return reply(w, Errors.UNKNOWN_SERVER_ERROR)   # prepareIncrementProducerEpoch throws
         w, pid = _new_producer_id(w)                       # prepareProducerIdRotation
         target = txn._replace(producer_id=pid, producer_epoch=0, state=T.Empty,
                               last_producer_epoch=txn.producer_epoch if bump else -1,
-                              partitions=frozenset(), pending_state=-1)
+                              partitions=frozenset(), pending_state=-1, epoch_owner=owner)
         return prepare_transition(w, m.tid, txn, target,
                                   reply_later(m, Rpc.InitProducerIdResponse, m.producer))
     # Empty / CompleteCommit / CompleteAbort: prepareIncrementProducerEpoch
@@ -205,22 +206,25 @@ def handle_init_producer_id(K, w: World, m) -> World:
     else:
         return reply(w, _fenced(K))
     target = txn._replace(producer_epoch=epoch, last_producer_epoch=last, state=T.Empty,
-                          partitions=frozenset(), pending_state=-1)
+                          partitions=frozenset(), pending_state=-1,
+                          epoch_owner=owner if epoch != txn.producer_epoch else txn.epoch_owner)
     return prepare_transition(w, m.tid, txn, target,
                               reply_later(m, Rpc.InitProducerIdResponse, m.producer))
 
 
-def fence_and_abort(K, w, tid, txn):
+def fence_and_abort(K, w, tid, txn, owner: int = -1):
     """prepareFenceProducerEpoch, then endTransaction(ABORT, isFromClient = false): the epoch is
     bumped in memory at once and PrepareAbort is written with it. Before 1.0 (KAFKA-6119) the
     abort used the current epoch, so the old producer was not fenced. The caller checked that
     the fence does not throw (``fence_epoch``). TV2 (generateTxnTransitMetadataForTxnCompletion)
     takes a nextProducerId when the epoch is exhausted, but until 4.3 not on this path
-    (``!isEpochFence``, KAFKA-20090): the abort then leaves the id at the last epoch."""
+    (``!isEpochFence``, KAFKA-20090): the abort then leaves the id at the last epoch.
+    ``owner`` (ghost): the instance whose InitProducerId fenced, -1 for the coordinator's own abort (a timeout, a forced termination)."""
     if K.features.bump_epoch_on_timeout:
         epoch = fence_epoch(K, txn)
         last = epoch - 1 if K.tv2 and K.features.fence_double_bump else -1
-        txn = txn._replace(producer_epoch=epoch, last_producer_epoch=last)
+        txn = txn._replace(producer_epoch=epoch, last_producer_epoch=last,
+                           epoch_owner=owner if epoch != txn.producer_epoch else txn.epoch_owner)
     target = txn._replace(state=T.PrepareAbort, pending_state=-1)
     if (K.tv2 and K.features.rotate_on_fence
             and exhausted(K, w.coordinator.txns[tid].producer_epoch)):
@@ -277,6 +281,12 @@ def handle_end_txn(K, w: World, m) -> World:
     """TransactionCoordinator.handleEndTransaction: endTransactionWithTV1, or endTransaction (TV2)."""
     reply = lambda e: respond(w, m, _error_reply(Rpc.EndTxnResponse, m.producer, e))
     error, txn = _producer_checks(w, m)
+    if (K.tv2 and not K.features.end_txn_epoch_first and error != Errors.NOT_COORDINATOR
+            and txn.producer_id != -1 and txn.pending_state != -1):
+        # KAFKA-18660 (4.0.0): "This check is performed first so that the pending transition can
+        # complete before the next checks", before the producer id's: a client handed the
+        # nextProducerId of a rotation that is still only pending waits for it
+        return reply(Errors.CONCURRENT_TRANSACTIONS)
     if error and not (error == Errors.INVALID_PRODUCER_ID_MAPPING and K.tv2
                       and _retry_on_overflow(K, txn, m)):
         return reply(error)
@@ -353,7 +363,9 @@ def _end_txn_tv2(K, w, m, txn, reply):
         w, next_pid = _new_producer_id(w)
     target = txn._replace(state=T.PrepareCommit if commit else T.PrepareAbort, pending_state=-1,
                           producer_epoch=epoch, last_producer_epoch=txn.producer_epoch,
-                          next_producer_id=next_pid)
+                          next_producer_id=next_pid,
+                          epoch_owner=w.producers[m.producer].instance
+                          if epoch != txn.producer_epoch else txn.epoch_owner)
     return prepare_transition(w, m.tid, txn, target,
                               reply_later(m, Rpc.EndTxnResponse, m.producer))
 
@@ -388,6 +400,11 @@ def commit_append(K, w: World, tid: int) -> World:
     if target.state in PREPARE:
         w = send_markers(K, w, tid, target)
     return w
+
+
+def complete_state(state: T) -> T:
+    """The Complete* state a Prepare* state's markers lead to."""
+    return T.CompleteCommit if state == T.PrepareCommit else T.CompleteAbort
 
 
 def _completed_id(txn: TxnMetadata) -> tuple[int, int]:
@@ -427,12 +444,22 @@ def send_markers(K, w: World, tid: int, txn: TxnMetadata) -> World:
     ``network.to_offline_leader``). From 4.3 (KAFKA-17573) it answers Optional.empty, which
     addTxnMarkersToBrokerQueue takes for a deleted partition: it removes the partition from the
     transaction (txnMetadata.removePartition) and maybeWriteTxnCompletion completes the
-    transaction with no marker written (``markers_skip_leaderless_partition``; KAFKA-20734)."""
+    transaction with no marker written (``markers_skip_leaderless_partition``; KAFKA-20734).
+
+    Before the markers go out the coordinator has called TransactionMetadata.prepareComplete:
+    the pending state is CompleteCommit / CompleteAbort for the whole marker round, until the
+    completion's append is done (TransactionCoordinator.endTransaction's sendTxnMarkersCallback,
+    before it answers the EndTxn, in every version from 0.11 to trunk; and
+    TransactionStateManager.loadTransactionsForTxnTopicPartition for the Prepare* transactions
+    a new coordinator reloads). A request meeting it is answered CONCURRENT_TRANSACTIONS where
+    its handler checks pendingTransitionInProgress (InitProducerId, AddPartitionsToTxn, EndTxn;
+    a TV2 EndTxn first of all since KAFKA-18660, 4.0.0), which the client retries."""
+    txn = txn._replace(pending_state=complete_state(txn.state))
     if K.features.markers_skip_leaderless_partition:
         skipped = frozenset(k for k in txn.partitions if w.partitions[k].offline)
         if skipped:
             txn = txn._replace(partitions=txn.partitions - skipped)
-            w = _put(w, tid, txn)
+    w = _put(w, tid, txn)
     c = w.coordinator
     markers = tuple(WriteTxnMarkers(Rpc.WriteTxnMarkers, k, tid, txn.producer_id, txn.producer_epoch,
                                     txn.state == T.PrepareCommit, c.coordinator_epoch)
@@ -443,12 +470,14 @@ def send_markers(K, w: World, tid: int, txn: TxnMetadata) -> World:
 
 
 def _maybe_complete(w: World, tid: int) -> World:
-    """All markers acknowledged: append CompleteCommit / CompleteAbort (partitions cleared)."""
+    """All markers acknowledged: append CompleteCommit / CompleteAbort (partitions cleared),
+    the transition prepareComplete made pending (TransactionMarkerChannelManager
+    .maybeWriteTxnCompletion)."""
     c = w.coordinator
     txn = c.txns[tid]
-    if c.markers[tid] or txn.state not in PREPARE or txn.pending_state != -1:
+    if c.markers[tid] or txn.state not in PREPARE or c.appends[tid]:
         return w
-    done = T.CompleteCommit if txn.state == T.PrepareCommit else T.CompleteAbort
+    done = complete_state(txn.state)
     pid, epoch = _completed_id(txn)
     target = txn._replace(state=done, partitions=frozenset(), pending_state=-1, producer_id=pid,
                           producer_epoch=epoch, next_producer_id=-1)

@@ -22,7 +22,7 @@ from kafka_mc.model.config import Param
 from kafka_mc.model.core import WF
 from kafka_mc.model.kafka import client, coordinator, group_coordinator, network, partition, producer
 from kafka_mc.model.kafka import diagram
-from kafka_mc.model.kafka.world import Rpc, fast_replacer
+from kafka_mc.model.kafka.world import Rpc, budget, fast_replacer
 from kafka_mc.model.protocol import Rule
 
 COORDINATOR, PRODUCER, NETWORK, LEADER, GROUP = ("coordinator", "producer", "network", "leader",
@@ -88,13 +88,18 @@ def _on_receiver(K, a):
 
 
 def _expire_transaction_enabled(K, w):
-    """Within the budget a transaction may time out while its producer is still active; once
-    nothing but a timer can fire (``client.idle``) it always may, unbudgeted (``idle``)."""
-    budgeted = coordinator.expire_transaction_enabled(K, w)
-    if budgeted:
-        return [(tid, False) for (tid,) in budgeted]
-    ongoing = coordinator.expire_transaction_enabled(K, w, idle=True)   # (asked first: cheaper)
-    return [(tid, True) for (tid,) in ongoing] if ongoing and client.idle(K, w) else []
+    """Once nothing but a timer can fire (``client.idle``) an Ongoing transaction always may time
+    out, unbudgeted and fair (``idle``): transaction.timeout.ms passes, whatever budget is left.
+    Before that, within the budget, it may time out early, while its producer is still active
+    (the budget bounds these early timeouts only). Until November 2026 the idle timeout was
+    offered only once the budget was spent, so with budget left a liveness check reported
+    lassos in which Kafka's timer was held back (issue 62)."""
+    ongoing = coordinator.expire_transaction_enabled(K, w, idle=True)
+    if not ongoing:
+        return []
+    if client.idle(K, w):
+        return [(tid, True) for (tid,) in ongoing]
+    return [(tid, False) for (tid,) in ongoing] if budget(w, "transaction_timeouts") else []
 
 
 FAULTS = (
@@ -130,6 +135,18 @@ FAULTS = (
           PRODUCER, _on_producer,
           lambda a, s: "crashes; a new instance starts (this one may live on as a zombie)",
           default=1, max=4),
+    Fault("producer_kills",
+          "a producer process killed for good (no zombie): a new instance starts if one is left "
+          "(cluster.producers_per_id); its requests in flight may still land, answered into a "
+          "closed connection",
+          (Rule("KillProducer", ("producer",), producer.kill_producer_enabled,
+                producer.kill_producer),),
+          PRODUCER, _on_producer,
+          lambda a, s: "killed for good (no zombie)" + (
+              "; a new instance starts" if s.producers[a[1]].instance + 1 < len(
+                  [p for p in s.producers if p.tid == s.producers[a[1]].tid])
+              and not s.producers[a[1]].replaced else ""),
+          max=4),
     Fault("request_delays", "requests held back and delivered out of order",
           (Rule("DelayRequest", ("message",), network.delay_request_enabled,
                 network.delay_request),),

@@ -32,6 +32,11 @@ from kafka_mc.model.kafka.world import (NO_RECORD, AbortedTxn, Batch, Control, E
                          ProducerStateEntry, RecordId, World, replace_at)
 
 
+# The fourth field of a ``guards`` entry: the guard is older than its producer's last write (a
+# marker of its epoch kept it, KAFKA-18654), so it expires with the producer's state.
+OLDER = True
+
+
 def entry_of(part: Partition, pid: int):
     for e in part.producers:
         if e.producer_id == pid:
@@ -134,8 +139,8 @@ def _start_verification(K, w, part, m) -> World:
         part = part._replace(guards=tuple(sorted(part.guards + (entry,))), next_guard=guard + 1)
     elif K.tv2 and K.features.marker_keeps_tv2_guard:
         part = part._replace(guards=tuple(
-            (x[0], x[1], m.producer_epoch) if x[0] == m.producer_id and m.producer_epoch > x[2]
-            else x for x in part.guards))
+            (x[0], x[1], m.producer_epoch) + x[3:]
+            if x[0] == m.producer_id and m.producer_epoch > x[2] else x for x in part.guards))
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
     return w._replace(network=send(w.network, verification_request(K, w, m, guard)))
 
@@ -315,7 +320,8 @@ def append_marker(K, part: Partition, m):
     batch.producerEpoch() == entry.epoch()``): a TV2 marker carries the bumped epoch, which is
     the next transaction's, so that guard is the next transaction's verification. A guard of any
     other epoch, lower or higher, is cleared; a TV1 guard always is. A rejected marker leaves the
-    guards alone (appendEndTxnMarker throws first)."""
+    guards alone (appendEndTxnMarker throws first). A guard kept is marked older than the
+    producer's last write (``OLDER``): it expires with the producer (``lose_producer_state``)."""
     e = entry_of(part, m.producer_id)
     if e is not None:
         if K.features.strict_marker_epoch and K.tv2:           # KIP-1228
@@ -338,8 +344,9 @@ def append_marker(K, part: Partition, m):
     entry = ProducerStateEntry(m.producer_id, m.producer_epoch,
                                -1 if bumped else e.last_sequence, offset, m.coordinator_epoch, -1)
     batch = Batch(m.producer_id, m.producer_epoch, -1, control, m.coordinator_epoch, NO_RECORD)
-    guards = tuple(x for x in part.guards if x[0] != m.producer_id
-                   or (len(x) == 3 and x[2] == m.producer_epoch))   # isV2NextTransactionStarted
+    guards = tuple(x if x[0] != m.producer_id else x[:3] + (OLDER,) for x in part.guards
+                   if x[0] != m.producer_id
+                   or (len(x) >= 3 and x[2] == m.producer_epoch))   # isV2NextTransactionStarted
     part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards)
     return Errors.NONE, with_entry(part, entry)
 
@@ -354,9 +361,19 @@ def lose_producer_state_enabled(K, w):
 def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
     """ProducerStateManager.removeExpiredProducers: producer.id.expiration.ms passed since the
     id's last write and it has no open transaction, so the leader forgets it (its sequence,
-    epoch and coordinator epoch); the id's next batch is checked as an unknown producer's."""
+    epoch and coordinator epoch); the id's next batch is checked as an unknown producer's.
+
+    The same call removes the verification entries (VerificationStateEntry) older than
+    producer.id.expiration.ms (3.6 .. trunk). An entry's timestamp is set once, when it is made
+    (maybeCreateVerificationStateEntry), so one made before the producer's last write (a TV2
+    guard a marker of its epoch kept, ``OLDER``) has expired with the producer: it goes too.
+    Abstraction: a guard made after the last write is kept (it may have expired as well if it
+    is old enough: time is not modelled), and a guard's own expiry without its producer's is
+    not modelled."""
     part = w.partitions[k]
-    part = part._replace(producers=tuple(e for e in part.producers if e.producer_id != producer_id))
+    part = part._replace(
+        producers=tuple(e for e in part.producers if e.producer_id != producer_id),
+        guards=tuple(x for x in part.guards if x[0] != producer_id or len(x) < 4))
     return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "producer_state_losses")
 
 

@@ -42,7 +42,7 @@ next input offset; after an abort it fetches the committed offset again. With a 
 from __future__ import annotations
 
 from kafka_mc.model.kafka.network import (AddPartitionsToTxn, EndTxn, InitProducerId, Produce, Rpc,
-                           TxnOffsetCommit, send)
+                           TxnOffsetCommit, connection, duplicate, send)
 from kafka_mc.model.kafka.world import (OFFSETS_DONE, OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, budget, spend,
                          ClientState as C, Errors, Outcome, World, replace_at)
 
@@ -485,6 +485,42 @@ def crash_producer(K, w, i):
     w = with_producer(w, i, replaced=True)
     w = with_producer(w, i + 1, started=True)
     return spend(w, "producer_crashes")
+
+
+def kill_producer_enabled(K, w):
+    if not budget(w, "producer_kills"):
+        return []
+    return [(i,) for i, _ in running(K, w)]
+
+
+def kill_producer(K, w, i):
+    """The application's process dies for good (kill -9, its machine lost): no zombie, its
+    TransactionManager and Sender are gone and the instance never acts again. Its connections
+    close with it: the requests it had sent may still reach their brokers, which handle them but
+    answer into a closed socket (copies on a closed connection, as ``DuplicateRequest``'s), and
+    the answers on their way to it are lost. An answer a broker sends it later (an append's
+    callback, a verified batch's) reaches nobody: its delivery changes nothing (every handler
+    finds nothing in flight to answer). A new instance of its transactional.id starts if
+    the application has one left to start (as after ``CrashProducer``); its open transaction is
+    then the new instance's to fence (InitProducerId), or transaction.timeout.ms's to abort. A
+    zombie may die too. Ghost fields (what its application was told) are kept."""
+    p = w.producers[i]
+    if not p.replaced and p.instance + 1 < K.producers_per_id:
+        w = with_producer(w, i + 1, started=True)
+    w = with_producer(w, i, started=False, replaced=True, in_flight_request=-1, in_flight=(),
+                      queued=frozenset())
+    mine = [m for m in w.network + w.delayed if m[1] == i and connection(m)[0] in (0, 1, 2, 3, 8, 9)]
+    if mine:
+        copies = [m._replace(disconnected=True) for m in mine
+                  if connection(m)[0] in (0, 2, 8) and not m.disconnected]
+        w = w._replace(network=tuple(m for m in w.network if m not in mine),
+                       delayed=duplicate(tuple(m for m in w.delayed if m not in mine), *copies))
+    return spend(w, "producer_kills")
+
+
+def dead(p) -> bool:
+    """An instance ``kill_producer`` killed: replaced, and no longer running."""
+    return p.replaced and not p.started
 
 
 def expire_batch_enabled(K, w):

@@ -62,12 +62,13 @@ _CLIENT = tuple(x.name for x in sorted(ClientState))
 def coordinator_edges(s, t):
     """Transitions the coordinator prepared in one step (Kafka checks validPreviousStates in
     prepareTransitionTo). A fence shows as Ongoing -> PrepareEpochFence -> PrepareAbort: the
-    epoch is bumped in memory as the abort is prepared."""
+    epoch is bumped in memory as the abort is prepared. The Prepare* -> Complete* edge is
+    prepared when the Prepare* append completes (prepareComplete, before the markers go out)."""
     edges = []
     for a, b in zip(s.coordinator.txns, t.coordinator.txns):
-        if a is b or a.pending_state != -1 or b.pending_state == -1:
+        if a is b or b.pending_state == -1 or (a.state, a.pending_state) == (b.state, b.pending_state):
             continue
-        source, target = _TXN[a.state], _TXN[b.pending_state]
+        source, target = _TXN[b.state], _TXN[b.pending_state]
         if b.producer_epoch > a.producer_epoch and source == "Ongoing" and target == "PrepareAbort":
             edges += [(source, "PrepareEpochFence"), ("PrepareEpochFence", target)]
         else:

@@ -150,7 +150,9 @@ class Partition(NamedTuple):
     ``guards``: (producer id, guard) of verifications in progress (VerificationStateEntry); a
     guard is unique (``next_guard`` counts them) and is cleared by a marker (KAFKA-14884). With
     ``marker_keeps_tv2_guard`` under TV2 an entry is (producer id, guard, epoch): the entry's
-    epoch, and a marker of that epoch keeps it (KAFKA-18654). Abstraction: of the
+    epoch, and a marker of that epoch keeps it (KAFKA-18654), marking it older than the
+    producer's last write, (producer id, guard, epoch, True): it then expires with the producer's
+    state (ProducerStateManager.removeExpiredProducers). Abstraction: of the
     VerificationStateEntry only the guard (and that epoch) is kept, not its lowest sequence or
     timestamp."""
     log: tuple[Batch, ...] = ()
@@ -174,13 +176,20 @@ class TxnMetadata(NamedTuple):
     last_producer_epoch: int = NO_EPOCH
     state: TxnState = TxnState.Empty
     partitions: frozenset = frozenset()
-    pending_state: TxnState | int = -1   # a TxnState while a log append is in flight, else -1
+    # a TxnState while a log append is in flight, and the Complete* state through a Prepare*'s
+    # marker round (prepareComplete), else -1
+    pending_state: TxnState | int = -1
     # Epoch exhaustion (``cluster.last_epoch``): prevProducerId, kept only while it differs from
     # producerId (the transition before rotated the id; Kafka sets it to the id before every
     # transition, so -1 here means "the same"), and TV2's nextProducerId, taken at Prepare* when
     # the epoch is exhausted and applied at Complete*.
     prev_producer_id: int = NO_PRODUCER_ID
     next_producer_id: int = NO_PRODUCER_ID
+    # ghost (no rule reads it; the claim no_self_fencing does): the producer instance (its
+    # ``Producer.instance`` within the transactional.id) whose request made this producer id and
+    # epoch (InitProducerId, a TV2 EndTxn, an InitProducerId that fenced), -1 for none or the
+    # coordinator's own fence (a transaction timeout, a forced termination)
+    epoch_owner: int = -1
 
 
 class Reply(NamedTuple):

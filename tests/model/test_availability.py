@@ -1,73 +1,147 @@
-"""Availability claims (issue 46 item 6, invariants/availability.py): an application following
-Kafka's documented handling (Kafka Streams) is not left with a fatal InvalidTxnStateException
-where the protocol could go on. The fixes that turn it into a fenced or abortable error
-(KAFKA-19690, KIP-1050, KAFKA-20785) are what the claim tells apart."""
+"""Availability claims (invariants/availability.py; issue 46 item 6, issue 62): an application
+following Kafka's documented handling (Kafka Streams) is not left with a fatal error, or fenced by
+an epoch it made itself, where the protocol could go on. Each claim is checked only when named
+and holds where Kafka has the fix; each is broken by the preset or flag that has the bug, found
+from generic budgets (docs/findings.md, "The 2025-26 bugs")."""
+import collections
+
 import pytest
 
 from kafka_mc import invariants
-from kafka_mc.invariants.availability import CLAIMS, no_fatal_invalid_txn_state
+from kafka_mc.explorers.bfs.search import BfsOptions, explore
+from kafka_mc.explorers.core.checking import select_properties
+from kafka_mc.invariants.availability import CLAIMS
 from kafka_mc.model import registry
 from kafka_mc.model.config import resolve_config_path
+from kafka_mc.model.core import Expectation, Property
 from kafka_mc.model.kafka.world import Errors, Rpc, TxnState
-from kafka_mc.explorers.bfs.search import BfsOptions, explore
 
-CLAIM = "no_fatal_invalid_txn_state"
+NAMES = ("no_fatal_invalid_txn_state", "no_fatal_batch_error", "no_fatal_unknown_server_error",
+         "no_self_fencing")
+TV2 = ("kafka-4.0", "kafka-4.1", "kafka-4.0.2", "kafka-4.1.1", "kafka-4.2", "kafka-4.2.0",
+       "kafka-4.3", "latest")
 
 
-def build(preset, **settings):
-    cfg = registry.load(resolve_config_path("tiny"),
+def build(preset, config="tiny", **settings):
+    cfg = registry.load(resolve_config_path(config),
                         overrides={"protocol.version": preset, **settings})
-    return registry.models()["kafka"].build(cfg, invariants.PROPERTIES + CLAIMS)
+    return registry.models()["kafka"].build(cfg, invariants.PROPERTIES)
 
 
-def test_the_claim_is_not_among_the_default_properties():
-    assert CLAIM not in {p.name for p in invariants.PROPERTIES}
+def check(model, claim):
+    """(distinct states, the violation's path or None) of a BFS checking ``claim`` alone."""
+    out = explore(model, BfsOptions(properties=[claim]))
+    (v,) = out.violations or (None,)
+    return out.stats.distinct, (v.path if v else None)
 
 
-@pytest.mark.parametrize("preset, states", [
-    ("kafka-4.2.0", {TxnState.PrepareAbort, TxnState.CompleteAbort}),
-    ("latest", {TxnState.PrepareAbort})])
-def test_a_commit_overtaken_by_the_new_instances_abort_is_invalid_txn_state(preset, states):
-    """The replaced instance's commit, at the epoch before the fence, meets the abort and passes
-    TV2's retry-epoch check: endTransaction answers it INVALID_TXN_STATE in PrepareAbort and,
-    before KAFKA-20785, in CompleteAbort (the fix names CompleteAbort only: latest still breaks
-    the claim, in PrepareAbort, the shortest way on both)."""
-    model = build(preset)
-    (v,) = explore(model, BfsOptions(properties=[CLAIM])).violations
-    last = v.path.actions[-1][1]
+def test_the_claims_are_registered_and_checked_only_when_named():
+    model = build("latest")
+    names = {p.name for p in model.properties()}
+    assert set(NAMES) <= names and {p.name for p in CLAIMS} == set(NAMES)
+    assert not set(NAMES) & {p.name for p in select_properties(model, None)}
+    assert [p.name for p in select_properties(model, ["no_self_fencing"])] == ["no_self_fencing"]
+    both = [p.name for p in select_properties(model, ["all", "no_self_fencing"])]
+    assert both[-1] == "no_self_fencing" and "txn_atomicity" in both
+
+
+@pytest.mark.parametrize("preset", TV2)
+def test_an_empty_abort_during_the_commits_marker_round_is_told_to_retry(preset):
+    """Kafka's TransactionsTest.testEmptyAbortAfterCommit on every TV2 preset: the commit's
+    EndTxn is answered once PrepareCommit is written and prepareComplete has set the pending
+    CompleteCommit; the next transaction's abort, at the epoch that answer carried, meets the
+    marker round and is answered CONCURRENT_TRANSACTIONS (retried), never PRODUCER_FENCED. With
+    the 4.0 branch before KAFKA-18464 (end_txn_epoch_first) the epoch is checked first and the
+    same request is fenced."""
+    for flag, expected in ((False, Errors.CONCURRENT_TRANSACTIONS), (True, Errors.PRODUCER_FENCED)):
+        model = build(preset, "two-transactions", **{"protocol.end_txn_epoch_first": flag})
+        seen = collections.Counter()
+
+        def met(s, a, t):
+            if a[0] == "HandleEndTxn":
+                m, txn = a[1], s.coordinator.txns[a[1].tid]
+                if txn.state in (TxnState.PrepareCommit, TxnState.PrepareAbort) \
+                        and m.producer_epoch == txn.producer_epoch:
+                    assert txn.pending_state in (TxnState.CompleteCommit, TxnState.CompleteAbort)
+                    (r,) = [x for x in t.network if x.rpc == Rpc.EndTxnResponse]
+                    seen[(txn.state, r.error)] += 1
+            return True
+        model._properties += (Property("met", Expectation.TRANSITION, met),)
+        explore(model, BfsOptions(properties=["met"]))
+        assert {e for _, e in seen} == {expected}
+        assert (TxnState.PrepareCommit, expected) in seen
+
+
+def test_kafka_18464_an_empty_abort_after_a_commit_fences_its_own_producer():
+    """From generic budgets (none): two transactions of one producer, the 4.0 branch before
+    KAFKA-18464 fences the second abort with the epoch the first one's EndTxn made; latest
+    answers CONCURRENT_TRANSACTIONS and the claim holds."""
+    states, path = check(build("latest", "two-transactions",
+                               **{"protocol.end_txn_epoch_first": True}), "no_self_fencing")
+    assert len(path.actions) == 16 and path.actions[-1][0] == "HandleEndTxn"
+    assert check(build("latest", "two-transactions"), "no_self_fencing") == (954, None)
+
+
+def test_kafka_19367_a_double_bump_overflows_at_the_fencing_init_producer_id():
+    """4.0.0's TV2 fence bumped the epoch twice: the new instance's InitProducerId, meeting an
+    Ongoing transaction at Short.MaxValue - 1 (``cluster.last_epoch`` 1), threw and was answered
+    UNKNOWN_SERVER_ERROR, fatal; with 4.0.1's fix the same search is clean."""
+    settings = {"cluster.last_epoch": 1}
+    _, path = check(build("kafka-4.1", **settings, **{"protocol.fence_double_bump": True}),
+                    "no_fatal_unknown_server_error")
+    assert len(path.actions) == 14
+    assert path.actions[-1][1].error == Errors.UNKNOWN_SERVER_ERROR
+    assert path.actions[-1][0] == "ReceiveInitProducerIdResponse"
+    assert check(build("kafka-4.1", **settings), "no_fatal_unknown_server_error") == (19758, None)
+
+
+FORGETS = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0,
+           "faults.coordinator_failovers": 1, "faults.batch_expiries": 1}
+
+
+def test_a_failover_that_forgets_last_producer_epoch_fences_a_kip_360_retry():
+    """KIP-360 on TV1: a failed batch makes the abort bump the epoch (InitProducerId with the
+    producer id and epoch); the bump is written, the coordinator fails over before the client
+    hears of it, and the client's retry meets the reloaded metadata without lastProducerEpoch
+    (TransactionLog.readTxnRecord: NO_PRODUCER_EPOCH, every release): fenced by the epoch it
+    made itself. Kept (the flag off), the retry is answered as the completed bump's."""
+    _, path = check(build("kafka-3.8", **FORGETS, **{"protocol.forget_last_producer_epoch": True}),
+                    "no_self_fencing")
+    assert len(path.actions) == 24 and "ElectCoordinator" in [a[0] for a in path.actions]
+    assert path.actions[-1][0] == "HandleInitProducerId"
+    assert check(build("kafka-3.8", **FORGETS), "no_self_fencing") == (17813, None)
+
+
+def test_kafka_20785_a_commit_overtaken_by_the_coordinators_abort_is_fatal_until_trunk():
+    """A replaced instance's commit, at the epoch before the new instance's fence, meets the
+    abort: until KAFKA-20785 (trunk) endTransaction answers it INVALID_TXN_STATE in
+    CompleteAbort (fatal to Kafka Streams); latest answers PRODUCER_FENCED. Through the marker
+    round it is CONCURRENT_TRANSACTIONS on both (the pending CompleteAbort)."""
+    _, path = check(build("kafka-4.3"), "no_fatal_invalid_txn_state")
+    assert len(path.actions) == 23
+    last = path.actions[-1][1]
     assert last.rpc == Rpc.EndTxnResponse and last.error == Errors.INVALID_TXN_STATE
-    seen = set()
-
-    def invalid(s, a, t):
-        if (a[0] == "HandleEndTxn" and a[1].committed and t.network
-                and t.network[-1].rpc == Rpc.EndTxnResponse
-                and t.network[-1].error == Errors.INVALID_TXN_STATE):
-            seen.add(s.coordinator.txns[a[1].tid].state)
-        return True
-    from kafka_mc.model.core import Expectation, Property
-    model._properties += (Property("invalid", Expectation.TRANSITION, invalid),)
-    explore(model, BfsOptions(properties=["invalid"]))
-    assert seen & {TxnState.PrepareAbort, TxnState.CompleteAbort} == states
+    assert check(build("latest"), "no_fatal_invalid_txn_state") == (16044, None)
 
 
 @pytest.mark.parametrize("preset, settings, fatal", [
     ("kafka-4.1", {}, True),                                     # INVALID_TXN_STATE surfaced
     ("kafka-4.0.2", {}, False),                                  # KAFKA-19690: fenced instead
     ("kafka-4.1", {"protocol.abortable_error_classification": True}, False)])   # KIP-1050
-def test_a_batch_whose_guard_the_timeouts_marker_removed(preset, settings, fatal):
+def test_kafka_19690_a_batch_whose_guard_the_timeouts_marker_removed(preset, settings, fatal):
     """A transaction timeout's marker removes the guard of a batch being verified: the batch is
     answered INVALID_TXN_STATE, which the application sees as fatal until KAFKA-19690 (the
     leader answers INVALID_PRODUCER_EPOCH) or KIP-1050's client (TransactionAbortableException)."""
     model = build(preset, **{"faults.transaction_timeouts": 1, "faults.producer_crashes": 0},
                   **settings)
-    failed = []
+    _, path = check(model, "no_fatal_batch_error")
+    assert (path is not None) == fatal
+    if fatal:
+        assert len(path.actions) == 15 and path.actions[-1][0] == "ReceiveProduceResponse"
+        assert path.actions[-1][1].error == Errors.INVALID_TXN_STATE
 
-    def batch_half(s, a, t):
-        if a[0] == "ReceiveProduceResponse" and not no_fatal_invalid_txn_state(
-                model.params, s, a, t):
-            failed.append(a)
-        return True
-    from kafka_mc.model.core import Expectation, Property
-    model._properties += (Property("batches", Expectation.TRANSITION, batch_half),)
-    explore(model, BfsOptions(properties=["batches"]))
-    assert bool(failed) == fatal
+
+def test_the_claims_hold_on_latest_with_a_crash():
+    """tiny on latest: none of the four claims is broken (and they are cheap to check)."""
+    out = explore(build("latest"), BfsOptions(properties=list(NAMES)))
+    assert out.violations == () and out.stats.distinct == 16044

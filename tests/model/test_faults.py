@@ -469,3 +469,98 @@ def test_an_unknown_producer_id_with_a_later_sequence_is_accepted_from_2_5(prese
                       and a[1].base_sequence > 0)
     explore(model, BfsOptions(properties=["record"]))
     assert seen and {t.network[-1].error for _, _, t in seen} == {error}
+
+
+# --- issue 62: a kill for good, the timer fair whatever the budget, guards that expire ---------
+
+KILLED = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0, "faults.producer_kills": 1,
+          "faults.transaction_timeouts": 1}
+
+
+def _with_rule(model, rule):
+    """``model`` with one rule replaced (a test's broken variant of the model)."""
+    from kafka_mc import invariants
+    spec = model.spec.derive(model.spec.name + "-variant", replace=[rule])
+    out = type(model)(spec, model.cfg)
+    assert {p.name for p in out.properties()} >= {p.name for p in invariants.PROPERTIES}
+    return out
+
+
+def test_a_killed_producer_never_acts_again_and_the_timer_aborts_its_transaction():
+    """KillProducer (faults.producer_kills): the instance's process is gone, no zombie. No rule
+    of it fires again and nothing changes it (its connections closed: requests in flight may
+    still land, answered into nothing); its Ongoing transaction is aborted by
+    transaction.timeout.ms once nothing else can happen, so every terminal state is complete."""
+    from kafka_mc.model.kafka import client
+    model = bind("latest", **KILLED)
+    client_rules = {r.name for r in client.CLIENT_RULES}
+    seen = {"dead": 0, "timer": 0}
+
+    def dead_is_dead(s, a, t):
+        if s.producers[0].replaced and not s.producers[0].started:
+            seen["dead"] += 1
+            assert not (a[0] in client_rules and a[1] == 0)
+            assert t.producers[0] == s.producers[0]   # an answer to it reaches nobody
+            if a[0] == "ExpireTransaction" and a[-1]:
+                seen["timer"] += 1
+        return True
+    model._properties += (Property("dead", Expectation.TRANSITION, dead_is_dead),)
+    out = explore(model, BfsOptions(properties=["dead", "quiescent_completion", "txn_atomicity",
+                                                "no_hanging_transactions"]))
+    assert out.violations == () and seen["dead"] and seen["timer"]
+
+
+def test_the_transaction_timer_is_fair_whatever_the_budget():
+    """Once nothing but a timer can fire, transaction.timeout.ms aborts an Ongoing transaction
+    (the fair, unbudgeted ExpireTransaction), with budget left or not: a killed producer's
+    transaction is always completed (eventual_completion on the graph). Offered only once the
+    budget is spent, as before issue 62, the timer is held back and a lasso stays Ongoing."""
+    from kafka_mc.explorers.graph import search as graph
+    from kafka_mc.model.kafka import coordinator, faults
+    from kafka_mc.model.protocol import Rule
+    model = bind("latest", **KILLED)
+    assert graph.explore(model, graph.GraphOptions(properties=["eventual_completion"])
+                         ).violations == ()
+
+    def before(K, w):
+        budgeted = coordinator.expire_transaction_enabled(K, w)
+        if budgeted:
+            return [(tid, False) for (tid,) in budgeted]
+        ongoing = coordinator.expire_transaction_enabled(K, w, idle=True)
+        return [(tid, True) for (tid,) in ongoing] if ongoing and faults.client.idle(K, w) else []
+    (old,) = [r for r in model.spec.rules if r.name == "ExpireTransaction"]
+    held = _with_rule(model, Rule(old.name, old.params, before, old.apply, fair=old.fair))
+    (v,) = graph.explore(held, graph.GraphOptions(properties=["eventual_completion"])).violations
+    assert v.property == "eventual_completion"
+    assert "KillProducer" in [a[0] for a in v.path.actions]
+
+
+GUARDS = {"cluster.producers_per_id": 1, "faults.producer_crashes": 0,
+          "workload.transactions_per_producer": 2, "faults.producer_state_losses": 1,
+          "faults.batch_expiries": 1}
+
+
+def test_a_producer_expiry_takes_the_verification_guards_made_before_its_last_write():
+    """ProducerStateManager.removeExpiredProducers removes, with an idle producer id, the
+    verification entries older than producer.id.expiration.ms: a TV2 guard a marker of its
+    epoch kept (KAFKA-18654) was made before that marker, the producer's last write, so it
+    goes too. Kept (the model before issue 62), it lets a late verification answer of a batch
+    the client had expired and aborted open a transaction its coordinator knows nothing of: a
+    25-step hanging transaction on latest that Kafka cannot have."""
+    from kafka_mc.model.kafka import partition
+    from kafka_mc.model.kafka.world import replace_at, spend
+    from kafka_mc.model.protocol import Rule
+    model = bind("latest", **GUARDS)
+    assert explore(model, BfsOptions(properties=["no_hanging_transactions"])).violations == ()
+
+    def keeps_guards(K, w, k, producer_id):
+        part = w.partitions[k]
+        part = part._replace(producers=tuple(e for e in part.producers
+                                             if e.producer_id != producer_id))
+        return spend(w._replace(partitions=replace_at(w.partitions, k, part)),
+                     "producer_state_losses")
+    (old,) = [r for r in model.spec.rules if r.name == "LoseProducerState"]
+    kept = _with_rule(model, Rule(old.name, old.params, old.enabled, keeps_guards))
+    names, actions = hanging(kept)
+    assert len(names) == 25 and "LoseProducerState" in names and "ExpireBatch" in names
+    assert partition.OLDER is True

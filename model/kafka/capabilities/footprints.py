@@ -233,6 +233,12 @@ class Layout:
             for i, loc in self.P.items():   # the instance is replaced, the next one starts
                 both = F([loc, self.P.get(i + 1, loc), B])
                 out[(r, i)] = Footprint(both, both)
+        elif r == "KillProducer":   # and its connections: requests become closed copies,
+            for i, loc in self.P.items():   # answers to it are lost
+                wire = F(x for c in self.conns if c[1] == i and c[0] in (0, 1, 2, 3, 8, 9)
+                         for x in (("H", c), ("T", c), ("D", c)))
+                both = F([loc, self.P.get(i + 1, loc), B]) | wire
+                out[(r, i)] = Footprint(both, both)
         elif r == "ExpireBatch":
             for i in self.instances:
                 loc = self.P[i]
@@ -316,7 +322,7 @@ class Reduction:
             return ("deliver", connection(a[1]), False)
         if name in ("DelayRequest", "DuplicateRequest", "LoseRequest", "LoseResponse"):
             return (name, connection(a[1]))
-        if name == "CrashProducer":
+        if name in ("CrashProducer", "KillProducer"):
             return (name, a[1])
         if name in ("Fetch",):
             return (name, a[1], a[2])

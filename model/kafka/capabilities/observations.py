@@ -554,7 +554,8 @@ APPLICATION = ("InitTransactions", "BeginTransaction", "Send", "CommitTransactio
                "AbortTransaction")
 SILENT = frozenset({"SendAddPartitionsToTxn", "SendProduce", "SendTxnOffsetCommit", "SendEndTxn",
                     "CompleteTransaction", "CommitTxnLogAppend", "ExpireTransaction",
-                    "ElectCoordinator", "BounceCoordinator", "ExpireTransactionalId", "CrashProducer", "ExpireBatch",
+                    "ElectCoordinator", "BounceCoordinator", "ExpireTransactionalId", "CrashProducer", "KillProducer",
+                    "ExpireBatch",
                     "LoseProducerState", "Rebalance", "OffsetFetch", "SendOffsetsToTransaction",
                     "PartitionOffline", "ElectLeader", "ExpireGroup"})
 SKIPPED = frozenset({"Fetch"})

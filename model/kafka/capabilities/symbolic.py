@@ -261,11 +261,13 @@ class Encoding:
 
     def after_prepare_logged(self, v, logged, base) -> list:
         """Markers sent (some awaited), or none to send and completion prepared at once
-        (addTxnMarkersToSend, then TransactionMarkerChannelManager's completion)."""
+        (addTxnMarkersToSend, then TransactionMarkerChannelManager's completion). Either way
+        prepareComplete has set the pending state first (sendTxnMarkersCallback,
+        loadTransactionsForTxnTopicPartition): it stays set through the marker round."""
         pid, epoch, last, state = logged
         rest = {k: x for k, x in base.items()
                 if not k.startswith(("txn__", "append__")) and k != "markersPending"}
-        return [{**base, "markersPending": z3.BoolVal(True)},
+        return [{**base, "markersPending": z3.BoolVal(True), "txn__pending": z3.BoolVal(True)},
                 {**base, **self.prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
                                                  markersPending=z3.BoolVal(False), **rest)}]
 
@@ -358,7 +360,7 @@ class Encoding:
     def marker_ack(self, v, p, w):
         """TransactionMarkerRequestCompletionHandler: some markers acknowledged, or the last."""
         pid, epoch, last, state = _txn(v)
-        ok = z3.And(v["markersPending"], _in(state, PREPARE), z3.Not(v["txn.pending"]))
+        ok = z3.And(v["markersPending"], _in(state, PREPARE), z3.Not(v["append.on"]))
         return self.cases(v, w, (ok, {"markersPending": z3.BoolVal(False)}),
                           (ok, self.prepare_complete(v, pid, epoch, last, state, v["nextProducerId"],
                                                      markersPending=z3.BoolVal(False))))
@@ -666,8 +668,12 @@ class Encoding:
                          v[f"producer{i}.producerEpoch"] == _ep(NO_EPOCH)) for i in self.I])
 
     @staticmethod
-    def pending_iff_append(v):
-        return v["txn.pending"] == v["append.on"]
+    def pending_with_append_or_markers(v):
+        """A pending state is set while an append is in flight, and otherwise only through a
+        Prepare*'s marker round (prepareComplete)."""
+        return z3.And(z3.Implies(v["append.on"], v["txn.pending"]),
+                      z3.Implies(z3.And(v["txn.pending"], z3.Not(v["append.on"])),
+                                 _in(v["txn.state"], PREPARE)))
 
     @staticmethod
     def states_valid(v):
@@ -689,7 +695,7 @@ class Encoding:
     def auxiliary(self) -> tuple[SymbolicClaim, ...]:
         return tuple(SymbolicClaim(f.__name__, "state", f, (f.__doc__ or "").strip()) for f in (
             self.ids_issued, self.holders_behind_coordinator, self.log_behind_cache,
-            self.cache_behind_append, self.pending_iff_append, self.states_valid,
+            self.cache_behind_append, self.pending_with_append_or_markers, self.states_valid,
             self.epochs_valid, self.no_metadata_is_empty, self.ongoing_below_max,
             self.new_ids_fresh, self.cache_is_log, self.next_id_pending))
 
