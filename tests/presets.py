@@ -63,25 +63,25 @@ PINNED = {
                         IDEMPOTENT | KIP_890),
     "kafka-3.8": Pinned((37582, 118593, 50), (3781177, 14257784, 58), (),
                         IDEMPOTENT | KIP_890),
-    "kafka-4.0": Pinned((18768, 55197, 44), (1376217, 4807106, 48), (),
+    "kafka-4.0": Pinned((18584, 54643, 44), (1376217, 4807106, 48), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1": Pinned((18768, 55359, 44), (1412520, 4975937, 49), (),
+    "kafka-4.1": Pinned((18584, 54805, 44), (1412520, 4975937, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.0.2": Pinned((18768, 55359, 44), (1408160, 4960373, 49), (),
+    "kafka-4.0.2": Pinned((18584, 54805, 44), (1408160, 4960373, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.1.1": Pinned((16400, 48139, 44), (1078374, 3753030, 49), (),
+    "kafka-4.1.1": Pinned((16272, 47725, 44), (1078374, 3753030, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
     # KAFKA-19999: the marker the coordinator retries once the copy on the connection it closed
     # was written (or after a lost response) is rejected by KIP-1228's strict epoch check (23
     # steps; after a failover, 24).
-    "kafka-4.2": Pinned((18768, 55359, 44), (222745, 670581, 24), ("quiescent_completion",),
+    "kafka-4.2": Pinned((18584, 54805, 44), (222745, 670581, 24), ("quiescent_completion",),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     # 4.2.0 on: KAFKA-19999's equal-epoch retry is written again, as 4.1.1 writes any equal-epoch
     # marker; on small no marker meets an open transaction at its own epoch, so 4.1.1's counts.
-    "kafka-4.2.0": Pinned((16400, 48139, 44), (1078374, 3753030, 49), (),
+    "kafka-4.2.0": Pinned((16272, 47725, 44), (1078374, 3753030, 49), (),
                           IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "kafka-4.3": Pinned((16400, 48139, 44), (1078374, 3753030, 49), (),
+    "kafka-4.3": Pinned((16272, 47725, 44), (1078374, 3753030, 49), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
-    "latest": Pinned((16420, 48189, 44), (1080309, 3758527, 49), (),
+    "latest": Pinned((16044, 47071, 44), (1080309, 3758527, 49), (),
                      IDEMPOTENT | KIP_890 | TV2_BUMP),
 }

@@ -454,12 +454,13 @@ def send_markers(K, w: World, tid: int, txn: TxnMetadata) -> World:
     a new coordinator reloads). A request meeting it is answered CONCURRENT_TRANSACTIONS where
     its handler checks pendingTransitionInProgress (InitProducerId, AddPartitionsToTxn, EndTxn;
     a TV2 EndTxn first of all since KAFKA-18660, 4.0.0), which the client retries."""
-    txn = txn._replace(pending_state=complete_state(txn.state))
+    cached = w.coordinator.txns[tid]._replace(pending_state=complete_state(txn.state))
     if K.features.markers_skip_leaderless_partition:
         skipped = frozenset(k for k in txn.partitions if w.partitions[k].offline)
         if skipped:
             txn = txn._replace(partitions=txn.partitions - skipped)
-    w = _put(w, tid, txn)
+            cached = cached._replace(partitions=cached.partitions - skipped)
+    w = _put(w, tid, cached)
     c = w.coordinator
     markers = tuple(WriteTxnMarkers(Rpc.WriteTxnMarkers, k, tid, txn.producer_id, txn.producer_epoch,
                                     txn.state == T.PrepareCommit, c.coordinator_epoch)

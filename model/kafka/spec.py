@@ -361,7 +361,8 @@ MUTANT = Param("model.mutant", str, mutants.NONE,
 # (tests keep the two equal).
 DEFAULTS = {"cluster.partitions": 1, "faults.total": 2,
             **{f"faults.{f.budget}": 1 for f in faults.FAULTS
-               if f.budget not in ("rebalances", "offline_partitions", "group_expiries")}}
+               if f.budget not in ("rebalances", "offline_partitions", "group_expiries",
+                                   "producer_kills")}}
 SYMBOLIC_VARIANT = Param("symbolic.variant", str, "none",
                          "a deliberately broken variant of the symbolic model (model/kafka/capabilities/symbolic.py)",
                          choices=("none", "no_rotation", "fence_retry_bump"))

@@ -145,3 +145,33 @@ def test_the_claims_hold_on_latest_with_a_crash():
     """tiny on latest: none of the four claims is broken (and they are cheap to check)."""
     out = explore(build("latest"), BfsOptions(properties=list(NAMES)))
     assert out.violations == () and out.stats.distinct == 16044
+
+
+def test_what_kafka_20310_leaves_a_rotation_retried_after_a_failover_at_transaction_version_0():
+    """KAFKA-20310 (4.3) writes prevProducerId and nextProducerId only at transaction log value
+    version 1 (TransactionLog.valueToBytes: logValueVersion >= 1, which transaction.version >= 1
+    gives). At transaction.version 0 a TV1 client's KIP-360 bump that rotated the producer id at
+    the exhausted epoch, retried after a failover, fails isValidProducerId: fenced by the
+    rotation its own request made. Written (persist_producer_ids), the retry passes."""
+    settings = {**FORGETS, "cluster.last_epoch": 1}
+    _, path = check(build("kafka-3.8", **settings), "no_self_fencing")
+    assert len(path.actions) == 24 and "ElectCoordinator" in [a[0] for a in path.actions]
+    assert path.actions[-1][0] == "HandleInitProducerId" and path.actions[-1][1].producer_id == 0
+    persisted = check(build("kafka-3.8", **settings, **{"protocol.persist_producer_ids": True}),
+                      "no_self_fencing")
+    assert persisted[1] is None
+
+
+def test_a_copy_of_a_producers_own_init_transactions_fences_it_on_latest():
+    """What a search of latest shows (docs/findings.md): initTransactions' InitProducerId is
+    retried over a new connection (request_duplicates) and answered; the copy left on the closed
+    connection is handled later and, carrying no producer id and epoch, is taken for a new
+    instance's: the epoch is bumped and the producer's next request is fenced by an epoch its
+    own request made. Kafka's InitProducerId cannot tell the two apart."""
+    _, path = check(build("latest", **{"cluster.producers_per_id": 1,
+                                       "faults.producer_crashes": 0,
+                                       "faults.request_duplicates": 1}), "no_self_fencing")
+    names = [a[0] for a in path.actions]
+    assert len(names) == 12 and names[1] == "DuplicateRequest"
+    (copy,) = [a[1] for a in path.actions if a[0] == "HandleInitProducerId" and a[1].disconnected]
+    assert copy.producer_id == -1 and path.actions[-1][0] == "HandleEndTxn"

@@ -53,8 +53,8 @@ def test_a_forgotten_producer_id_lets_a_zombie_open_a_transaction_before_kip_890
 
 # (batch expiries: 82,823 before KAFKA-18654's guard epoch, marker_keeps_tv2_guard; the 28 more
 # are states that differ only in a guard's epoch, no marker keeping a guard here)
-@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 82_851),
-                                             ("faults.producer_state_losses", 32_604)])
+@pytest.mark.parametrize("fault, distinct", [("faults.batch_expiries", 81_617),
+                                             ("faults.producer_state_losses", 31_704)])
 def test_kip_890_verification_closes_both(fault, distinct):
     out = explore(bind("latest", **{fault: 1}))
     assert out.violations == () and out.stats.distinct == distinct

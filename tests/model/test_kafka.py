@@ -231,7 +231,7 @@ def test_expired_transactional_id_starts_over_with_a_new_producer_id():
     out = explore(model)
     # 56,041 before KAFKA-18654's guard epoch (marker_keeps_tv2_guard): the 504 more differ
     # from those only in a guard's epoch
-    assert out.violations == () and out.stats.distinct == 56_545
+    assert out.violations == () and out.stats.distinct == 55_861
     assert "ExpireTransactionalId" not in out.never_enabled
 
 
@@ -287,7 +287,7 @@ def test_continue_finds_what_the_first_violation_hid():
         ("instance_fencing", "transition", 23), ("quiescent_completion", "terminal", 32),
         ("aborted_writes_stay_aborted", "always", 42), ("no_aborted_reads", "always", 43)]
     assert out.complete    # the whole space, as if nothing were checked
-    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (24106, 73289, 46)
+    assert (out.stats.distinct, out.stats.generated, out.stats.depth) == (23986, 72937, 46)
     for v in out.violations[1:]:
         (alone,) = explore(model, BfsOptions(properties=[v.property])).violations
         assert len(alone.path) == len(v.path)
@@ -300,7 +300,8 @@ def test_tv2_aborts_a_transaction_started_at_send_with_an_empty_abort():
     (KAFKA-18464). A TV1 client sends no EndTxn for a transaction with no partition added."""
     tv2 = registry.bind(load("two-transactions"))
     out = explore(tv2)
-    assert out.exit_code == 0 and out.stats.distinct == 808   # 1,344 before KAFKA-18654's kept guard
+    assert out.exit_code == 0 and out.stats.distinct == 954   # 1,344 before KAFKA-18654's kept guard, 808 before the
+    # pending CompleteAbort of the marker round (issue 62): the empty abort is retried, not fenced
     (coordinator,) = [e for e in out.edges if e.machine == "TransactionState"]
     assert {("Empty", "PrepareAbort"), ("CompleteCommit", "PrepareAbort"),
             ("CompleteAbort", "PrepareAbort")} <= set(coordinator.taken)

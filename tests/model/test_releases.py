@@ -212,8 +212,8 @@ def _two_transactions(flag):
         "protocol.version": "kafka-4.1", "protocol.marker_keeps_tv2_guard": flag}))
 
 
-@pytest.mark.parametrize("flag, counts, invalid", [(True, (808, 1853, 37), 0),
-                                                   (False, (1344, 3213, 41), 12)])
+@pytest.mark.parametrize("flag, counts, invalid", [(True, (954, 2317, 37), 0),
+                                                   (False, (1322, 3181, 41), 12)])
 def test_kafka_18654_a_tv2_guard_survives_the_marker_of_its_own_epoch(flag, counts, invalid):
     """KAFKA-18654 [1/2] (4.0.0, UnifiedLog.updateProducers: isV2NextTransactionStarted): the
     producer's next transaction sends its batch at the bumped epoch while the markers of the one
@@ -241,8 +241,10 @@ def test_kafka_18654_a_tv2_guard_survives_the_marker_of_its_own_epoch(flag, coun
     for s, a, t in markers:
         before = s.partitions[a[1].partition].guards
         after = t.partitions[a[1].partition].guards
-        if flag:   # (producer id, guard, epoch): the marker's own epoch, kept
-            assert [x[2] for x in before] == [a[1].producer_epoch] and after == before
+        if flag:   # (producer id, guard, epoch): the marker's own epoch, kept, and marked
+            # older than the producer's last write (it expires with the producer's state)
+            assert [x[2] for x in before] == [a[1].producer_epoch]
+            assert after == tuple(x[:3] + (partition.OLDER,) for x in before)
         else:
             assert len(before[0]) == 2 and after == ()
     errors = [t.network[-1].error for s, a, t in answers]
@@ -267,7 +269,7 @@ def test_kafka_18654_which_guard_a_marker_keeps(preset, tv, epoch, kept):
                      next_guard=4)
     marker = WriteTxnMarkers(Rpc.WriteTxnMarkers, 0, 0, 0, 5, True, 0)
     error, new = partition.append_marker(K, part, marker)
-    assert error == Errors.NONE and new.guards == ((entry,) if kept else ())
+    assert error == Errors.NONE and new.guards == ((entry + (partition.OLDER,),) if kept else ())
     assert partition.guard_of(new, 0) == (3 if kept else -1)
 
 

@@ -13,7 +13,10 @@ from kafka_mc.model.kafka.versions import PRESETS
 
 FAULTS = {"transaction_timeouts": 1, "transactional_id_expirations": 1,
           "coordinator_failovers": 1, "producer_state_losses": 1}
-PINNED = "428e51467e943be97731056e2395c4db251c4939673280a50d219c302684dae6"
+PINNED = "05c4e2f51b6b3a67ac8f9cb153559d43190e9b5fc5fc21f2bd7479c59234c0f6"
+# 05c4e2..: prepareComplete's pending state through the marker round (issue 62): the marker
+# round keeps txn.pending set, MarkerAck waits for no append in flight instead of no pending
+# state, and the auxiliary pending_iff_append became pending_with_append_or_markers
 # 428e51..: the docstring only (a guard's epoch, KAFKA-18654, among the abstractions); the
 # formulas are 0e127c..'s
 # 0e127c..: WriteTxnMarker's KAFKA-19999 retry accepted (written again, the leader unchanged)

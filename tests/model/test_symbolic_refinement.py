@@ -34,7 +34,7 @@ def tiny_latest():
 
 def test_every_step_of_tiny_latest_is_admitted(tiny_latest):
     system, (states, steps) = tiny_latest
-    assert (states, len(steps)) == (16420, 584)
+    assert (states, len(steps)) == (16044, 584)
     assert admitted(system, steps) == []
 
 
@@ -153,7 +153,7 @@ def symbolic_enabled(system, before, act) -> bool:
 @pytest.mark.parametrize("version, epoch, states, steps", [
     # latest's states with the 4.x bounce (#19; the projected steps unchanged): 21,096 -> 21,421
     # and 18,389 -> 18,676
-    ("latest", 32765, 21421, 694), ("latest", 32764, 18676, 698),
+    ("latest", 32765, 21147, 694), ("latest", 32764, 18346, 698),
     ("kafka-2.6", 32765, 20615, 260)])
 def test_the_models_agree_at_the_exhausted_epoch(version, epoch, states, steps):
     """From producer id 0 at 32,765 (or 32,764) every explicit step is admitted by the symbolic
@@ -183,7 +183,8 @@ def test_before_4_3_the_models_part_at_the_exhausted_epoch_as_kafka_20090_and_20
     steps, and only those, are outside the symbolic relation."""
     model, system = bound(**flat(protocol__version="kafka-4.2.0"), **SMALL)
     n, projected = explicit_steps(NearExhaustion(model, 32765), system)
-    assert (n, len(projected)) == (22081, 859)      # 21,732 before the 4.x bounce (#19)
+    assert (n, len(projected)) == (22047, 859)      # 21,732 before the 4.x bounce (#19), 22,081 before the
+    # pending Complete* of the marker round (issue 62)
     failures = admitted(system, projected)
     assert len(failures) == 70
     for before, (name, _, params), after, _ in failures:

@@ -97,9 +97,9 @@ def _marker_ignores_coordinator_epoch():
 def _fence_without_bump():
     original = coordinator.fence_and_abort
 
-    def mutant(K, w, tid, txn):
+    def mutant(K, w, tid, txn, owner=-1):
         return original(K._replace(features=K.features._replace(bump_epoch_on_timeout=False)),
-                        w, tid, txn)
+                        w, tid, txn, owner)
     return {(coordinator, "fence_and_abort"): mutant}
 
 
