@@ -18,4 +18,4 @@ PROPERTIES = (atomicity.PROPERTIES + isolation.PROPERTIES + fencing.PROPERTIES
               + offsets.PROPERTIES + anomalies.PROPERTIES + two_phase.PROPERTIES
               + markers.PROPERTIES
               # the claims checked only when named (Property.default False)
-              + availability.CLAIMS)
+              + availability.CLAIMS + duplicates.CLAIMS)

@@ -20,7 +20,7 @@ def coordinator_transitions(K, s, a, t) -> bool:
 
 
 def client_transitions(K, s, a, t) -> bool:
-    return _allowed(client_table(K.features, K.two_phase), client_step(K.features, s, a, t))
+    return _allowed(client_table(K.features, K.two_phase), client_step(K.features, s, a, t, K.window))
 
 
 PROPERTIES = (

@@ -118,6 +118,9 @@ def make_plan(cfg, seed: int, *, transaction_version: int = 2) -> Plan:
                                                                "offline_partitions"))) + ")")
     if cfg["workload.consume_transform_produce"]:
         raise PlanError("workload.consume_transform_produce is not run on a real cluster yet")
+    if (cfg.get("workload.max_in_flight") or 1) > 1:
+        raise PlanError("workload.max_in_flight > 1 is not run on a real cluster yet (the "
+                        "harness's producers send one record at a time: one batch in flight)")
     rng = random.Random(seed)
     tids, per_id = cfg["cluster.transactional_ids"], cfg["cluster.producers_per_id"]
     partitions, txns = cfg["cluster.partitions"], cfg["workload.transactions_per_producer"]

@@ -221,6 +221,12 @@ def load(path: str) -> Loaded:
     if meta.get("model") != "kafka":
         raise ReproduceError(f"{path}: a trace of model {str(meta.get('model'))[:40]!r}; real "
                              "Kafka runs traces of the kafka model only")
+    workload = (meta.get("config") or {}).get("workload") if isinstance(meta.get("config"), dict) \
+        else None
+    if isinstance(workload, dict) and workload.get("max_in_flight", 1) != 1:
+        raise ReproduceError(f"{path}: a trace with workload.max_in_flight "
+                             f"{str(workload.get('max_in_flight'))[:20]}; the harness's producers "
+                             "send one record at a time (one batch in flight)")
     try:
         r = replays.replay(t)
     except (traces.TraceError, ValueError) as e:

@@ -8,6 +8,12 @@ from kafka_mc.model.kafka import faults
 from kafka_mc.model.kafka.versions import DEFAULT_PRESET, FLAGS, PRESETS, Features, features
 
 LAST_EPOCH = 32767   # Short.MaxValue
+# The presets whose client keeps one request in flight: 0.11's KafkaProducer
+# .configureInflightRequests refuses an idempotent producer with any other
+# max.in.flight.requests.per.connection; KAFKA-5494 (1.0) allows up to five, with the leader's
+# five-batch window (ProducerStateEntry.batchMetadata), the client's OUT_OF_ORDER_SEQUENCE_NUMBER
+# retry and its sequence adjustment after a failed batch (workload.max_in_flight)
+ONE_IN_FLIGHT = ("kafka-0.11",)
 
 PARAMS = (
     Param("protocol.version", str, DEFAULT_PRESET, "Kafka version preset", choices=tuple(PRESETS)),
@@ -24,6 +30,12 @@ PARAMS = (
           "exhaustion (isEpochExhausted: epoch >= last - 1)", min=1, max=LAST_EPOCH),
     Param("workload.transactions_per_producer", int, 1, "transactions each instance runs", min=1, max=4),
     Param("workload.records_per_transaction", int, 1, "records per transaction", min=1, max=3),
+    Param("workload.max_in_flight", int, 1,
+          "max.in.flight.requests.per.connection of the producers: Produce requests (one batch "
+          "each) in flight per partition; above 1 the leaders keep the last five batches of a "
+          "producer (DUPLICATE_SEQUENCE_NUMBER) and a verification's lowest sequence, and the "
+          "client its last acknowledged sequence per partition (a second batch on a partition "
+          "needs workload.records_per_transaction >= 2)", min=1, max=5),
     Param("workload.abort_transactions", bool, True, "the application may choose to abort"),
     Param("workload.consume_transform_produce", bool, False,
           "each transaction consumes an input record and commits its offset (a consumer group)"),
@@ -65,6 +77,7 @@ class KafkaParams(NamedTuple):
     two_phase: bool = False        # KIP-939 (workload.two_phase_commit)
     force_terminate: bool = False  # KIP-939's Admin.forceTerminateTransaction (workload.force_terminate)
     simple_group: bool = False     # assign(), generation -1 (workload.simple_group)
+    max_in_flight: int = 1         # batches in flight per partition (workload.max_in_flight)
 
     @property
     def producers(self) -> int:
@@ -73,6 +86,15 @@ class KafkaParams(NamedTuple):
     @property
     def tv2(self) -> bool:
         return self.features.transaction_version == 2
+
+    @property
+    def window(self) -> bool:
+        """Several batches may be in flight to a partition (``workload.max_in_flight`` > 1): the
+        state that tells their sequences apart is kept (the leader's five-batch window and a
+        verification's lowest sequence, the client's last acknowledged sequence). With one, it
+        decides nothing a search can tell (``kafka_mc.model.kafka.partition`` and ``producer``
+        say why), and is not kept."""
+        return self.max_in_flight > 1
 
 
 def kafka_params(cfg) -> KafkaParams:
@@ -96,6 +118,10 @@ def kafka_params(cfg) -> KafkaParams:
     if cfg["faults.group_expiries"] and not simple_group:
         raise ConfigError("faults.group_expiries needs workload.simple_group (a managed group's "
                           "members rejoin, which recreates it, before they fetch)")
+    max_in_flight = cfg.get("workload.max_in_flight") or 1
+    if max_in_flight > 1 and version in ONE_IN_FLIGHT:
+        raise ConfigError(f"workload.max_in_flight > 1 needs KAFKA-5494 (1.0): {version}'s "
+                          "idempotent producer requires max.in.flight.requests.per.connection = 1")
     return KafkaParams(
         version=version, features=features(version, flags),
         tids=cfg["cluster.transactional_ids"], producers_per_id=cfg["cluster.producers_per_id"],
@@ -105,4 +131,5 @@ def kafka_params(cfg) -> KafkaParams:
         abort_allowed=cfg["workload.abort_transactions"],
         ctp=cfg["workload.consume_transform_produce"], inputs=cfg["workload.input_records"],
         budgets=faults.budgets(cfg), last_epoch=cfg["cluster.last_epoch"], two_phase=two_phase,
-        force_terminate=force_terminate, simple_group=simple_group)
+        force_terminate=force_terminate, simple_group=simple_group,
+        max_in_flight=max_in_flight)

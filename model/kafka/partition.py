@@ -18,6 +18,16 @@ Without ``verification_guard`` the answer is trusted whatever happened meanwhile
 for a bounded time, then answers the produce CONCURRENT_TRANSACTIONS
 (``ExpireVerificationRetry``: time abstracted, a choice).
 
+Sequences (``validate_and_append``): a batch is a duplicate of one of the producer's last five
+batches of its epoch (ProducerStateEntry.batchMetadata), out of order above a verification's
+lowest sequence (VerificationStateEntry.maybeUpdateLowestSequenceAndEpoch, KIP-890), and else
+continues its epoch's last sequence, or starts a new epoch at 0; a producer id with no state
+takes any first sequence from 2.5 (KIP-360), but a TV2 one only 0 from 4.1 (KAFKA-18202). The
+window and the lowest sequence are kept with several batches in flight (``workload.max_in_flight``
+> 1, ``K.window``), where they decide; with one, the model keeps the last sequence alone and no
+lowest (``ProducerStateEntry``, ``Partition`` say what that leaves out), and clears a guard when
+its verification succeeds rather than once a batch is written (``without_verification``).
+
 The ``__consumer_offsets`` partition of consume-transform-produce goes through the same code:
 a TxnOffsetCommit is appended with origin COORDINATOR (``AppendOrigin.COORDINATOR``: the epoch is
 checked, sequences and duplicates are not) and answered with a TxnOffsetCommitResponse.
@@ -81,6 +91,8 @@ def _append_and_respond(K, w, part, e, m) -> World:
     error = _generation_check(K, w, m)
     if error == Errors.NONE:
         error, part = validate_and_append(K, part, e, m, w.producers[m.producer])
+        if error == Errors.NONE and K.window:
+            part = without_verification(part, m.producer_id)
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
     if error == Errors.NONE and w.group.deleted and m.rpc == Rpc.TxnOffsetCommit:
         # a deleted simple group is created again (OffsetMetadataManager
@@ -118,6 +130,35 @@ def guard_of(part: Partition, pid: int) -> int:
     return next((x[1] for x in part.guards if x[0] == pid), -1)
 
 
+def lowest_of(part: Partition, pid: int):
+    """The lowest sequence of the producer id's VerificationStateEntry, or None (none kept:
+    ``Partition.lowest``)."""
+    return next((x[2] for x in part.lowest if x[0] == pid), None)
+
+
+def without_verification(part: Partition, pid: int) -> Partition:
+    """UnifiedLog.updateProducers after a transactional batch is appended
+    (ProducerStateManager.clearVerificationStateEntry): the producer id's guard and lowest
+    sequence go. With one batch in flight the model clears the guard when the verification
+    succeeds, before the append (``handle_verify_response``); with several, as Kafka does, only
+    once a batch is appended, so that a verified batch refused for its sequence leaves the
+    guard, and its lowest sequence, for the batches before it."""
+    return part._replace(guards=tuple(x for x in part.guards if x[0] != pid),
+                         lowest=tuple(x for x in part.lowest if x[0] != pid))
+
+
+def _lowered(lowest: tuple, pid: int, epoch: int, sequence: int) -> tuple:
+    """``lowest`` with the producer id's entry made (VerificationStateEntry's constructor) or
+    updated (maybeUpdateLowestSequenceAndEpoch: a lower sequence of its epoch, or any sequence of
+    a higher epoch, which becomes its epoch)."""
+    for x in lowest:
+        if x[0] == pid:
+            if (epoch == x[1] and sequence < x[2]) or epoch > x[1]:
+                return tuple(sorted([y for y in lowest if y[0] != pid] + [(pid, epoch, sequence)]))
+            return lowest
+    return tuple(sorted(lowest + ((pid, epoch, sequence),)))
+
+
 def _guard_entry(K, pid: int, guard: int, epoch: int) -> tuple:
     """A ``guards`` entry: (producer id, guard), and with ``marker_keeps_tv2_guard`` under TV2
     the VerificationStateEntry's epoch too (its ``supportsEpochBump`` is the request's version:
@@ -141,6 +182,9 @@ def _start_verification(K, w, part, m) -> World:
         part = part._replace(guards=tuple(
             (x[0], x[1], m.producer_epoch) + x[3:]
             if x[0] == m.producer_id and m.producer_epoch > x[2] else x for x in part.guards))
+    if K.window and m.rpc == Rpc.Produce:   # (an offset commit's sequence is NO_SEQUENCE)
+        part = part._replace(lowest=_lowered(part.lowest, m.producer_id, m.producer_epoch,
+                                             m.base_sequence))
     w = w._replace(partitions=replace_at(w.partitions, m.partition, part))
     return w._replace(network=send(w.network, verification_request(K, w, m, guard)))
 
@@ -193,7 +237,8 @@ def handle_verify_response(K, w: World, r) -> World:
         return w._replace(network=answer(w.network, m, _response(m, _retriable(K, m, r.error))))
     guarded = not K.features.verification_guard or guard_of(part, m.producer_id) == r.guard
     if r.error == Errors.NONE and guarded:
-        part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
+        if not K.window:   # (with several in flight, once appended: ``without_verification``)
+            part = part._replace(guards=tuple(x for x in part.guards if x[0] != m.producer_id))
         return _append_and_respond(K, w, part, entry_of(part, m.producer_id), m)
     if r.error == Errors.NONE:   # UnifiedLog.append: batchMissingRequiredVerification
         stale = K.features.epoch_before_guard and _stale_epoch(entry_of(part, m.producer_id), m)
@@ -243,18 +288,35 @@ def verification_timed_out(K, w: World, m) -> World:
 
 
 def validate_and_append(K, part: Partition, e, m, producer):
-    """(error, partition) after the checks of ProducerAppendInfo, in code order. A first batch
-    whose sequence is not 0 from a producer id the leader has no state for (it expired) is
-    rejected with UNKNOWN_PRODUCER_ID before 2.5; from 2.5 (KIP-360, KAFKA-8710) checkSequence
-    accepts any sequence when there is no producer epoch, but from 4.1 (KAFKA-18202) not from a
-    TV2 producer, whose verified batch (verificationStateEntry.supportsEpochBump) must then
-    start at sequence 0 (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    """(error, partition) after the checks of ProducerAppendInfo, in code order.
+
+    A duplicate (UnifiedLog.analyzeAndValidateProducerState: ProducerStateEntry
+    .findDuplicateBatch) is a batch of the entry's epoch whose sequence is one of its last five
+    batches' (``ProducerStateEntry.batches``; with one batch in flight, the last one's), answered
+    DUPLICATE_SEQUENCE_NUMBER with nothing appended (Kafka answers NONE with the first append's
+    offset; the client takes both as success). Then checkProducerEpoch, then checkSequence: with
+    several batches in flight, a batch whose producer id has a VerificationStateEntry is refused
+    above the entry's lowest sequence (KIP-890, 3.6: "to prevent an OutOfOrderSequence loop", the
+    lower sequence still being verified or retried); a new epoch starts at 0; the same epoch
+    continues at the last sequence + 1. A first batch whose sequence is not 0 from a producer id
+    the leader has no state for (it expired, or a batch before it has not arrived) is rejected
+    with UNKNOWN_PRODUCER_ID before 2.5; from 2.5 (KIP-360, KAFKA-8710) checkSequence accepts any
+    sequence when there is no producer epoch, but from 4.1 (KAFKA-18202,
+    ``tv2_first_sequence``) not from a TV2 producer, whose verified batch
+    (verificationStateEntry.supportsEpochBump) must then start at sequence 0
+    (OUT_OF_ORDER_SEQUENCE_NUMBER). Storage's ProducerAppendInfo, ProducerStateEntry and
+    VerificationStateEntry read the same on the 3.6, 3.9 and 4.0 branches, and with that check on
+    4.1 and 4.4."""
     if m.rpc == Rpc.TxnOffsetCommit:
         return _append_offset_commit(part, e, m, producer)
-    if e is not None and e.producer_epoch == m.producer_epoch and e.last_sequence == m.base_sequence:
-        return Errors.DUPLICATE_SEQUENCE_NUMBER, part          # a retry of the last batch
+    if e is not None and e.producer_epoch == m.producer_epoch and (
+            m.base_sequence in e.batches if K.window else e.last_sequence == m.base_sequence):
+        return Errors.DUPLICATE_SEQUENCE_NUMBER, part          # a retry of a cached batch
     if e is not None and m.producer_epoch < e.producer_epoch:
         return Errors.INVALID_PRODUCER_EPOCH, part             # checkProducerEpoch
+    lowest = lowest_of(part, m.producer_id) if K.window else None
+    if lowest is not None and m.base_sequence > lowest:        # checkSequence: "earliest seen
+        return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part       # sequence"
     if e is None or m.producer_epoch != e.producer_epoch or e.last_sequence == -1:
         if m.base_sequence != 0:                               # checkSequence
             if e is not None:                                  # a new epoch starts at 0
@@ -266,7 +328,10 @@ def validate_and_append(K, part: Partition, e, m, producer):
     elif m.base_sequence != e.last_sequence + 1:
         return Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, part
     record = RecordId(producer.tid, producer.instance, m.txn, m.n)
-    return Errors.NONE, _append_data(part, e, m, m.base_sequence, m.base_sequence, record)
+    cached = e.batches if K.window and e is not None and e.producer_epoch == m.producer_epoch \
+        else ()
+    return Errors.NONE, _append_data(part, e, m, m.base_sequence, m.base_sequence, record,
+                                     (cached + (m.base_sequence,))[-5:] if K.window else ())
 
 
 def _append_offset_commit(part: Partition, e, m, producer):
@@ -275,18 +340,18 @@ def _append_offset_commit(part: Partition, e, m, producer):
         return Errors.INVALID_PRODUCER_EPOCH, part
     record = RecordId(producer.tid, producer.instance, m.txn, m.offset)
     return Errors.NONE, _append_data(part, e, m, -1, e.last_sequence if e is not None else -1,
-                                      record)
+                                      record, e.batches if e is not None else ())
 
 
 def _append_data(part: Partition, e, m, sequence: int, last_sequence: int,
-                 record: RecordId) -> Partition:
+                 record: RecordId, batches: tuple = ()) -> Partition:
     """Append a transactional data batch, opening the producer's transaction if none is open."""
     offset = len(part.log)
     first = e.current_txn_first_offset if e is not None and e.current_txn_first_offset >= 0 else offset
     batch = Batch(m.producer_id, m.producer_epoch, sequence, Control.DATA, -1, record)
     coordinator_epoch = e.coordinator_epoch if e is not None else -1
     entry = ProducerStateEntry(m.producer_id, m.producer_epoch, last_sequence, offset,
-                               coordinator_epoch, first)
+                               coordinator_epoch, first, batches)
     return with_entry(part._replace(log=part.log + (batch,)), entry)
 
 
@@ -342,12 +407,15 @@ def append_marker(K, part: Partition, m):
         aborted = aborted + (AbortedTxn(m.producer_id, e.current_txn_first_offset, offset),)
     bumped = e is None or m.producer_epoch != e.producer_epoch
     entry = ProducerStateEntry(m.producer_id, m.producer_epoch,
-                               -1 if bumped else e.last_sequence, offset, m.coordinator_epoch, -1)
+                               -1 if bumped else e.last_sequence, offset, m.coordinator_epoch, -1,
+                               () if bumped else e.batches)   # (maybeUpdateProducerEpoch)
     batch = Batch(m.producer_id, m.producer_epoch, -1, control, m.coordinator_epoch, NO_RECORD)
     guards = tuple(x if x[0] != m.producer_id else x[:3] + (OLDER,) for x in part.guards
                    if x[0] != m.producer_id
                    or (len(x) >= 3 and x[2] == m.producer_epoch))   # isV2NextTransactionStarted
-    part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards)
+    lowest = tuple(x for x in part.lowest if x[0] != m.producer_id
+                   or any(g[0] == m.producer_id for g in guards)) if part.lowest else ()
+    part = part._replace(log=part.log + (batch,), aborted=aborted, guards=guards, lowest=lowest)
     return Errors.NONE, with_entry(part, entry)
 
 
@@ -371,9 +439,12 @@ def lose_producer_state(K, w: World, k: int, producer_id: int) -> World:
     is old enough: time is not modelled), and a guard's own expiry without its producer's is
     not modelled."""
     part = w.partitions[k]
+    guards = tuple(x for x in part.guards if x[0] != producer_id or len(x) < 4)
+    lowest = tuple(x for x in part.lowest if x[0] != producer_id
+                   or any(g[0] == producer_id for g in guards)) if part.lowest else ()
     part = part._replace(
         producers=tuple(e for e in part.producers if e.producer_id != producer_id),
-        guards=tuple(x for x in part.guards if x[0] != producer_id or len(x) < 4))
+        guards=guards, lowest=lowest)
     return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "producer_state_losses")
 
 
@@ -406,7 +477,7 @@ def partition_offline(K, w: World, k: int) -> World:
     the verification guards (ProducerStateManager's in-memory VerificationStateEntry) are lost
     with the process. While it is offline nothing is delivered to it
     (``network.to_offline_leader``) and no consumer fetches from it (``consumer.fetch_enabled``)."""
-    part = w.partitions[k]._replace(offline=True, guards=())
+    part = w.partitions[k]._replace(offline=True, guards=(), lowest=())
     return spend(w._replace(partitions=replace_at(w.partitions, k, part)), "offline_partitions")
 
 

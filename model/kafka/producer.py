@@ -6,20 +6,40 @@ abortTransaction) are nondeterministic actions; the Sender's requests are action
 
 Abstractions: FindCoordinator is folded into sending (a request carries the coordinator epoch
 the client found; a NOT_COORDINATOR reply makes it find the new one and resend); one record per
-batch and at most one batch in flight per partition; the coordinator-request priority queue is
+batch (a second record to a partition waits until the first's batch is drained), and at most
+``workload.max_in_flight`` batches in flight per partition (max.in.flight.requests.per.connection,
+each partition its own connection here; 1 by default); the coordinator-request priority queue is
 reduced to "one coordinator request at a time, AddPartitionsToTxn before EndTxn", which is the
 order the queue's priorities produce (an epoch bump's InitProducerId, priority EPOCH_BUMP, goes
 after the EndTxn).
+
+Several batches in flight (``workload.max_in_flight`` > 1; KAFKA-5494, 1.0: the idempotent
+producer's limit of five, the same from 1.0 to 4.4): the Sender drains a new batch while fewer
+are in flight to its partition and none waits to be retried there; a batch to retry (a
+retriable error, a lost request or answer, or an OUT_OF_ORDER_SEQUENCE_NUMBER that
+TransactionManager.canRetry retries: the batch is not the next after the last acknowledged
+sequence, or its sequence changed) is resent once it is its partition's first in flight
+(RecordAccumulator.reenqueue / shouldStopDrainBatchesForPartition), so retries keep sequence
+order; a batch the leader refuses gives its sequence to the batches after it
+(adjustSequencesDueToFailedBatch, ``_failed``). Kafka's client does the same with any limit; with
+one batch in flight (the default, and every count pinned in tests/presets.py) the model leaves
+out what only tells several apart: the last acknowledged sequence (an OUT_OF_ORDER_SEQUENCE_NUMBER
+fails the batch: ``_completion``) and the adjustment of the next sequence (``_failed``), each
+with where Kafka differs. Not modelled: unresolved sequences (hasUnresolvedSequence, a batch that
+expired while being retried), and a disconnect failing every request in flight on the connection
+(a loss fails the one request: ``request_timed_out``).
 
 Failed batches (TransactionManager.handleFailedBatch): a fenced epoch is fatal; any other error,
 or delivery.timeout.ms expiring a batch in flight (``ExpireBatch``), makes the transaction
 abortable, and from 2.5 on a TV1 client must then bump its epoch (KIP-360): the abort's EndTxn is
 followed by InitProducerId(producer id, epoch), and abortTransaction() returns when it succeeds.
 Lost requests or responses (``LoseRequest``, ``LoseResponse``) time out and the client resends
-(``request_timed_out``).
-Abstractions: a failed batch does not adjust later sequence numbers (at most one batch is in
-flight per partition); UNKNOWN_PRODUCER_ID is handled as any abortable error (the idempotent
-producer's log-start-offset based sequence reset is not modelled).
+(``request_timed_out``). An OUT_OF_ORDER_SEQUENCE_NUMBER that fails a batch is abortable at every
+version for a transactional producer (0.11 .. 2.4: transitionToAbortableError; from 2.5 on TV1
+with the epoch bump), fatal only to an idempotent one (not modelled).
+Abstractions: UNKNOWN_PRODUCER_ID is handled as any abortable error (the idempotent producer's
+log-start-offset based sequence reset, TransactionManager.canRetry's startSequencesAtBeginning and
+handleFailedBatch's resetSequenceForPartition, is not modelled).
 
 Not modelled, from the fidelity audit: UNKNOWN_PRODUCER_ID and INVALID_PRODUCER_ID_MAPPING on
 the coordinator's responses are fatal here, abortable in Kafka when an epoch bump is possible
@@ -154,7 +174,7 @@ def prepare_transaction_enabled(K, w):
         return []
     return [(i,) for i, p in running(K, w)
             if p.state == C.IN_TRANSACTION and p.records == K.records
-            and not p.queued and not p.in_flight and not p.new_partitions
+            and not p.queued and not p.in_flight and not p.reenqueued and not p.new_partitions
             and not p.pending_partitions and p.in_flight_request == -1
             and (not K.ctp or p.offsets == OFFSETS_DONE)]
 
@@ -232,15 +252,64 @@ def send_add_partitions(K, w, i):
 
 
 def send_produce_enabled(K, w):
-    return [(i, k, n) for i, p in running(K, w)
-            if p.state in (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)
-            for k, n in sorted(p.queued)
-            if not any(r.partition == k for r in p.in_flight) and (K.tv2 or k in p.partitions)]
+    """The batches the Sender may drain (RecordAccumulator.drainBatchesForOneNode): a new one
+    while fewer than ``workload.max_in_flight`` are in flight to its partition
+    (max.in.flight.requests.per.connection) and none waits to be retried there; a batch to
+    retry (``reenqueued``) once it is its partition's first in flight
+    (shouldStopDrainBatchesForPartition: ``firstInFlightSequence``), whatever the transaction's
+    state but a fatal error (isSendToPartitionAllowed)."""
+    out = []
+    for i, p in running(K, w):
+        if p.queued and p.state in DRAINING:
+            drain = [(k, n) for k, n in sorted(p.queued) if _drainable(K, p, k)]
+        else:
+            drain = []
+        if p.reenqueued and p.state != C.FATAL_ERROR:
+            drain = sorted(drain + [(r.partition, r.n) for r in p.reenqueued
+                                    if r.base_sequence == first_in_flight(p, r.partition)])
+        if drain:
+            out += [(i, k, n) for k, n in drain]
+    return out
+
+
+DRAINING = (C.IN_TRANSACTION, C.COMMITTING_TRANSACTION)
+
+
+def _drainable(K, p, k) -> bool:
+    """A new batch may be drained to partition ``k`` (TV1: once the partition is added)."""
+    if not (K.tv2 or k in p.partitions):
+        return False
+    if p.reenqueued and any(r.partition == k for r in p.reenqueued):
+        return False        # a batch to retry heads the partition's queue
+    return not p.in_flight or sum(r.partition == k for r in p.in_flight) < K.max_in_flight
+
+
+def sequence_of(p, r) -> int:
+    """The current sequence of the batch whose attempt ``r`` is (its request's, unless a failed
+    batch before it changed it: ``resequenced``)."""
+    for x in p.resequenced:
+        if x[:3] == (r.partition, r.txn, r.n):
+            return x[3]
+    return r.base_sequence
+
+
+def first_in_flight(p, k: int):
+    """TransactionManager.firstInFlightSequence: the lowest current sequence of the partition's
+    batches in flight or waiting to be retried (None: none)."""
+    seqs = [sequence_of(p, r) for r in p.in_flight if r.partition == k]
+    seqs += [r.base_sequence for r in p.reenqueued if r.partition == k]
+    return min(seqs) if seqs else None
 
 
 def send_produce(K, w, i, k, n):
-    """Sender.sendProducerData: drain the partition's batch with the next sequence number."""
+    """Sender.sendProducerData: drain the partition's batch with the next sequence number, or
+    resend a batch to retry with its current sequence."""
     p = w.producers[i]
+    if (k, n) not in p.queued:
+        r = next(r for r in p.reenqueued if r.partition == k and r.n == n)
+        w = with_producer(w, i, reenqueued=tuple(x for x in p.reenqueued if x != r),
+                          in_flight=tuple(sorted(p.in_flight + (r,))))
+        return w._replace(network=send(w.network, r))
     seq = p.next_sequence[k]
     request = Produce(Rpc.Produce, i, k, p.producer_id, p.producer_epoch, seq, p.txn, n)
     w = with_producer(w, i, queued=p.queued - {(k, n)}, in_flight=tuple(sorted(p.in_flight + (request,))),
@@ -266,7 +335,7 @@ def send_txn_offset_commit(K, w, i):
 
 def end_ready(p):
     return (p.state in (C.COMMITTING_TRANSACTION, C.ABORTING_TRANSACTION)
-            and p.in_flight_request == -1 and not p.in_flight and not p.queued
+            and p.in_flight_request == -1 and not p.in_flight and not p.reenqueued and not p.queued
             and not p.new_partitions and not p.pending_partitions and p.offsets != OFFSETS_QUEUED)
 
 
@@ -350,7 +419,8 @@ def receive_init_producer_id_response(K, w, i, m):
     if m.error == Errors.NONE:
         done = _completed(K, p) if _bumping(p) else dict(state=C.READY)
         return with_producer(w, i, producer_id=m.producer_id, producer_epoch=m.producer_epoch,
-                     in_flight_request=-1, next_sequence=(0,) * K.partitions, **done)
+                     in_flight_request=-1, next_sequence=(0,) * K.partitions, last_acked=(),
+                     **done)
     if m.error in RETRIABLE:
         return _send(K, w, i)
     return with_producer(w, i, **fatal(p)._asdict())
@@ -377,7 +447,7 @@ def receive_end_txn_response(K, w, i, m):
         return w
     if m.error == Errors.NONE:
         epoch = dict(producer_id=m.producer_id, producer_epoch=m.producer_epoch,
-                     next_sequence=(0,) * K.partitions) if K.tv2 else {}
+                     next_sequence=(0,) * K.partitions, last_acked=()) if K.tv2 else {}
         return _transaction_done(K, w, i, partitions=frozenset(), **epoch)
     if m.error in RETRIABLE:
         return _send(K, w, i)
@@ -403,33 +473,79 @@ def receive_txn_offset_commit_response(K, w, i, m):
 
 
 def receive_produce_response(K, w, i, m):
-    """Sender.completeBatch: success (a duplicate is one); NOT_ENOUGH_REPLICAS, NETWORK_EXCEPTION or
-    CONCURRENT_TRANSACTIONS, retriable, resends the batch with its sequence number
-    (Sender.canRetry, reenqueueBatch); a
-    fenced producer is fatal; any other error fails the batch (Sender.failBatch ->
-    TransactionManager.handleFailedBatch)."""
+    """Sender.completeBatch: success (a duplicate is one: TransactionManager.handleCompletedBatch
+    raises lastAckedSequence); NOT_ENOUGH_REPLICAS, NETWORK_EXCEPTION or CONCURRENT_TRANSACTIONS,
+    retriable, and with several batches in flight an OUT_OF_ORDER_SEQUENCE_NUMBER that
+    TransactionManager.canRetry retries, reenqueue the batch (Sender.reenqueueBatch,
+    ``retry_batch``); a fenced producer is fatal; any other error fails the batch
+    (Sender.failBatch -> TransactionManager.handleFailedBatch, ``_failed``)."""
     p = w.producers[i]
-    outcome = _completion(K.features, p, m)
+    outcome = _completion(K.features, p, m, K.window)
     if outcome == STALE:
         return w    # the batch already failed (expired): its callback has run
+    r = m.request
     if outcome == RETRY:
-        return w._replace(network=send(w.network, m.request))
-    in_flight = tuple(r for r in p.in_flight if r != m.request)
+        return retry_batch(K, w, i, r)
+    done = dict(in_flight=tuple(x for x in p.in_flight if x != r),
+                resequenced=_unsequenced(p, r))
     if outcome == DONE:
-        return with_producer(w, i, in_flight=in_flight)
+        if K.window:
+            seq, last = sequence_of(p, r), p.last_acked or (-1,) * K.partitions
+            done["last_acked"] = replace_at(last, r.partition, max(last[r.partition], seq))
+        return with_producer(w, i, **done)
     if outcome == FENCED:
-        return with_producer(w, i, **fatal(p, in_flight=in_flight)._asdict())
-    return with_producer(w, i, **_batch_failed(K, p)._replace(in_flight=in_flight)._asdict())
+        return with_producer(w, i, **fatal(p, **done)._asdict())
+    return with_producer(w, i, **_failed(K, p._replace(**done), r, m.error,
+                                         sequence_of(p, r))._asdict())
+
+
+def retry_batch(K, w, i, r):
+    """Sender.reenqueueBatch (RecordAccumulator.reenqueue, in sequence order) of the batch whose
+    attempt ``r`` was: resent at once, with its current sequence, when it is its partition's
+    first in flight (as every retry is with one batch in flight), else kept in ``reenqueued``
+    until it is (``send_produce_enabled``)."""
+    p = w.producers[i]
+    seq = sequence_of(p, r)
+    again = r._replace(base_sequence=seq) if seq != r.base_sequence else r
+    if seq == first_in_flight(p, r.partition):
+        if again is not r:
+            w = with_producer(w, i, in_flight=tuple(sorted(
+                [x for x in p.in_flight if x != r] + [again])), resequenced=_unsequenced(p, r))
+        return w._replace(network=send(w.network, again))
+    return with_producer(w, i, in_flight=tuple(x for x in p.in_flight if x != r),
+                         reenqueued=tuple(sorted(p.reenqueued + (again,))),
+                         resequenced=_unsequenced(p, r))
+
+
+def _unsequenced(p, r) -> tuple:
+    """``resequenced`` without the batch of attempt ``r``."""
+    if not p.resequenced:
+        return ()
+    return tuple(x for x in p.resequenced if x[:3] != (r.partition, r.txn, r.n))
 
 
 STALE, RETRY, DONE, FENCED, FAILED = range(5)
 
 
-def _completion(features, p, m) -> int:
+def _completion(features, p, m, window: bool = False) -> int:
     """How Sender.completeBatch ends a batch the ProduceResponse ``m`` answers. A leader answers
     an old epoch with INVALID_PRODUCER_EPOCH (ProducerAppendInfo.checkProducerEpoch): a
     ProducerFencedException, fatal, until KIP-588 (2.7, with KAFKA-9911's PRODUCER_FENCED) made it
-    an InvalidProducerEpochException, which maybeTransitionToErrorState makes abortable."""
+    an InvalidProducerEpochException, which maybeTransitionToErrorState makes abortable.
+
+    OUT_OF_ORDER_SEQUENCE_NUMBER (TransactionManager.canRetry, the same from 1.0 to 4.4) is
+    retried when the batch's sequence was changed since it was sent (sequenceHasBeenReset: a
+    batch before it failed) or is not the next after the partition's last acknowledged one
+    (isNextSequence): a batch before it is still to be written; otherwise the batch fails, which
+    makes the transaction abortable (from 2.5 on TV1 with an epoch bump, KIP-360; a TV2
+    transaction's EndTxn bumps the epoch itself), never fatal to a transactional producer
+    (handleFailedBatch: only an idempotent producer's OutOfOrderSequenceException bumps its own
+    epoch). Abstraction: with one batch in flight (``window`` false) no sequence changes while a
+    batch is out and the last acknowledged sequence is not kept: the batch fails, as
+    isNextSequence then holds but where the batch before it expired unacknowledged and the
+    transaction after the abort kept its epoch (TV1 before KIP-360, or a failure while
+    committing), where Kafka retries it. Unresolved sequences (a batch expired while being
+    retried, hasUnresolvedSequence) are not modelled."""
     if m.request not in p.in_flight:
         return STALE
     if m.error in (Errors.NOT_ENOUGH_REPLICAS, Errors.NETWORK_EXCEPTION,
@@ -444,17 +560,22 @@ def _completion(features, p, m) -> int:
     if m.error == Errors.PRODUCER_FENCED or (m.error == Errors.INVALID_PRODUCER_EPOCH
                                              and not features.producer_fenced_error):
         return FENCED
+    if m.error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER and window:
+        r = m.request
+        seq, last = sequence_of(p, r), p.last_acked[r.partition] if p.last_acked else -1
+        if seq != r.base_sequence or seq - last != 1:
+            return RETRY
     return FAILED
 
 
-def fails_a_batch(features, w: World, a) -> int:
+def fails_a_batch(features, w: World, a, window: bool = False) -> int:
     """The producer whose batch step ``a`` fails (handleFailedBatch), else -1: it makes the
     transaction abortable even when it already is (ABORTABLE_ERROR -> ABORTABLE_ERROR, a
     transition Kafka's table allows that leaves no trace in the state)."""
     if a[0] == "ExpireBatch":
         return a[1]
     if (a[0] == "ReceiveProduceResponse"
-            and _completion(features, w.producers[a[1].producer], a[1]) == FAILED):
+            and _completion(features, w.producers[a[1].producer], a[1], window) == FAILED):
         return a[1].producer
     return -1
 
@@ -468,6 +589,42 @@ def _batch_failed(K, p):
     bump = (K.features.producer_epoch_bump and not K.tv2
             and p.state != C.COMMITTING_TRANSACTION) or p.epoch_bump_required
     return p._replace(state=C.ABORTABLE_ERROR, epoch_bump_required=bump)
+
+
+def _failed(K, p, r, error, seq: int):
+    """TransactionManager.handleFailedBatch for a batch the leader refused (``p`` without it):
+    the transaction abortable (``_batch_failed``), then, unless the producer is fatal or the
+    error is UNKNOWN_PRODUCER_ID, the partition's sequences adjusted
+    (TxnPartitionEntry.adjustSequencesDueToFailedBatch, Sender.failBatch's
+    ``adjustSequenceNumbers``: its retries were not exhausted): the next sequence and every
+    later batch in flight or waiting take one less, the failed batch's sequence range being
+    unused. An attempt already out keeps its old sequence (``resequenced`` holds the new one,
+    for its retry).
+
+    Abstractions: an UNKNOWN_PRODUCER_ID (a leader before 2.5) leaves the sequences alone (Kafka
+    resets the partition's: resetSequenceForPartition). With one batch in flight (the counts
+    pinned for every preset predate the adjustment) nothing is adjusted: no batch is in flight
+    behind the failed one, and the next sequence is used again only where the transaction after
+    the abort keeps the epoch (TV1 before KIP-360, or a batch failed while committing), whose
+    next batch on the partition then leaves a gap Kafka does not (the leader answers it
+    OUT_OF_ORDER_SEQUENCE_NUMBER); everywhere else the epoch bump resets the sequences first."""
+    p = _batch_failed(K, p)
+    if not K.window or p.state == C.FATAL_ERROR or error == Errors.UNKNOWN_PRODUCER_ID:
+        return p
+    k = r.partition
+    resequenced = [x for x in p.resequenced if x[0] != k]
+    for x in p.in_flight:
+        if x.partition == k:
+            now = sequence_of(p, x)
+            if now > seq:
+                now -= 1
+            if now != x.base_sequence:
+                resequenced.append((k, x.txn, x.n, now))
+    reenqueued = tuple(sorted(x._replace(base_sequence=x.base_sequence - 1)
+                              if x.partition == k and x.base_sequence > seq else x
+                              for x in p.reenqueued))
+    return p._replace(next_sequence=replace_at(p.next_sequence, k, p.next_sequence[k] - 1),
+                      resequenced=tuple(sorted(resequenced)), reenqueued=reenqueued)
 
 
 # --- faults -----------------------------------------------------------------------------------------
@@ -526,15 +683,26 @@ def dead(p) -> bool:
 def expire_batch_enabled(K, w):
     if not budget(w, "batch_expiries"):
         return []
-    return [(i, r.partition) for i, p in running(K, w) for r in p.in_flight]
+    out = []
+    for i, p in running(K, w):
+        parts = [r.partition for r in p.in_flight]
+        if p.reenqueued or len(parts) > 1:   # (several in flight: one choice per partition)
+            parts = sorted(set(parts) | {r.partition for r in p.reenqueued})
+        out += [(i, k) for k in parts]
+    return out
 
 
 def expire_batch(K, w, i, k):
-    """delivery.timeout.ms passes while the batch's Produce request is in flight
-    (Sender.sendProducerData -> failBatch with a TimeoutException, sequences not adjusted): the
-    batch fails as any failed batch does; the request itself is still on its way and may land."""
+    """delivery.timeout.ms passes for the oldest batch of partition ``k`` in flight or waiting to
+    be retried (Sender.getExpiredInflightBatches, RecordAccumulator.expiredBatches: a partition's
+    batches expire in the order they were made, which is record order) -> failBatch with a
+    TimeoutException, sequences not adjusted: the batch fails as any failed batch does; a request
+    of it still on its way may land."""
     p = w.producers[i]
-    p = _batch_failed(K, p)._replace(in_flight=tuple(r for r in p.in_flight if r.partition != k))
+    oldest = min((r for r in p.in_flight + p.reenqueued if r.partition == k), key=lambda r: r.n)
+    p = _batch_failed(K, p)._replace(in_flight=tuple(r for r in p.in_flight if r != oldest),
+                                     reenqueued=tuple(r for r in p.reenqueued if r != oldest),
+                                     resequenced=_unsequenced(p, oldest))
     w = w._replace(producers=replace_at(w.producers, i, p))
     return spend(w, "batch_expiries")
 
@@ -554,11 +722,12 @@ def awaited(w: World, m) -> bool:
 def request_timed_out(K, w, m):
     """A client request or its response is lost: request.timeout.ms passes, NetworkClient
     disconnects and the client resends the request (TxnRequestHandler.reenqueue after
-    lookupCoordinator, to the coordinator it finds now; the Sender retries a batch with the same
-    sequence number). After a lost response the request has taken effect: the retry must be
-    answered as one."""
+    lookupCoordinator, to the coordinator it finds now; the Sender retries a batch with its
+    sequence number: ``retry_batch``). After a lost response the request has taken effect: the
+    retry must be answered as one. Abstraction: the disconnect fails only the lost request, not
+    the other batches in flight on the connection."""
     if m.rpc == Rpc.ProduceResponse:
         m = m.request
     if m.rpc == Rpc.Produce:
-        return w._replace(network=send(w.network, m))
+        return retry_batch(K, w, m.producer, m)
     return _send(K, w, m.producer)

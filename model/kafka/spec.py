@@ -325,7 +325,7 @@ class KafkaModel(RuleModel):
     def machines(self):
         """The coordinator's and the client's state machines, against Kafka's tables for the
         configured version."""
-        return tables.machines(self.params.features, self.params.two_phase)
+        return tables.machines(self.params.features, self.params.two_phase, self.params.window)
 
     def settings(self):
         """The protocol flags the configured preset (and explicit flags) stand for."""

@@ -89,14 +89,15 @@ def coordinator_step(s, a, t):
     return coordinator_edges(s, t)
 
 
-def client_step(features, s, a, t):
+def client_step(features, s, a, t, window: bool = False):
     """The client's edges of step ``a``, with the self-transition of a batch failing while the
-    transaction is already abortable (``producer.fails_a_batch``)."""
+    transaction is already abortable (``producer.fails_a_batch``; ``window``: several batches in
+    flight, ``KafkaParams.window``)."""
     if s.producers is t.producers:
         return ()
     edges = client_edges(s, t)
     if a[0] in FAILING:
-        i = producer.fails_a_batch(features, s, a)
+        i = producer.fails_a_batch(features, s, a, window)
         if i >= 0 and s.producers[i].state == t.producers[i].state == ClientState.ABORTABLE_ERROR:
             edges.append(("ABORTABLE_ERROR", "ABORTABLE_ERROR"))
     return edges
@@ -117,7 +118,7 @@ def with_prepared(table: dict) -> dict:
     return t
 
 
-def machines(features, two_phase: bool = False) -> tuple[Machine, ...]:
+def machines(features, two_phase: bool = False, window: bool = False) -> tuple[Machine, ...]:
     return (Machine("TransactionState", table_edges(coordinator_table(features)), coordinator_step),
             Machine("TransactionManager.State", table_edges(client_table(features, two_phase)),
-                    partial(client_step, features)))
+                    partial(client_step, features, window=window)))

@@ -66,6 +66,9 @@ class Features(NamedTuple):
                                            # before verifying (maybeStartTransactionVerification)
     tv2_first_sequence: bool = False       # KAFKA-18202 (4.1.0): a TV2 first batch from a producer
                                            # id with no state must have sequence 0
+                                           # (ProducerAppendInfo.checkSequence); before, a batch
+                                           # whose earlier one was lost is written first (with
+                                           # workload.max_in_flight > 1: batches_in_sequence)
     epoch_before_guard: bool = False       # KAFKA-19690 (4.0.2, 4.1.1, 4.2.0): a batch whose guard
                                            # is gone is answered INVALID_PRODUCER_EPOCH, not
                                            # INVALID_TXN_STATE, when its epoch is stale

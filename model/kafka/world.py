@@ -126,14 +126,24 @@ NO_RECORD = RecordId(-1, -1, -1, -1)
 class ProducerStateEntry(NamedTuple):
     """ProducerStateManager's entry for one producer id at one partition leader.
 
-    Abstraction: only the last batch is remembered for duplicate detection (Kafka keeps five;
-    with one in-flight request per partition, older duplicates cannot arrive in this model)."""
+    ``batches``: the sequences of its last five data batches of the entry's epoch
+    (``ProducerStateEntry.batchMetadata``, NUM_BATCHES_TO_RETAIN), kept only with several batches
+    in flight (``workload.max_in_flight`` > 1). Abstraction: with one, only the last batch is
+    remembered for duplicate detection: a batch is sent only once the one before it on its
+    partition is answered, so a request of an older batch than the last is a copy on a closed
+    connection (``DuplicateRequest``) or one whose batch expired in the client, and whether it is
+    found a duplicate or out of order nothing is appended and no waiting client reads the
+    answer."""
     producer_id: int
     producer_epoch: int
     last_sequence: int          # -1: none in this epoch
     last_offset: int
     coordinator_epoch: int
     current_txn_first_offset: int   # -1: no open transaction
+    batches: tuple[int, ...] = ()   # the last five sequences (workload.max_in_flight > 1)
+
+
+ProducerStateEntry._only_if_set = ("batches",)   # traces of one batch in flight keep their bytes
 
 
 class AbortedTxn(NamedTuple):
@@ -153,8 +163,15 @@ class Partition(NamedTuple):
     epoch, and a marker of that epoch keeps it (KAFKA-18654), marking it older than the
     producer's last write, (producer id, guard, epoch, True): it then expires with the producer's
     state (ProducerStateManager.removeExpiredProducers). Abstraction: of the
-    VerificationStateEntry only the guard (and that epoch) is kept, not its lowest sequence or
-    timestamp."""
+    VerificationStateEntry only the guard (and that epoch) is kept, not its timestamp; its lowest
+    sequence (``lowest``) only with several batches in flight.
+
+    ``lowest``: (producer id, epoch, lowest sequence) of each guard's VerificationStateEntry
+    (``maybeUpdateLowestSequenceAndEpoch``), with ``workload.max_in_flight`` > 1. Abstraction:
+    with one batch in flight it is not kept (the counts pinned for every preset predate it), so
+    a batch verified on a guard that a lower sequence also started verifying on (a copy of an
+    earlier batch, or another instance's first batch of a newer epoch) is appended where Kafka
+    answers OUT_OF_ORDER_SEQUENCE_NUMBER."""
     log: tuple[Batch, ...] = ()
     producers: tuple[ProducerStateEntry, ...] = ()   # sorted by producer id
     aborted: tuple[AbortedTxn, ...] = ()
@@ -164,9 +181,10 @@ class Partition(NamedTuple):
     # replica's broker down and fenced (an OfflinePartition); its log and producer state are on
     # that broker's disk and are there again when it is elected leader (``ElectLeader``).
     offline: bool = False
+    lowest: tuple[tuple[int, int, int], ...] = ()   # sorted by producer id
 
 
-Partition._only_if_set = ("offline",)   # traces of behaviours without the fault keep their bytes
+Partition._only_if_set = ("offline", "lowest")   # traces without them keep their bytes
 
 
 class TxnMetadata(NamedTuple):
@@ -230,7 +248,18 @@ class Producer(NamedTuple):
     """A producer instance (KafkaProducer + TransactionManager) and its application.
 
     Abstractions: FindCoordinator is folded into sending (a request goes to the current
-    coordinator); one record per batch, at most one batch in flight per partition."""
+    coordinator); one record per batch; at most ``workload.max_in_flight`` batches in flight per
+    partition (max.in.flight.requests.per.connection, a connection per partition here).
+
+    The batches of TxnPartitionEntry.inflightBatchesBySequence are ``in_flight`` (the Produce
+    request of each batch whose attempt is out, as it was sent: its answer names it) and
+    ``reenqueued`` (a batch to retry, RecordAccumulator.reenqueue, with its current sequence,
+    waiting until it is its partition's first in flight: ``producer.send_produce_enabled``).
+    ``resequenced``: (partition, txn, n, sequence) of a batch in ``in_flight`` whose sequence a
+    failed batch before it changed (TxnPartitionEntry.adjustSequencesDueToFailedBatch:
+    ``ProducerBatch.sequenceHasBeenReset``) while its attempt, with the old one, is out.
+    ``last_acked``: lastAckedSequence per partition (() while none is acknowledged), kept only
+    with several batches in flight (``workload.max_in_flight`` > 1)."""
     tid: int
     instance: int
     started: bool               # the application created this instance
@@ -254,6 +283,13 @@ class Producer(NamedTuple):
     position: int = -1          # the input offset to process next; -1: to fetch (OffsetFetch)
     offsets: int = 0            # sendOffsetsToTransaction: OFFSETS_* below
     inputs: tuple[int, ...] = ()  # ghost: the input offset each transaction consumed
+    # several batches in flight per partition (workload.max_in_flight > 1; see the docstring)
+    reenqueued: tuple = ()        # Produce requests to resend, at their current sequence
+    resequenced: tuple = ()       # (partition, txn, n, sequence) of batches whose attempt is out
+    last_acked: tuple[int, ...] = ()   # lastAckedSequence per partition; (): none acknowledged
+
+
+Producer._only_if_set = ("reenqueued", "resequenced", "last_acked")   # (traces keep their bytes)
 
 
 OFFSETS_NONE, OFFSETS_QUEUED, OFFSETS_SENT, OFFSETS_DONE = range(4)

@@ -184,6 +184,27 @@ def test_kafka_self_check_with_delays(faults):
     assert self_check(m, states) == []
 
 
+@pytest.mark.parametrize("preset", ["kafka-3.8", "latest"])
+def test_kafka_self_check_with_batches_in_flight(preset):
+    """Two batches in flight to a partition (workload.max_in_flight): batches kept to retry
+    (``reenqueued``) and resent by the Sender, sequences changed by a failed batch, the leader's
+    window and lowest sequence; every reachable state keeps the declaration."""
+    m = kafka(preset, **{"workload.max_in_flight": 2, "workload.records_per_transaction": 2,
+                         "cluster.producers_per_id": 1, "faults.producer_crashes": 0,
+                         "faults.request_losses": 1, "faults.transaction_timeouts": 1,
+                         "faults.total": 1})
+    states, todo = set(m.init_states()), list(m.init_states())
+    while todo:
+        for a in m.actions(s := todo.pop()):
+            if (t := m.step(s, a)) not in states:
+                states.add(t)
+                todo.append(t)
+    states = sorted(states, key=repr)
+    assert any(p.reenqueued for s in states for p in s.producers)
+    assert any(p.resequenced for s in states for p in s.producers)
+    assert self_check(m, states) == []
+
+
 @pytest.mark.parametrize("preset", ["kafka-2.6", "kafka-3.6", "kafka-4.2", "latest"])
 def test_kafka_same_verdicts_where_a_request_can_be_held_back(preset):
     m = kafka(preset, **{"faults.request_delays": 1, "faults.producer_crashes": 0,

@@ -133,6 +133,18 @@ def test_kafka_permutations_commute_with_every_step(version):
     assert self_check(model, limit=200, walks=30) == []
 
 
+@pytest.mark.parametrize("version", ["kafka-3.8", "latest"])
+def test_kafka_permutations_commute_with_batches_in_flight(version):
+    """Partitions renamed in what several batches in flight add: a producer's batches to retry,
+    resequenced batches and last acknowledged sequences (model/kafka/capabilities/symmetry.py)."""
+    cfg = kafka(**{"protocol.version": version, "cluster.partitions": 2,
+                   "cluster.producers_per_id": 1, "workload.records_per_transaction": 2,
+                   "workload.max_in_flight": 2, **SOME_FAULTS, "faults.total": 2})
+    model = registry.bind(cfg)
+    assert [x.size for x in model.symmetries()] == [1, 2, 1]
+    assert self_check(model, limit=300, walks=40) == []
+
+
 def test_kafka_consumers_commute():
     model = registry.bind(kafka(**{"cluster.consumers": 2, "cluster.partitions": 2}))
     assert [x.size for x in model.symmetries()] == [1, 2, 2]

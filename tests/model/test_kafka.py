@@ -153,6 +153,9 @@ def _by_rules(model, K, w):
     ("medium", {}),
     # KIP-939 with the operator's forceTerminateTransaction (a coordinator rule of its own)
     ("small", {"workload.two_phase_commit": True, "workload.force_terminate": True}),
+    # two batches in flight to a partition (workload.max_in_flight): the Sender resends a batch
+    # kept to retry (SendProduce of a reenqueued batch)
+    ("inflight", {"protocol.version": "kafka-4.0.2"}),
     # two kinds of fault of six, two faults in all: most fault rules are left out from the start
     # and the others stop being asked once the total is spent
     ("tiny", {"cluster.partitions": 2, "faults.total": 2, "faults.request_duplicates": 1,

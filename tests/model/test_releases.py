@@ -112,8 +112,8 @@ def test_a_tv2_first_batch_with_no_producer_state_must_start_at_sequence_0_from_
                                                                                    error):
     """KAFKA-18202 (ProducerAppendInfo.checkSequence): since KIP-360 a leader with no state for
     a producer id accepts any sequence; 4.1 refuses a verified TV2 batch that does not start at
-    0. (The model's client, one batch in flight per partition, never sends such a batch after
-    the leader lost its state: the check is shown on the leader's own function.)"""
+    0. (Shown here on the leader's own function; with two batches in flight the model finds
+    what it is for: tests/model/test_inflight.py.)"""
     K = kafka_params(registry.load(resolve_config_path("tiny"),
                                    overrides={"protocol.version": preset}))
     producer = next(iter(bind(preset).init_states())).producers[0]

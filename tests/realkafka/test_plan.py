@@ -44,6 +44,7 @@ def test_network_faults_aim_at_transactional_requests_tv2_has_no_add_partitions(
     ({"faults.batch_expiries": 1}, "faults.batch_expiries cannot be injected"),
     ({"faults.producer_state_losses": 1}, "faults.producer_state_losses cannot be injected"),
     ({"workload.consume_transform_produce": True}, "consume_transform_produce"),
+    ({"workload.max_in_flight": 2}, "workload.max_in_flight > 1 is not run"),
 ])
 def test_a_config_the_harness_cannot_run_is_refused(sets, message):
     with pytest.raises(PlanError, match=message):

@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 
 from kafka_mc.realkafka import releases
 
@@ -94,6 +96,16 @@ def test_a_trace_of_another_model_is_one_line():
 def test_a_symbolic_trace_is_one_line(tmp_path):
     path = _tampered(tmp_path, lambda d: d["#meta"].update(explorer="symbolic"))
     one_line_exit_2(real("reproduce", str(path)), "a symbolic trace")
+
+
+def test_a_trace_with_several_batches_in_flight_is_refused(tmp_path):
+    """The harness sends one record at a time: a trace of workload.max_in_flight > 1 (KAFKA-18202's
+    counterexample, docs/findings.md) has no real counterpart yet (checked in process, before
+    the trace is replayed)."""
+    from kafka_mc.realkafka.reproduce import ReproduceError, load
+    path = _tampered(tmp_path, lambda d: d["#meta"]["config"]["workload"].update(max_in_flight=2))
+    with pytest.raises(ReproduceError, match="workload.max_in_flight 2; the harness"):
+        load(str(path))
 
 
 def test_a_tampered_trace_is_one_line(tmp_path):

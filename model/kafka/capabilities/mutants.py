@@ -58,8 +58,10 @@ def _skip_duplicate_check():
     original = partition.validate_and_append
 
     def mutant(K, part, e, m, p):
-        if e is not None and e.producer_epoch == m.producer_epoch and e.last_sequence == m.base_sequence:
-            e = e._replace(last_sequence=m.base_sequence - 1)
+        if e is not None and e.producer_epoch == m.producer_epoch and (
+                e.last_sequence == m.base_sequence or m.base_sequence in e.batches):
+            e = e._replace(last_sequence=m.base_sequence - 1,
+                           batches=tuple(x for x in e.batches if x < m.base_sequence))
         return original(K, part, e, m, p)
     return {(partition, "validate_and_append"): mutant}
 

@@ -77,6 +77,13 @@ closed by a fault failing the other requests in flight on it (the model loses on
 fault), a body that failed to decode (``decode_error``: not observed), the readers' Fetch (so the
 consumer's mutants are never caught here: the anomaly checks judge what readers saw).
 
+One batch in flight: the harness's producers keep Kafka's default
+max.in.flight.requests.per.connection (5) but send one record at a time (a blocking send:
+``kafka_mc.realkafka.run``), so a run has one batch in flight at a time, which is the model's
+default (``workload.max_in_flight`` = 1; ``kafka-mc real run`` and ``real reproduce`` refuse
+more). The mapping itself does not count on it: a Produce is matched on its partition, producer
+id, epoch and base sequence, whatever else is in flight.
+
 Accepted abstractions, met on real runs (issue 43 item 4): a coordinator request answered
 COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE right after a broker starts (not
 observed: the model's coordinator is loaded from the start); a duplicate batch answered NONE (the

@@ -23,9 +23,10 @@ Declared (``symmetries``), each only where the model treats its members alike:
 * read_committed consumers: identical, and no rule relates two of them.
 
 ``permute`` renames every field that carries one of these identifiers, in-flight messages
-(requests inside responses and parked verifications) and ghost history (record identities)
-included, and restores the orders steps keep: a producer's in-flight batches and the held-back
-messages sorted, the network by connection when partitions are renamed. The deliberately broken
+(requests inside responses and parked verifications, a producer's batches in flight or waiting
+to be retried) and ghost history (record identities) included, and restores the orders steps
+keep: a producer's batches and the held-back messages sorted, the network by connection when
+partitions are renamed. The deliberately broken
 variants (``model.mutant``) declare none (``spec._build``): a mutant may single out a partition.
 """
 from __future__ import annotations
@@ -138,18 +139,29 @@ def _producer(K, p: Producer, r: _Renaming) -> Producer:
     if r.t_moves:
         changes["tid"] = r.T[p.tid]
     if r.p_moves:
-        ns = p.next_sequence
-        if len(ns) == K.partitions:
-            moved = [0] * len(ns)
-            for k, seq in enumerate(ns):
-                moved[r.P[k]] = seq
-            ns = tuple(moved)
         changes.update(partitions=_parts(p.partitions, r), new_partitions=_parts(p.new_partitions, r),
                        pending_partitions=_parts(p.pending_partitions, r),
-                       queued=frozenset((r.P[k], n) for k, n in p.queued), next_sequence=ns)
+                       queued=frozenset((r.P[k], n) for k, n in p.queued),
+                       next_sequence=_per_partition(K, p.next_sequence, r))
+        if p.last_acked:
+            changes["last_acked"] = _per_partition(K, p.last_acked, r)
+        if p.resequenced:
+            changes["resequenced"] = tuple(sorted((r.P[k], *rest) for k, *rest in p.resequenced))
     if p.in_flight:
         changes["in_flight"] = tuple(sorted(_message(m, r) for m in p.in_flight))
+    if p.reenqueued:
+        changes["reenqueued"] = tuple(sorted(_message(m, r) for m in p.reenqueued))
     return p._replace(**changes) if changes else p
+
+
+def _per_partition(K, values: tuple, r: _Renaming) -> tuple:
+    """A tuple indexed by data partition, its entries moved with their partitions."""
+    if len(values) != K.partitions:
+        return values
+    moved = [0] * len(values)
+    for k, v in enumerate(values):
+        moved[r.P[k]] = v
+    return tuple(moved)
 
 
 def _txn(t: TxnMetadata, r: _Renaming) -> TxnMetadata:
