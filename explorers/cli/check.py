@@ -87,6 +87,9 @@ def add_parser(sub) -> None:
                     help="do not report states with no enabled action")
     c.add_argument("--out", default="out", metavar="DIR", help="where traces go (default: out)")
     c.add_argument("--json", action="store_true", help="print one JSON result object")
+    c.add_argument("--verbose", "-v", action="store_true",
+                   help="under each step of a counterexample, its action in full and the state "
+                        "fields it changed (default: one short line a step)")
     c.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",
                    help=argparse.SUPPRESS)
 
@@ -124,7 +127,7 @@ def main(args) -> int:
     except TracesNotWritten as e:
         traces, failure = e.written, str(e)
     print(report.as_json(outcome, cfg, model, traces) if args.json
-          else report.text(outcome, cfg, model, traces))
+          else report.text(outcome, cfg, model, traces, verbose=args.verbose))
     if failure:  # the verdict and counterexample are printed; the write error follows
         sys.stdout.flush()
         error(failure)
