@@ -1,10 +1,9 @@
 """What changed between two trace states, field by field, and how trace values are shown.
 
 Values are the decoded ITF values of ``kafka_mc.traces.itf`` (ints, strings, bools, tuples, frozensets,
-dicts). ``diff`` descends into maps (by key), records, and tuples: by index when both have the same
-length (an array of components), else matched by value (a queue, a log: a message consumed
-from the network is taken out, not every message after it changed); it reports a set by what
-it gained and lost, so a change deep inside a Kafka partition log reads as
+dicts). ``diff`` descends into maps (by key), records, and tuples: by index (an array of components),
+or matched by value where that matches more (a queue, a log: a message consumed from the network
+is taken out, not every message after it changed); it reports a set by what it gained and lost, so a change deep inside a Kafka partition log reads as
 ``partitions.p0.log[3]: (absent) -> <<...>>`` rather than two whole states. ``show`` prints values
 in TLA+ notation, as TLC does: ``<<1, "a">>``, ``{1, 2}``, ``[state |-> "Ongoing"]``.
 """
@@ -62,11 +61,7 @@ def diff(a: Any, b: Any, path: str, older: bool = False) -> Iterator[Change]:
         for k in _sorted(keys):
             yield from diff(a.get(k, MISSING), b.get(k, MISSING), key_path(path, k), older)
     elif isinstance(a, tuple) and isinstance(b, tuple):
-        if len(a) == len(b):   # an array (a component per index), or a queue that kept its length
-            for i, (x, y) in enumerate(zip(a, b)):
-                yield from _element(x, y, f"{path}[{i}]", older)
-        else:
-            yield from _aligned(a, b, path, older)
+        yield from _sequence(a, b, path, older)
     elif isinstance(a, frozenset) and isinstance(b, frozenset):
         yield Change(path, a - b, b - a, is_set=True)
     else:
@@ -84,13 +79,20 @@ def _element(x: Any, y: Any, path: str, older: bool) -> Iterator[Change]:
         yield from diff(x, y, path, older)
 
 
-def _aligned(a: tuple, b: tuple, path: str, older: bool) -> Iterator[Change]:
-    """Two sequences of different lengths matched by value, not position (a queue, a log): an
-    element taken out reads as taken out (``network[0]: <<...>> -> (absent)``), not as every
-    element after it changing into its successor. Runs the match leaves unequal are compared
+def _sequence(a: tuple, b: tuple, path: str, older: bool) -> Iterator[Change]:
+    """Two sequences: matched by value (a queue, a log: an element taken out reads as taken out,
+    ``network[0]: <<...>> -> (absent)``, not as every element after it changing into its
+    successor) when that matches more elements than comparing them index by index does (an
+    array of components: ``producers[1].state``). Runs the match leaves unequal are compared
     pairwise (``_element``, at their new index), the rest taken out (old index) or added."""
     keys = [[canonical(encode(v)) for v in side] for side in (a, b)]
-    for op, i1, i2, j1, j2 in SequenceMatcher(None, *keys, autojunk=False).get_opcodes():
+    matcher = SequenceMatcher(None, *keys, autojunk=False)
+    in_place = sum(x == y for x, y in zip(*keys))
+    if len(a) == len(b) and sum(m.size for m in matcher.get_matching_blocks()) <= in_place:
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from _element(x, y, f"{path}[{i}]", older)
+        return
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             continue
         pairs = min(i2 - i1, j2 - j1) if op == "replace" else 0
