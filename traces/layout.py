@@ -9,20 +9,11 @@ width is only ever a single word or value that has no room to break (a long name
 """
 from __future__ import annotations
 
-import shutil
 import textwrap
 from typing import Any
 
+from kafka_mc.model.display import columns  # noqa: F401  (the width: COLUMNS, else 120)
 from kafka_mc.traces.diff import MISSING, _sorted, show
-
-DEFAULT = 120   # columns when standard output is not a terminal (a file, a pipe, a test)
-NARROWEST = 60  # below this, lines are laid out as for 60 columns
-
-
-def columns() -> int:
-    """The width to write to: ``COLUMNS`` when set, else the terminal's, else 120 (not a
-    terminal); never less than 60."""
-    return max(NARROWEST, shutil.get_terminal_size((DEFAULT, 24)).columns)
 
 
 def wrap(text: str, width: int, indent: int, first: str = "") -> list[str]:

@@ -23,7 +23,9 @@ from kafka_mc.traces.trace import Trace, trace_metadata
 def add_parser(sub) -> None:
     c = config_arguments(sub.add_parser("check", help="explore a configuration and check its "
                                                        "properties"))
-    c.add_argument("--explorer", choices=list(EXPLORERS), default="bfs")
+    c.add_argument("--explorer", choices=list(EXPLORERS), default="bfs",
+                   help="bfs: exhaustive, shortest counterexamples; graph: also liveness; spark: "
+                        "the BFS on Spark; simulate, stateful: random walks; symbolic: z3")
     # Flags for some explorers only (EXPLORER_FLAGS); unset means the explorer's default.
     c.add_argument("--max-examples", type=positive, metavar="N",
                    help="stateful: behaviours hypothesis generates (default 1000)")

@@ -8,7 +8,9 @@ from kafka_mc.explorers.core.result import EXIT_OK
 
 def add_parser(sub) -> None:
     ls = sub.add_parser("list", help="list models, protocols, invariants or configs")
-    ls.add_argument("what", choices=["models", "protocols", "invariants", "mutants", "configs"])
+    ls.add_argument("what", choices=["models", "protocols", "invariants", "mutants", "configs"],
+                    help="what to list: the models, their protocol presets, the properties, "
+                         "the deliberately broken variants, the shipped configurations")
     ls.add_argument("--model", help="the model whose invariants to list (default: the default)")
 
 

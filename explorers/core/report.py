@@ -50,8 +50,8 @@ def describe_config(cfg) -> str:
 def text(outcome: Outcome, cfg, model, traces: dict[str, str], verbose: bool = False,
          width: int | None = None) -> str:
     """The TLC-style report: the run and its verdict, each violation with its explained path
-    (what the user came for, first), then what the search covered, the properties, and the
-    coverage of the actions and state machines; every line within ``width`` (the terminal's,
+    (what the user came for, first), then what the search covered, and after a blank line the
+    properties and the coverage of the actions and state machines; every line within ``width`` (the terminal's,
     ``kafka_mc.traces.layout.columns``). ``verbose``: each step's action and changes too."""
     width = width or layout.columns()
     lines = _headline(outcome, cfg)
@@ -60,6 +60,7 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str], verbose: bool = F
     lines += _search(outcome)
     lines += _symmetry(model)
     lines += _extent(outcome)
+    lines.append("")   # (the verdict and the search's figures are the first paragraph)
     lines += _properties(outcome)
     lines += _coverage(outcome)
     return "\n".join(ln for line in lines for ln in _fit(line, width))
@@ -112,11 +113,11 @@ def _reduction(r: dict) -> str:
     return "  partial-order reduction: " + (
         f"{_n(r['reduced_states'])} states expanded with a reduced set; counterexamples are "
         "shortest within the reduced graph" if r["active"] else
-        "every action writes what a checked property reads, so every state is expanded "
-        "fully (states are deduplicated on the model's reduction view)"
+        "every state expanded fully (every action writes what a checked property reads), "
+        "deduplicated on the model's reduction view"
         if r.get("every_action_visible") else
-        "nothing is reducible here (no footprints, a property reading everything, or a "
-        "state constraint): every state is expanded fully, on the model's reduction view")
+        "every state expanded fully (no footprints, a property reading everything, or a "
+        "state constraint), deduplicated on the model's reduction view")
 
 
 def _symmetry(model) -> list[str]:
