@@ -4,7 +4,10 @@ what a run wrote, the manual's Real Kafka page the same table) and the faults a 
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
+
+from kafka_mc.model.display import columns
 
 # Every file a run folder may hold, in the order they are listed: what writes it, what it holds.
 FILES = {
@@ -32,17 +35,23 @@ FILES = {
 }
 
 
-def listing(folder: Path, indent: str = "  ") -> list[str]:
-    """One line per file the folder holds: its name and what it holds (``FILES`` order, then any
-    other file by name)."""
+def listing(folder: Path, indent: str = "  ", width: int | None = None) -> list[str]:
+    """Each file the folder holds: its name and what it holds (``FILES`` order, then any other
+    file by name), within ``width`` (the terminal's), continued under the description."""
     try:
         present = {p.name for p in Path(folder).iterdir() if p.is_file()}
     except OSError:
         return []
-    width = max((len(n) for n in present), default=0)
+    width = width or columns()
+    names = max((len(n) for n in present), default=0)
     known = [n for n in FILES if n in present]
     other = sorted(present - set(FILES))
-    return [f"{indent}{n:<{width}}  {FILES.get(n, '')}".rstrip() for n in known + other]
+    out = []
+    for n in known + other:
+        head = f"{indent}{n:<{names}}  "
+        out += textwrap.wrap(FILES.get(n, ""), width, initial_indent=head,
+                             subsequent_indent=" " * len(head)) or [head.rstrip()]
+    return out
 
 
 def _nth(n: int) -> str:
