@@ -49,7 +49,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                parser_class=type(real))
     v = rsub.add_parser("versions", help="the supported releases, whether fetched, the preset "
                                          "each stands for")
-    v.add_argument("--verbose", "-v", action="store_true",
+    v.add_argument("--verbose", action="store_true",
                    help="why each release stands for its preset, in full")
     v.add_argument("--json", action="store_true", help="print one JSON object (everything)")
     f = rsub.add_parser("fetch", help="fetch releases from Maven Central into the cache (Maven "

@@ -89,7 +89,7 @@ def add_parser(sub) -> None:
                     help="do not report states with no enabled action")
     c.add_argument("--out", default="out", metavar="DIR", help="where traces go (default: out)")
     c.add_argument("--json", action="store_true", help="print one JSON result object")
-    c.add_argument("--verbose", "-v", action="store_true",
+    c.add_argument("--verbose", action="store_true",
                    help="under each step of a counterexample, its action in full and the state "
                         "fields it changed (default: one short line a step)")
     c.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",

@@ -129,3 +129,9 @@ def test_a_run_folder_is_described_and_its_faults_said(tmp_path):
     assert max(map(len, folder.listing(tmp_path, width=80))) <= 80
     (tmp_path / "plan.json").write_text(json.dumps({"instances": [], "network": []}))
     assert folder.faults(tmp_path) == ["none"]
+
+
+def test_the_manual_describes_every_file_of_a_run_folder_as_real_run_does():
+    page = (ROOT / "docs" / "guide" / "real-kafka.md").read_text()
+    table = page[page.index("| file | what it holds |"):].split("\n\n")[0].splitlines()[2:]
+    assert table == [f"| `{name}` | {what} |" for name, what in folder.FILES.items()]
