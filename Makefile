@@ -58,13 +58,13 @@ bench: compiled
 $(CORE): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "kafka-mc needs Python 3.11+")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "make: installing kafka-mc's core into $(VENV) (numpy, scipy, networkx, pydot, Cython)"
 	$(BIN)/python -m pip install --progress-bar off -e '.[compiled]'
 	touch $(CORE)
 
 # Every extra, the test suite's tools and the manual's: what `make test` needs.
 $(STAMP): $(CORE)
+	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[all,test,docs]'
 	touch $(STAMP)
 
