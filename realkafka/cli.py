@@ -12,8 +12,9 @@ snapshot: the folder its build unpacks to) as a fetched release runs, judged aga
 ``--protocol`` names (``releases.from_home``).
 
 Exit codes: 0 clean, 12 an anomaly on the real history (its evidence printed), 2 bad input (an
-unknown or unfetched release, no Java, a busy port, a config the harness cannot run), 130/143
-interrupted. Every JVM, proxy and temporary folder a command starts is gone when it returns.
+unknown or unfetched release, a --kafka-home that is no distribution, no Java, a busy port, a
+config the harness cannot run), 130/143 interrupted. Every JVM, proxy and temporary folder a
+command starts is gone when it returns.
 """
 from __future__ import annotations
 
@@ -274,7 +275,7 @@ def _reproduce(args) -> int:
     from kafka_mc.realkafka import reproduce as repro
     try:
         loaded = repro.load(args.trace)
-        release = kafka(args, loaded.preset) if args.kafka_home else \
+        release = kafka(args, loaded.preset) if args.kafka_home or args.protocol else \
             repro.release_for(loaded.preset, args.kafka_version)
     except repro.ReproduceError as e:
         raise RealUsageError(str(e)) from None

@@ -8,11 +8,11 @@ where the violation shows marked::
   18. coordinator  WriteTxnMarkersResponse NONE from leader-0
 
 A step that takes a message (a ``receive`` event) starts with it (``from`` its sender, unless
-that is the one coordinator); what the actor does is said
-without repeating its name, and what it sends is ``LABEL to TARGET`` (one label sent to several
-targets once, ``... to leader-0, leader-1``); events on another lifeline keep their
-``source -> target:`` form. A model without diagrams gets its action (``IncX``). A line longer
-than the width (``kafka_mc.traces.layout.columns``) goes on under its text, never cut. With
+that is the one coordinator), then ``->`` and what follows; what the actor does is said without
+repeating its name, and what it sends is ``LABEL to TARGET`` (one label sent to several targets
+once, ``... to leader-0, leader-1``); events on another lifeline keep their ``source ->
+target:`` form. A model without diagrams gets its action (``IncX``). A line longer than the
+width (``kafka_mc.traces.layout.columns``) goes on under its text, never cut. With
 ``verbose``, each step is followed by its action in full and the fields it changed
 (``kafka_mc.traces.diff``). ``sentence`` says in one sentence which claim fails and where;
 ``commands`` are the replay and render command lines.
