@@ -19,6 +19,7 @@ Figures that change from run to run (seconds, states per second, memory) are com
 placeholders, and written as the run printed them.
 
     python tools/examples.py [PAGE ...]        # rewrite the pages' examples (default: all)
+    python tools/examples.py --force [PAGE ...]  # ... their run-to-run figures too
     python tools/examples.py --check [PAGE ...]
 """
 from __future__ import annotations
@@ -134,9 +135,10 @@ def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
-def rewrite(page: Path, check: bool = False, log=print) -> list[str]:
-    """Run the page's examples and write what they print under them (unless ``check``); the
-    commands whose output differs from what the page shows, or that failed."""
+def rewrite(page: Path, check: bool = False, log=print, force: bool = False) -> list[str]:
+    """Run the page's examples and write what they print under them (unless ``check``; only
+    when one differs beyond its volatile figures, unless ``force``); the commands whose output
+    differs from what the page shows, or that failed."""
     text = page.read_text()
     lines = text.splitlines()
     differ = []
@@ -159,15 +161,15 @@ def rewrite(page: Path, check: bool = False, log=print) -> list[str]:
     for start in sorted(done, reverse=True):   # from the bottom: line numbers hold above
         ex, new = done[start]
         lines[ex.start + 1:ex.end] = new
-    if not check and differ:
+    if not check and (differ or force):
         page.write_text("\n".join(lines) + ("\n" if text.endswith("\n") else ""))
     return differ
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    pages = [Path(a).resolve() for a in argv if a != "--check"] or list(PAGES)
-    differ = {page: rewrite(page, check) for page in pages}
+    check, force = "--check" in argv, "--force" in argv
+    pages = [Path(a).resolve() for a in argv if a not in ("--check", "--force")] or list(PAGES)
+    differ = {page: rewrite(page, check, force=force) for page in pages}
     for page, commands in differ.items():
         for c in commands:
             print(f"{page.relative_to(ROOT)}: {'differs' if check else 'rewritten'}: {c}",
