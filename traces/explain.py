@@ -197,11 +197,14 @@ def sentence(model, states: Sequence, actions: Sequence, prop: str, kind: str,
     return f"The {what} {prop} fails {where}."
 
 
-def commands(trace_file: str, verbose: bool = False) -> list[str]:
+def commands(trace_file: str, verbose: bool = False, width: int | None = None) -> list[str]:
     """What to do with a trace written: replay it, render it, and (unless shown already) see
-    each step's action and changes."""
+    each step's action and changes; each command whole or broken as a shell takes it (``\\``)."""
+    width = width or layout.columns()
     html = Path(trace_file).name.removesuffix(".json").removesuffix(".itf") + ".html"
-    return [f"  replay it: kafka-mc replay {trace_file} --diff",
-            f"  render it: kafka-mc render {trace_file} --format html --out {html}",
-            "             (or --format text --diff, --format mermaid)"] + (
-        [] if verbose else ["  each step's action in full and what it changed: add --verbose"])
+    return (layout.command(f"kafka-mc replay {trace_file} --diff", width, 15, "  replay it: ")
+            + layout.command(f"kafka-mc render {trace_file} --format html --out {html}", width,
+                             15, "  render it: ")
+            + ["             (or --format text --diff, --format mermaid)"]
+            + ([] if verbose else ["  each step's action in full and what it changed: add "
+                                   "--verbose"]))

@@ -23,6 +23,18 @@ def wrap(text: str, width: int, indent: int, first: str = "") -> list[str]:
     return lines or [first.rstrip()]
 
 
+def command(text: str, width: int, indent: int, first: str = "") -> list[str]:
+    """A command line within ``width`` as a shell takes it: broken between words with a
+    trailing `` \\``, never inside one (a path stays whole, to be copied)."""
+    lines, line, fresh = [], first, True   # fresh: no word on the line yet
+    for w in text.split(" "):
+        if not fresh and len(line) + 1 + len(w) + 2 > width:
+            lines.append(line + " \\")
+            line, fresh = " " * indent, True
+        line, fresh = line + ("" if fresh else " ") + w, False
+    return lines + [line]
+
+
 def value_lines(v: Any, width: int, indent: int = 0, prefix: str = "",
                 suffix: str = "") -> list[str]:
     """``prefix``, ``v`` in TLA+ notation and ``suffix``, from column ``indent``: one line when it

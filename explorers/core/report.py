@@ -54,24 +54,24 @@ def text(outcome: Outcome, cfg, model, traces: dict[str, str], verbose: bool = F
     properties and the coverage of the actions and state machines; every line within ``width`` (the terminal's,
     ``kafka_mc.traces.layout.columns``). ``verbose``: each step's action and changes too."""
     width = width or layout.columns()
-    lines = _headline(outcome, cfg)
+    lines = _fit(_headline(outcome, cfg), width)
     for v in outcome.violations:   # each followed by a blank line
         lines += _violation(v, outcome, model, traces, verbose, width) + [""]
-    lines += _search(outcome)
-    lines += _symmetry(model)
-    lines += _extent(outcome)
-    lines.append("")   # (the verdict and the search's figures are the first paragraph)
-    lines += _properties(outcome)
-    lines += _coverage(outcome)
-    return "\n".join(ln for line in lines for ln in _fit(line, width))
+    rest = _search(outcome) + _symmetry(model) + _extent(outcome)
+    rest.append("")   # (the verdict and the search's figures are the first paragraph)
+    rest += _properties(outcome) + _coverage(outcome)
+    return "\n".join(lines + _fit(rest, width))
 
 
-def _fit(line: str, width: int) -> list[str]:
-    """A line within ``width``: broken at spaces, continued two columns deeper than it starts."""
-    if len(line) <= width:
-        return [line]
-    lead = len(line) - len(line.lstrip(" "))
-    return layout.wrap(line.strip(), width, lead + 2, " " * lead)
+def _fit(lines: list[str], width: int) -> list[str]:
+    """Lines within ``width``: each broken at spaces, continued two columns deeper than it
+    starts."""
+    out = []
+    for line in lines:
+        lead = len(line) - len(line.lstrip(" "))
+        out += [line] if len(line) <= width else layout.wrap(line.strip(), width, lead + 2,
+                                                             " " * lead)
+    return out
 
 
 def _headline(outcome: Outcome, cfg) -> list[str]:
@@ -207,9 +207,10 @@ def _violation(v, outcome: Outcome, model, traces: dict[str, str], verbose: bool
                                    width, verbose))
     if v.detail and not (v.path is not None and v.path.loop is not None):
         lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
-    if v.property in traces:
+    lines = _fit(lines, width)   # (the steps fit already)
+    if v.property in traces:   # whole, to be copied: a path is never broken
         lines.append(f"  trace written to {traces[v.property]}")
-        lines.extend(explain.commands(traces[v.property], verbose))
+        lines.extend(explain.commands(traces[v.property], verbose, width))
     return lines
 
 SWARM_ROWS = 12

@@ -9,7 +9,7 @@ from kafka_mc.traces import explain
 def test_check_prints_the_claim_the_events_of_each_step_and_the_commands(tmp_path, capsys,
                                                                          monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
     assert cli.main(["check", "twophase-broken", "--out", "o"]) == 12
     text = capsys.readouterr().out
     trace = "o/TCConsistent.itf.json"

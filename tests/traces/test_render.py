@@ -42,7 +42,7 @@ def test_default_description_is_one_lifeline_and_a_note_per_step(grid_models):
 
 
 def test_text_is_tlc_style_and_diff_shows_only_changes(broken, monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)   # not a terminal: 120 columns
+    monkeypatch.setenv("COLUMNS", "120")   # (as when standard output is not a terminal)
     trace = read(broken)
     full = render(trace, "text").splitlines()
     assert full[:3] == [

@@ -1,14 +1,20 @@
 """Counterexamples fit the reader's terminal: every line ``check``, ``replay --diff`` and ``render
 --format text`` print for the shipped configurations' counterexamples that are cheap to find
 (and for the golden traces) is at most 120 columns when standard output is not a terminal, and
-each step of ``check`` is one line there, but for the few that send several messages at once."""
+each step of ``check`` is one line there, but for the few that send several messages at once.
+(The lines that name a trace file are whole, to be copied: they are as long as the path, short
+here.)"""
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kafka_mc.explorers import cli
 
-GOLDEN = sorted((Path(__file__).parent.parent / "golden").glob("*.itf.json"))
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = sorted((ROOT / "tests" / "golden").glob("*.itf.json"))
 WIDTH = 120
 # (config and flags, exit code): each shipped configuration with a violation found in seconds,
 # on the preset it stands for or one that violates, and the Kafka mutants caught on tiny
@@ -27,8 +33,9 @@ CHECKS = [
 
 
 @pytest.fixture(autouse=True)
-def _not_a_terminal(monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)   # captured output: 120 columns
+def _not_a_terminal(monkeypatch, tmp_path):
+    monkeypatch.setenv("COLUMNS", "120")   # (as when standard output is not a terminal)
+    monkeypatch.chdir(tmp_path)                    # (short paths: out/...)
 
 
 def _run(capsys, *argv) -> tuple[int, list[str]]:
@@ -43,7 +50,7 @@ def _too_wide(lines: list[str]) -> list[str]:
 @pytest.mark.parametrize("argv, code", CHECKS, ids=[" ".join(a) for a, _ in CHECKS])
 def test_a_counterexample_fits_120_columns_in_check_replay_and_render(argv, code, tmp_path,
                                                                         capsys):
-    out = tmp_path / "out"
+    out = Path("out")
     got, lines = _run(capsys, "check", *argv, "--out", str(out))
     assert got == code and any(ln.startswith("Error:") for ln in lines)
     assert _too_wide(lines) == []
@@ -56,10 +63,9 @@ def test_a_counterexample_fits_120_columns_in_check_replay_and_render(argv, code
 def test_each_step_is_one_line_but_for_one_that_sends_several_messages(tmp_path, capsys):
     """tiny on kafka-0.11: 19 steps, two of which (the coordinator's PrepareAbort sending its
     marker, the leader writing it and answering) take a second line at 120 columns."""
-    _, lines = _run(capsys, "check", "tiny", "--protocol", "kafka-0.11", "--out", str(tmp_path))
+    _, lines = _run(capsys, "check", "tiny", "--protocol", "kafka-0.11", "--out", "out")
     first = lines.index("  shortest counterexample: 19 steps") + 1
-    steps = lines[first:lines.index(f"  trace written to {tmp_path}/no_hanging_transactions"
-                                    ".itf.json")]
+    steps = lines[first:lines.index("  trace written to out/no_hanging_transactions.itf.json")]
     continued = [ln for ln in steps if ln.startswith("     ")]
     assert len(steps) - len(continued) == 19 and len(continued) == 2
 
@@ -74,6 +80,16 @@ def test_a_golden_trace_fits_120_columns_replayed_and_rendered(trace, capsys):
 
 def test_columns_sets_the_width(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.chdir(tmp_path)   # (a path is never broken: a short one)
     _, lines = _run(capsys, "check", "tiny", "--protocol", "kafka-0.11", "--out", "o")
     assert max(map(len, lines)) <= 80 and "   1. p0           InitProducerId to coordinator" in lines
+
+
+def test_without_columns_output_that_is_not_a_terminal_is_120_wide(tmp_path):
+    """The default itself, in a process of its own (standard output a pipe, no COLUMNS)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    run = subprocess.run([sys.executable, "-m", "kafka_mc", "check", "tiny", "--protocol",
+                          "kafka-0.11", "--out", "out"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    lines = run.stdout.splitlines()
+    assert run.returncode == 12 and 100 < max(map(len, lines)) <= 120, run.stderr
