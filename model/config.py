@@ -243,6 +243,17 @@ def resolve_config_path(name: str) -> Path:
             from None
 
 
+def shipped_name(source: str) -> str:
+    """A configuration's source as people name it: ``configs/tiny.toml`` for a shipped one,
+    wherever it is installed; any other path as given."""
+    try:
+        if Path(source).is_file() and Path(source).resolve().parent == REPO_CONFIGS.resolve():
+            return f"configs/{Path(source).name}"
+    except (OSError, ValueError):
+        pass
+    return source
+
+
 def shipped_configs() -> list[Path]:
     return sorted(REPO_CONFIGS.glob("*.toml")) if REPO_CONFIGS.is_dir() else []
 

@@ -128,10 +128,13 @@ class Event:
     """One thing a step does, as drawn in a sequence diagram (``kafka-mc render``, ``explain``).
 
     ``kind``: ``request`` (an arrow ``source -> target``), ``response`` (a dashed arrow back),
-    ``note`` (an internal event on ``source``, or spanning ``source`` and ``target``) or
-    ``fault`` (a crash, failover, timeout, delay or loss: a highlighted note). ``source`` and
-    ``target`` are names from ``lifelines()``; ``label`` is in the protocol's vocabulary
-    (``AddPartitionsToTxn(p0)``, ``PRODUCER_FENCED``, ``commits``).
+    ``note`` (an internal event on ``source``, or spanning ``source`` and ``target``),
+    ``fault`` (a crash, failover, timeout, delay or loss: a highlighted note) or ``receive``
+    (``source`` takes a message, ``label`` saying which and from whom: what the step's one-line
+    form starts with, ``leader-0  Produce(...) from p0 -> ...``; a diagram draws the message's
+    arrow when it was sent, and a receipt only as a note when the step does nothing else).
+    ``source`` and ``target`` are names from ``lifelines()``; ``label`` is in the protocol's
+    vocabulary (``AddPartitionsToTxn(p0)``, ``PRODUCER_FENCED``, ``commits``).
     """
 
     kind: str
@@ -140,7 +143,7 @@ class Event:
     label: str = ""
 
 
-EVENT_KINDS = ("request", "response", "note", "fault")
+EVENT_KINDS = ("request", "response", "note", "fault", "receive")
 
 
 class Footprint(NamedTuple):

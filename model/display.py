@@ -1,8 +1,10 @@
 """Values and actions as people read them (traces, reports, ``kafka-mc explore``):
-``RMPrepare(rm=3)``, enums by name, records as ``Type(field=value)``."""
+``RMPrepare(rm=3)``, enums by name, records as ``Type(field=value)``; and the width they are
+written within (``columns``)."""
 from __future__ import annotations
 
 import enum
+import shutil
 from typing import Sequence
 
 Action = tuple  # (name, *args)
@@ -39,3 +41,13 @@ def show(v) -> str:
     if isinstance(v, tuple):
         return "(" + ", ".join(map(show, v)) + (",)" if len(v) == 1 else ")")
     return repr(v)
+
+
+COLUMNS_DEFAULT = 120   # the width of output when standard output is not a terminal
+COLUMNS_LEAST = 60
+
+
+def columns() -> int:
+    """The width to write to: ``COLUMNS`` when set, else the terminal's, else 120 (not a
+    terminal: a file, a pipe, a test); never less than 60."""
+    return max(COLUMNS_LEAST, shutil.get_terminal_size((COLUMNS_DEFAULT, 24)).columns)

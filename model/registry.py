@@ -205,3 +205,43 @@ def bind(cfg: Config):
         except SymmetryError as e:
             raise ConfigError(f"{cfg.source}: {e}") from None
     return model
+
+
+BUILT_IN = "the built-in configuration"
+
+
+def changes(model: str, values: Mapping[str, Any]) -> tuple[str, list[tuple[str, Any]]]:
+    """What a configuration (dotted key -> value, ``[check]`` left out) sets beyond the defaults:
+    (the baseline, [(key, value)]). The baseline is the model's parameter defaults, or, when
+    the values hold every one of the model's built-in configuration (``kafka-mc check`` without
+    CONFIG), ``BUILT_IN``; a key the model does not know (a trace of another version) counts."""
+    try:
+        e = entry(model)
+    except ConfigError:
+        return "", sorted((k, v) for k, v in values.items() if not k.startswith("check."))
+    base = {p.key: p.default for p in e.params}
+    built_in = bool(e.defaults) and all(values.get(k, base.get(k)) == v
+                                        for k, v in e.defaults.items())
+    if built_in:
+        base |= dict(e.defaults)
+    return (BUILT_IN if built_in else "",
+            sorted((k, v) for k, v in values.items()
+                   if not k.startswith("check.") and (k not in base or base[k] != v)))
+
+
+def summary(model: str, values: Mapping[str, Any]) -> str:
+    """``changes`` in one phrase: ``cluster.partitions=1, protocol.version=kafka-0.11``, ``the
+    built-in configuration, faults.total=1``, or ``the defaults``."""
+    baseline, changed = changes(model, values)
+    said = [baseline] if baseline else []
+    said += [f"{k}={_value(v)}" for k, v in changed]
+    return ", ".join(said) or "the defaults"
+
+
+def _value(v: Any) -> str:
+    """A configuration value as ``--set`` takes it (TOML's booleans and lists, bare strings)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return str(v)

@@ -94,6 +94,22 @@ NO_EFFECT = frozenset({"IllegalStateException", "IllegalArgumentException", "Con
                        "UnsupportedVersionException"})
 
 
+# The SLF4J bindings a distribution's libs/ may hold (a fetched release's lib/ holds none: its
+# brokers' binding is kept in logging/): left off the driver's classpath, so that the driver's
+# own binding (StaticLoggerBinder) is the only one there.
+BINDINGS = ("slf4j-reload4j-", "slf4j-log4j12-", "log4j-slf4j-impl-", "log4j-slf4j2-impl-",
+            "logback-classic-")
+
+
+def client_classpath(release: Release) -> str:
+    """The client driver's classpath: the release's jars (a wildcard), or, for a distribution of
+    the user's, its jars but any SLF4J binding (``BINDINGS``)."""
+    if not release.own:
+        return releases.classpath(release)
+    return os.pathsep.join(str(j) for j in sorted(releases.lib(release).glob("*.jar"))
+                           if not j.name.startswith(BINDINGS))
+
+
 class DriverError(RuntimeError):
     """The driver cannot run (no Java, classes not built, the JVM did not start): one line."""
 
@@ -486,8 +502,9 @@ class Driver:
                  java: str | None = None, jvm_options: Iterable[str] = JVM_OPTIONS,
                  start_timeout: float = START_TIMEOUT_S, client_log: dict[str, str] | None = None,
                  client_log_path: Path | None = None):
-        version = release.version if isinstance(release, Release) else str(release)
-        self.release = releases.release(version)     # ReleaseError: unknown or not fetched
+        # ReleaseError: unknown, not fetched, or a --kafka-home that is no distribution
+        self.release = releases.usable(release)
+        version = self.release.name
         self.bootstrap = bootstrap
         self.settings = _config(settings or {})
         self.origin_ns = time.monotonic_ns() if origin_ns is None else origin_ns
@@ -508,14 +525,20 @@ class Driver:
         self._closed = False
         self.lost: str | None = None           # why the JVM ended, if it ended on its own
         self.kafka_version: str | None = None
-        driver_dir = releases.home(version) / "driver"
+        driver_dir = releases.driver_dir(self.release)
+        if self.release.own:   # a distribution of the user's: compiled here when it needs to be
+            try:
+                fetch.prepare_home(self.release)
+            except (fetch.FetchError, OSError, subprocess.TimeoutExpired) as e:
+                raise DriverError(str(e)) from None
         if not (driver_dir / f"{MAIN_CLASS}.class").is_file():
             raise DriverError(f"the client driver for Kafka {version} is not built "
-                              f"({driver_dir}): run `make kafka`")
+                              f"({driver_dir}): run `kafka-mc real fetch {version}`")
         stamp = driver_dir / "SOURCE_SHA256"
         if stamp.is_file() and stamp.read_text().strip() != fetch.driver_digest():
             raise DriverError(f"the client driver for Kafka {version} is out of date "
-                              f"(realkafka/driver/*.java changed since): run `make kafka`")
+                              "(realkafka/driver/*.java changed since): run `kafka-mc real "
+                              f"fetch {version}`")
         java = java or (str(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
                         if os.environ.get("JAVA_HOME") else shutil.which("java"))
         if not java or not Path(java).exists():
@@ -529,7 +552,7 @@ class Driver:
         levels = CLIENT_LOG if client_log is None else client_log
         log_spec = ",".join(f"{k}={v}" for k, v in levels.items())
         cmd = [java, *jvm_options, f"-Dkafka.mc.log={log_spec}",
-               "-cp", f"{driver_dir}{os.pathsep}{releases.classpath(version)}", MAIN_CLASS]
+               "-cp", f"{driver_dir}{os.pathsep}{client_classpath(self.release)}", MAIN_CLASS]
         try:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, start_new_session=True,

@@ -592,7 +592,7 @@ class Cluster:
                  base_port: int | None = None, start_timeout: float = START_TIMEOUT_S,
                  java: str | None = None):
         try:
-            self.release = releases.release(release if isinstance(release, str) else release.version)
+            self.release = releases.usable(release)   # fetched, or a --kafka-home
         except releases.ReleaseError as e:
             raise ClusterError(str(e)) from None
         if not (isinstance(brokers, int) and 1 <= brokers <= 5):
@@ -604,7 +604,7 @@ class Cluster:
         self.proxy = proxy
         self.start_timeout = start_timeout
         self.settings = {**default_settings(brokers, self.release), **(settings or {})}
-        self.logging = logging_binding(self.release.version)
+        self.logging = logging_binding(self.release)
         self.cluster_id = _cluster_id()
         if base_port is not None:
             ports = list(range(base_port, base_port + 3 * brokers))
@@ -860,7 +860,7 @@ class Cluster:
                 f"-Dlog4j.configuration=file:{node.folder / 'log4j.properties'}",
                 f"-Dlog4j2.configurationFile={node.folder / 'log4j2.properties'}",
                 f"-Dkafka.logs.dir={node.folder}",
-                "-cp", broker_classpath(self.release.version), main, *args]
+                "-cp", broker_classpath(self.release), main, *args]
 
     def _format_all(self) -> None:
         """``kafka.tools.StorageTool format`` on every node, in parallel."""

@@ -1,11 +1,14 @@
-"""``make kafka``: fetch every supported release from Maven Central and compile the client driver.
+"""``kafka-mc real fetch`` (``make kafka``): fetch the supported releases from Maven Central and
+compile the client driver.
 
-``python -m kafka_mc.realkafka.fetch [VERSION ...]`` runs Maven on ``realkafka/maven/pom.xml`` for each
+``kafka-mc real fetch [VERSION ...]`` (or ``python -m kafka_mc.realkafka.fetch``) runs Maven on ``realkafka/maven/pom.xml`` for each
 release not yet fetched (``dependency:copy-dependencies`` into a temporary folder renamed into
 place, so an interrupted fetch leaves no half release), then compiles the Java driver
 (``realkafka/driver/*.java``) against the release's kafka-clients whenever the driver's source
-changed. Nothing else in kafka-mc downloads anything: a run on a release not fetched says to run
-``make kafka``.
+changed, into ``releases.cache_root()`` (a checkout's ``build/kafka``, a pip install's per-user
+cache). Nothing else in kafka-mc downloads anything: a run on a release not fetched says to
+fetch it. A distribution of the user's (``--kafka-home``) is never fetched: its driver is
+compiled at its first run (``prepare_home``).
 """
 from __future__ import annotations
 
@@ -101,23 +104,36 @@ def driver_digest() -> str:
 
 def compile_driver(version: str, root: Path) -> None:
     """``root/version/driver``: the driver's classes, compiled against the release's jars."""
+    _compile_driver(str(root / version / "lib" / "*"), root / version / "driver", version)
+
+
+def prepare_home(release: releases.Release) -> None:
+    """The client driver compiled against a distribution of the user's (``--kafka-home``), in
+    the cache (``releases.driver_dir``), when it is missing or its source changed."""
+    out = releases.driver_dir(release)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _compile_driver(releases.classpath(release), out, release.name)
+
+
+def _compile_driver(classpath: str, out: Path, what: str) -> None:
+    """``out``: the driver's classes compiled against ``classpath`` (atomically; again only
+    when its sources changed)."""
     sources = sorted(DRIVER_SOURCES.glob("*.java"))
     if not sources:
         return
-    out = root / version / "driver"
     digest = driver_digest()
     stamp = out / "SOURCE_SHA256"
     if stamp.is_file() and stamp.read_text().strip() == digest:
         return
     if shutil.which("javac") is None:
         raise FetchError("javac is not on PATH (the client driver is compiled with the JDK)")
-    tmp = Path(tempfile.mkdtemp(prefix=".driver-", dir=root / version))
+    tmp = Path(tempfile.mkdtemp(prefix=".driver-", dir=out.parent))
     try:
         run = subprocess.run(
-            ["javac", "-nowarn", "--release", "17", "-cp", str(root / version / "lib" / "*"),
+            ["javac", "-nowarn", "--release", "17", "-cp", classpath,
              "-d", str(tmp), *map(str, sources)], capture_output=True, text=True, timeout=600)
         if run.returncode != 0:
-            raise FetchError(f"javac failed on the driver for Kafka {version}: "
+            raise FetchError(f"javac failed on the driver for Kafka {what}: "
                              f"{_tail(run.stdout + run.stderr)}")
         (tmp / "SOURCE_SHA256").write_text(digest + "\n")
         shutil.rmtree(out, ignore_errors=True)
@@ -138,20 +154,25 @@ def fetch(version: str) -> None:
         marker.write_text(f"org.apache.kafka:kafka_2.13:{version}\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "kafka_mc.realkafka.fetch") -> int:
+    """Fetch the releases named (default: every supported one) into ``releases.cache_root()``,
+    a line of progress each; exit 0, or 2 with one line naming what failed."""
     versions = list(argv if argv is not None else sys.argv[1:]) or [r.version for r in releases.RELEASES]
     unknown = [v for v in versions if v not in releases.BY_VERSION]
     if unknown:
-        print(f"kafka_mc.realkafka.fetch: unknown release {unknown[0][:40]!r} (supported: "
-              f"{', '.join(releases.BY_VERSION)})", file=sys.stderr)
+        print(f"{prog}: unknown release {unknown[0][:40]!r} (supported: "
+              f"{', '.join(releases.BY_VERSION)}; a build of your own runs with --kafka-home DIR)",
+              file=sys.stderr)
         return 2
     for version in versions:
+        if not releases.fetched(version):
+            print(f"Kafka {version}: fetching (Maven, from Maven Central) ...", flush=True)
         try:
             fetch(version)
         except (FetchError, OSError, subprocess.TimeoutExpired) as e:
-            print(f"kafka_mc.realkafka.fetch: {e}", file=sys.stderr)
+            print(f"{prog}: {e}", file=sys.stderr)
             return 2
-        print(f"Kafka {version}: {releases.home(version)}")
+        print(f"Kafka {version}: {releases.home(version)}", flush=True)
     return 0
 
 

@@ -26,6 +26,7 @@ import zipfile
 from pathlib import Path
 
 from kafka_mc.realkafka import releases
+from kafka_mc.realkafka.releases import Release
 
 # The JVM base the cluster shares (realkafka.cluster imports it from here: the cluster is above)
 
@@ -46,26 +47,32 @@ class ClusterError(ValueError):
 LOGGING_FOLDER = "logging"
 
 
-def broker_classpath(version: str) -> str:
+def broker_classpath(release: Release | str) -> str:
     """The brokers' and tools' classpath: the release's ``lib/`` and, when the fetch put one there,
     its ``logging/`` folder (an SLF4J binding - slf4j-reload4j + reload4j - kept out of ``lib/``
-    so that the client driver's own binding stays the only one on its classpath)."""
-    cp = releases.classpath(version)
-    logging = releases.home(version) / LOGGING_FOLDER
-    if any(logging.glob("*.jar")):
+    so that the client driver's own binding stays the only one on its classpath); a
+    distribution's ``libs/`` (its own binding in it)."""
+    cp = releases.classpath(release)
+    logging = releases.home(release) / LOGGING_FOLDER
+    if not _own(release) and any(logging.glob("*.jar")):
         cp += os.pathsep + str(logging / "*")
     return cp
 
 
-def _jar_names(version: str) -> list[str]:
-    home = releases.home(version)
-    return sorted(p.name for d in ("lib", LOGGING_FOLDER) for p in (home / d).glob("*.jar"))
+def _own(release: Release | str) -> bool:
+    return isinstance(release, Release) and release.own
 
 
-def logging_binding(version: str) -> str | None:
+def _jar_names(release: Release | str) -> list[str]:
+    folders = [releases.lib(release)] + ([] if _own(release)
+                                         else [releases.home(release) / LOGGING_FOLDER])
+    return sorted(p.name for d in folders for p in d.glob("*.jar"))
+
+
+def logging_binding(release: Release | str) -> str | None:
     """Which SLF4J binding the release's classpath holds: ``"log4j"`` (reload4j / log4j 1),
     ``"log4j2"`` or None (then Kafka logs nothing: slf4j-api alone is a no-op logger)."""
-    names = _jar_names(version)
+    names = _jar_names(release)
     if any(n.startswith(("slf4j-reload4j", "slf4j-log4j12")) for n in names):
         return "log4j"
     if any(n.startswith(("log4j-slf4j-impl", "log4j-slf4j2-impl")) for n in names):
@@ -73,10 +80,10 @@ def logging_binding(version: str) -> str | None:
     return None
 
 
-def has_class(version: str, class_name: str) -> bool:
+def has_class(release: Release | str, class_name: str) -> bool:
     """Whether one of the release's Kafka jars holds ``class_name`` (dotted)."""
     entry = class_name.replace(".", "/") + ".class"
-    for jar in sorted((releases.home(version) / "lib").glob("kafka*.jar")):
+    for jar in sorted(releases.lib(release).glob("kafka*.jar")):
         try:
             with zipfile.ZipFile(jar) as z:
                 z.getinfo(entry)
@@ -99,11 +106,12 @@ _RECORD = re.compile(r"\|\s*offset: (-?\d+)(?: (?:Create|LogAppend|NoTimestamp)\
                      r"(?: headerKeys: \[[^\]]*\])?(.*)$")
 
 
-def tool_class(version: str) -> str:
-    """The DumpLogSegments class of ``version``'s classpath; ClusterError when it has none."""
+def tool_class(release: Release | str) -> str:
+    """The DumpLogSegments class of the release's classpath; ClusterError when it has none."""
     for name in TOOL_CLASSES:
-        if has_class(version, name):
+        if has_class(release, name):
             return name
+    version = release.name if isinstance(release, Release) else release
     raise ClusterError(
         f"Kafka {version}'s classpath has no DumpLogSegments (kafka.tools in kafka_2.13 up to "
         f"4.2, org.apache.kafka.tools in the kafka-tools jar from 4.3): the release's fetch needs "
@@ -184,16 +192,17 @@ def parse(text: str) -> dict[str, list[dict]]:
     return out
 
 
-def dump(version: str, files: list[Path], decoder: str = "data", java: str = "java",
+def dump(version: Release | str, files: list[Path], decoder: str = "data", java: str = "java",
          timeout: float = 120.0) -> dict[str, list[dict]]:
-    """Read ``files`` (segment ``.log`` files) with one DumpLogSegments JVM of ``version``;
+    """Read ``files`` (segment ``.log`` files) with one DumpLogSegments JVM of the release;
     ``decoder`` ``"data"`` (keys and values as UTF-8 strings) or ``"transaction"``
     (``--transaction-log-decoder``)."""
     files = [Path(f) for f in files]
     if not files:
         return {}
     flag = {"data": "--print-data-log", "transaction": "--transaction-log-decoder"}[decoder]
-    cmd = [java, *JVM_OPTIONS, "-cp", broker_classpath(version), tool_class(version),
+    release, version = version, version.name if isinstance(version, Release) else version
+    cmd = [java, *JVM_OPTIONS, "-cp", broker_classpath(release), tool_class(release),
            "--files", ",".join(str(f) for f in files), "--deep-iteration", flag]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, errors="replace",
@@ -241,7 +250,7 @@ def partition_logs(cluster, partitions: list[tuple[str, int]], node: int | None 
     leader's replica unless ``node`` is given)."""
     folders = {tp: _folder(cluster, tp[0], tp[1], node) for tp in partitions}
     files = {tp: segments(f) for tp, f in folders.items()}
-    dumped = dump(cluster.release.version, [f for fs in files.values() for f in fs],
+    dumped = dump(cluster.release, [f for fs in files.values() for f in fs],
                   java=getattr(cluster, "java", None) or "java")
     return {tp: [b for f in fs for b in dumped[str(f)]] for tp, fs in files.items()}
 
@@ -327,7 +336,7 @@ def transaction_log(cluster, node: int | None = None) -> list[dict]:
     order, with its ``offset``."""
     folder = _folder(cluster, "__transaction_state", 0, node)
     files = segments(folder)
-    dumped = dump(cluster.release.version, files, decoder="transaction",
+    dumped = dump(cluster.release, files, decoder="transaction",
                   java=getattr(cluster, "java", None) or "java")
     out = []
     for f in files:

@@ -264,8 +264,11 @@ def gates_produce(actions) -> bool:
     return any(a[0] == "ExpireBatch" or client_fault(a) for a in actions)
 
 
-def release_for(preset: str, version: str | None) -> Release:
-    """``--version`` (checked) or the newest supported release standing for ``preset``."""
+def release_for(preset: str, version: str | Release | None) -> Release:
+    """``--version`` (checked), a distribution of the user's (``--kafka-home``), or the newest
+    supported release standing for ``preset``."""
+    if isinstance(version, Release):
+        return releases.usable(version)
     if version:
         return releases.release(version)
     standing = [r for r in releases.RELEASES if r.preset == preset]
@@ -1092,7 +1095,8 @@ def conform_folder(out: Path, release: Release, config: dict, brokers: int,
             indent=1, sort_keys=True, default=str) + "\n")
     (folder / "run.json").write_text(json.dumps({
         "version": release.version, "preset": release.preset, "seed": 0, "brokers": brokers,
-        "config": config, "reproduced_from": "reproduce"}, indent=1) + "\n")
+        "config": config, "reproduced_from": "reproduce",
+        **({"kafka_home": release.home_dir} if release.own else {})}, indent=1) + "\n")
     lines = (out / "events.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in lines if line.strip()]
     warm = {(e["endpoint"], e["conn"]) for e in events if e.get("client_id") == "warmup"}
@@ -1115,7 +1119,7 @@ def _jsonable(x):
     return x
 
 
-def reproduce(path: str, version: str | None = None, out: Path | None = None,
+def reproduce(path: str, version: str | Release | None = None, out: Path | None = None,
               log=lambda s: None, brokers: int = 1) -> Result:
     """Run the trace at ``path`` on real Kafka; ``ReproduceError`` for bad input."""
     loaded = load(path)

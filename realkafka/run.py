@@ -361,7 +361,8 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
         (out / old).unlink(missing_ok=True)
     (out / "plan.json").write_text(the_plan.to_json())
     _write_json(out / "run.json", {"version": release.version, "preset": release.preset,
-                                   "seed": seed, "brokers": brokers, "config": cfg.to_dict()})
+                                   "seed": seed, "brokers": brokers, "config": cfg.to_dict(),
+                                   **({"kafka_home": release.home_dir} if release.own else {})})
     run_id = f"{seed}-{secrets.token_hex(3)}"
     topic = f"kmc-{run_id}"
     partitions = list(range(the_plan.partitions))

@@ -1,6 +1,7 @@
 """Puts the repository root on sys.path, so tests import ``tests.grid`` and run in subprocesses;
 makes the process-wide settings the ``kafka-mc`` command's entry makes (explorers/main.py:
-OpenBLAS's threads, the compiled builds' finder), which importing kafka-mc does not; skips the
+OpenBLAS's threads, the compiled builds' finder), which importing kafka-mc does not; sets the
+output's width (``COLUMNS=120``, as when standard output is not a terminal); skips the
 long fuzz suite (``@pytest.mark.fuzz``) unless asked for: ``-m fuzz`` or KAFKA_MC_FUZZ=1."""
 import os
 import sys
@@ -11,6 +12,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Output's width, the same whatever the terminal the suite runs in: readline may have exported the
+# terminal's own (ncurses sets COLUMNS), which the commands the tests start would follow.
+os.environ["COLUMNS"] = "120"
 from kafka_mc.model.build.compiled import install  # noqa: E402
 
 install()

@@ -1,26 +1,11 @@
-"""The README fits on a screen and every command in it runs as printed; so do the tutorial's and
-the liveness guide's (the manual's pages with commands and their output; docs/extending.md's run
-in tests/test_docs.py, with its example package on the path).
-
-Commands are the lines starting with ``$ kafka-mc`` in a page's fenced ``console`` and ``sh``
-blocks. Each page's run, in order, in one temporary folder laid out like the checkout's root (``configs``
-and ``tests`` link to the repository's, so a README path such as ``tests/golden/...`` resolves,
-and ``out/`` written by one command is read by the next), with a timeout of its own. A trailing
-``# exit N`` comment is the exit code the command must give (without one: 0). A command marked
-``# needs real Kafka`` or ``# needs a browser`` is not run: a real cluster and a browser session
-are tested elsewhere (tests/realkafka/, tests/explorers/test_explore_browser.py). These two
-markers are the only way to skip one.
-
-The output printed under a command is shortened by hand, so only its verdict lines are compared:
-every ``Error: ...`` and ``Model checking completed...`` line shown must be in what the command
-prints, and so must the ``claim:`` and ``shortest counterexample:`` lines under it.
-"""
+"""The README fits on a screen, and its examples (and the tutorial's and the liveness guide's) are
+the tool's own output: every ``$ kafka-mc`` command in them runs as printed, gives the exit code
+the page says, and prints what the page shows under it (tools/examples.py says how a page shows
+an output, and which figures are compared as placeholders). A model change that moves a count
+or a counterexample fails here until the pages are regenerated: ``make examples``."""
 from __future__ import annotations
 
-import os
-import re
-import shlex
-import subprocess
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -28,42 +13,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-PAGES = (README, ROOT / "docs" / "tutorial.md", ROOT / "docs" / "guide" / "liveness.md")
 MAX_BYTES = 12 * 1024
-TIMEOUT = 120          # seconds, per command
-SKIP = {"# needs real Kafka": "needs a real Kafka cluster (tests/realkafka/ runs one)",
-        "# needs a browser": "serves a page for a browser (tests/explorers/test_explore_browser.py "
-                             "drives one)"}
-CHECKED = re.compile(r"^\s*(Error: .*|Model checking completed\..*|claim: .*|"
-                     r"shortest counterexample: .*)$")
 
+spec = importlib.util.spec_from_file_location("kafka_mc_examples", ROOT / "tools" / "examples.py")
+examples = sys.modules[spec.name] = importlib.util.module_from_spec(spec)   # (its dataclass)
+spec.loader.exec_module(examples)
 
-def commands(text: str) -> list[tuple[str, int | None, str | None, list[str]]]:
-    """(command, expected exit, reason to skip, shown output lines) for each ``$ kafka-mc`` line
-    of the fenced console/sh blocks, in order."""
-    out = []
-    for block in re.findall(r"^```(?:console|sh)\n(.*?)^```", text, re.S | re.M):
-        current = None
-        for line in block.splitlines():
-            if line.startswith("$ "):
-                current = None
-            if line.startswith("$ kafka-mc"):
-                command = line[2:]
-                skip = next((why for mark, why in SKIP.items() if command.rstrip().endswith(mark)),
-                            None)
-                expected = 0
-                m = re.search(r"\s+#\s*exit (\d+)\s*$", command)
-                if m:
-                    expected = int(m.group(1))
-                command = re.sub(r"\s+#.*$", "", command)
-                current = [command, expected, skip, []]
-                out.append(current)
-            elif current is not None:
-                current[3].append(line)
-    return [tuple(c) for c in out]
-
-
-COMMANDS = [(page, i, *c) for page in PAGES for i, c in enumerate(commands(page.read_text()))]
+EXAMPLES = [(page, i, ex) for page in examples.PAGES
+            for i, ex in enumerate(examples.examples(page.read_text()))]
+FIX = "run `make examples` (python tools/examples.py) to write the tool's output into the pages"
 
 
 def test_readme_fits_on_a_screen():
@@ -71,63 +29,58 @@ def test_readme_fits_on_a_screen():
     assert size <= MAX_BYTES, f"README.md is {size} bytes, more than {MAX_BYTES}"
 
 
-def test_readme_has_commands_and_no_design_md():
-    assert len([c for c in COMMANDS if c[0] == README and c[4] is None]) >= 5
+def test_readme_has_examples_and_no_design_md():
+    assert len([e for e in EXAMPLES if e[0] == README and e[2].skip is None]) >= 4
     assert "DESIGN.md" not in README.read_text()
 
 
-def test_readme_parser():
-    text = ("```console\n$ kafka-mc check tiny   # exit 12\nError: x\n$ ls\n"
-            "$ kafka-mc real run tiny --version 4.4.0   # needs real Kafka\n```\n"
+def test_the_page_parser_reads_commands_exit_codes_skips_and_outputs():
+    text = ("```console\n$ kafka-mc check tiny   # exit 12\nError: x\n...\n$ ls\nfoo\n"
+            "$ kafka-mc real run tiny --version 4.4.0   # needs real Kafka\nclean\n```\n"
             "```\n$ kafka-mc not-a-command\n```\n")
-    assert commands(text) == [("kafka-mc check tiny", 12, None, ["Error: x"]),
-                              ("kafka-mc real run tiny --version 4.4.0", 0,
-                               SKIP["# needs real Kafka"], [])]
+    got = [(e.command, e.expected, e.skip, e.shown, e.cut) for e in examples.examples(text)]
+    assert got == [("kafka-mc check tiny", 12, None, ["Error: x", "..."], True),
+                   ("kafka-mc real run tiny --version 4.4.0", 0,
+                    examples.SKIP["# needs real Kafka"], ["clean"], False)]
+    assert examples.shown("a\nb\n\nc\n", cut=True) == ["a", "b", "..."]
+    assert examples.shown("a\nb\n\nc\n", cut=False) == ["a", "b", "", "c"]
+    assert examples.normal(["  12 distinct states, 3 generated, depth 4, 1.84 s "
+                            "(6,867 distinct states/s)"]) == [
+        "  12 distinct states, 3 generated, depth 4, <time>"]
+
+
+def test_the_readme_states_the_releases_it_runs():
+    from kafka_mc.realkafka import releases
+    text = README.read_text()
+    assert releases.RELEASES[0].version in text and releases.NEWEST in text
 
 
 @pytest.fixture(scope="module")
-def checkouts(tmp_path_factory):
-    """Per page, a folder laid out like the checkout's root for its commands to run in, and the
-    indices of the commands run there so far."""
-    out = {}
-    for page in PAGES:
-        here = tmp_path_factory.mktemp(page.stem)
-        for name in ("configs", "tests"):
-            (here / name).symlink_to(ROOT / name)
-        out[page] = here, {}
-    return out
+def ran(tmp_path_factory):
+    """Per page, its folder (laid out like the checkout's root) and the commands run there."""
+    return {page: (examples.checkout(tmp_path_factory.mktemp(page.stem)), {})
+            for page in examples.PAGES}
 
 
-def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    argv = shlex.split(command)
-    assert not set("|;&<>`$") & set(command), f"{command}: a shell construct; the test runs argv"
-    exe = Path(sys.executable).parent / "kafka-mc"
-    env = dict(os.environ, COLUMNS="200")
-    try:
-        return subprocess.run([str(exe), *argv[1:]], cwd=cwd, env=env, text=True,
-                              capture_output=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"README: {command}: still running after {TIMEOUT} s")
-
-
-@pytest.mark.parametrize("page,index", [(c[0], c[1]) for c in COMMANDS],
-                         ids=[f"{c[0].stem}:{c[2][len('kafka-mc '):]}" for c in COMMANDS])
-def test_command_runs_as_printed(page, index, checkouts):
-    listed = commands(page.read_text())
-    command, expected, skip, shown = listed[index]
-    if skip:
-        pytest.skip(f"{page.name}: {command}: {skip}")
-    cwd, ran = checkouts[page]
+@pytest.mark.parametrize("page,index", [(p, i) for p, i, _ in EXAMPLES],
+                         ids=[f"{p.stem}:{e.command[len('kafka-mc '):]}" for p, _, e in EXAMPLES])
+def test_an_example_prints_what_its_page_shows(page, index, ran):
+    listed = examples.examples(page.read_text())
+    ex = listed[index]
+    if ex.skip:
+        pytest.skip(f"{page.name}: {ex.command}: {ex.skip}")
+    cwd, done = ran[page]
     for earlier in range(index):   # what a reader ran before (a test selected alone with -k)
-        if earlier not in ran and listed[earlier][2] is None:
-            ran[earlier] = _run(listed[earlier][0], cwd)
-    done = ran[index] = _run(command, cwd)
-    assert done.returncode == expected, (
-        f"{page.name}: {command}: exit {done.returncode}, the page says {expected}\n"
-        f"{done.stderr[-2000:]}")
-    assert "Traceback" not in done.stderr, done.stderr
-    printed = {line.strip() for line in done.stdout.splitlines()}
-    for line in shown:
-        if CHECKED.match(line):
-            assert line.strip() in printed, f"{page.name}: {command}: shows {line.strip()!r}, " \
-                                            "which the command does not print"
+        if earlier not in done and listed[earlier].skip is None:
+            done[earlier] = examples.run(listed[earlier].command, cwd)
+    result = done[index] = examples.run(ex.command, cwd)
+    assert result.returncode == ex.expected, (
+        f"{page.name}: {ex.command}: exit {result.returncode}, the page says {ex.expected}\n"
+        f"{result.stderr[-2000:]}")
+    assert "Traceback" not in result.stderr, result.stderr
+    printed = examples.normal(examples.shown(result.stdout, ex.cut))
+    if printed != examples.normal(ex.shown):
+        pytest.fail(f"{page.name}: {ex.command}: prints other than the page shows; {FIX}\n"
+                    + "\n".join(f"  page:  {a}\n  tool:  {b}" for a, b in
+                                zip(examples.normal(ex.shown) + [""] * len(printed),
+                                    printed + [""] * len(ex.shown)) if a != b)[:3000])

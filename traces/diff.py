@@ -1,8 +1,9 @@
 """What changed between two trace states, field by field, and how trace values are shown.
 
 Values are the decoded ITF values of ``kafka_mc.traces.itf`` (ints, strings, bools, tuples, frozensets,
-dicts). ``diff`` descends into maps (by key), tuples (by index) and records, and reports a set by
-what it gained and lost, so a change deep inside a Kafka partition log reads as
+dicts). ``diff`` descends into maps (by key), records, and tuples: by index (an array of components),
+or matched by value where that matches more (a queue, a log: a message consumed from the network
+is taken out, not every message after it changed); it reports a set by what it gained and lost, so a change deep inside a Kafka partition log reads as
 ``partitions.p0.log[3]: (absent) -> <<...>>`` rather than two whole states. ``show`` prints values
 in TLA+ notation, as TLC does: ``<<1, "a">>``, ``{1, 2}``, ``[state |-> "Ongoing"]``.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any, Iterator, Mapping, Sequence
 
 from kafka_mc.model.core import Record
@@ -59,13 +61,47 @@ def diff(a: Any, b: Any, path: str, older: bool = False) -> Iterator[Change]:
         for k in _sorted(keys):
             yield from diff(a.get(k, MISSING), b.get(k, MISSING), key_path(path, k), older)
     elif isinstance(a, tuple) and isinstance(b, tuple):
-        for i in range(max(len(a), len(b))):
-            yield from diff(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING,
-                            f"{path}[{i}]", older)
+        yield from _sequence(a, b, path, older)
     elif isinstance(a, frozenset) and isinstance(b, frozenset):
         yield Change(path, a - b, b - a, is_set=True)
     else:
         yield Change(path, a, b)
+
+
+def _element(x: Any, y: Any, path: str, older: bool) -> Iterator[Change]:
+    """Element ``path`` of two sequences: its fields' changes when both are the same kind of
+    record (the same fields), else the whole value replaced (a message taken and another sent in
+    its place is not a message whose fields changed)."""
+    if isinstance(x, dict) and isinstance(y, dict) and not (
+            x.keys() == y.keys() or older and isinstance(x, Record) and x.keys() <= y.keys()):
+        yield Change(path, x, y)
+    else:
+        yield from diff(x, y, path, older)
+
+
+def _sequence(a: tuple, b: tuple, path: str, older: bool) -> Iterator[Change]:
+    """Two sequences: matched by value (a queue, a log: an element taken out reads as taken out,
+    ``network[0]: <<...>> -> (absent)``, not as every element after it changing into its
+    successor) when that matches more elements than comparing them index by index does (an
+    array of components: ``producers[1].state``). Runs the match leaves unequal are compared
+    pairwise (``_element``, at their new index), the rest taken out (old index) or added."""
+    keys = [[canonical(encode(v)) for v in side] for side in (a, b)]
+    matcher = SequenceMatcher(None, *keys, autojunk=False)
+    in_place = sum(x == y for x, y in zip(*keys))
+    if len(a) == len(b) and sum(m.size for m in matcher.get_matching_blocks()) <= in_place:
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield from _element(x, y, f"{path}[{i}]", older)
+        return
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        pairs = min(i2 - i1, j2 - j1) if op == "replace" else 0
+        for k in range(pairs):
+            yield from _element(a[i1 + k], b[j1 + k], f"{path}[{j1 + k}]", older)
+        for i in range(i1 + pairs, i2):
+            yield Change(f"{path}[{i}]", a[i], MISSING)
+        for j in range(j1 + pairs, j2):
+            yield Change(f"{path}[{j}]", MISSING, b[j])
 
 
 def key_path(path: str, key: Any) -> str:

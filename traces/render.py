@@ -3,7 +3,8 @@
 Every format first replays the trace (``kafka_mc.traces.replay``), so what is drawn is what the model does
 and a tampered file is refused. Then:
 
-* ``text``: TLC-style numbered states (``State 3: TMCommit``, ``/\\ var = value``); with
+* ``text``: TLC-style numbered states (``State 3: TM  commits (broadcasts Commit)``, the step in
+  one line and its action below it, then ``/\\ var = value``), within the terminal's width; with
   ``diff``, the first state in full and, after it, only the fields each step changed.
 * ``mermaid``: a ``sequenceDiagram``, one participant per lifeline of the model
   (``Model.lifelines``), requests and responses as arrows, internal events as notes, faults in an
@@ -16,8 +17,9 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from kafka_mc.model import registry
 from kafka_mc.model.core import Event
-from kafka_mc.traces import explain
+from kafka_mc.traces import explain, layout
 from kafka_mc.traces.diff import Change, show, state_changes
 from kafka_mc.traces.replay import Replay, replay
 from kafka_mc.traces.trace import Trace
@@ -29,9 +31,11 @@ FORMATS = ("text", "mermaid", "html", "dot")
 class Step:
     number: int
     action: str
-    events: tuple[Event, ...]
+    events: tuple[Event, ...]   # as drawn (``explain.drawn``)
     changes: tuple[Change, ...]
     violating: bool  # the step where the violation shows (the last, when it reproduces)
+    actor: str = ""  # the step in one line (``explain.step_line``): who acts, what it does
+    said: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,9 +78,11 @@ def story(trace: Trace, file: str = "", result: Replay | None = None) -> Story:
     result = result or replay(trace)
     model, states, n = result.model, result.states, len(result.actions)
     steps = tuple(
-        Step(i, model.format_action(a), explain.events(model, states[i - 1], a, states[i]),
+        Step(i, model.format_action(a),
+             explain.drawn(explain.events(model, states[i - 1], a, states[i])),
              tuple(state_changes(trace.states[i - 1], trace.states[i], trace.vars)),
-             result.reproduced and i == n and trace.loop is None)
+             result.reproduced and i == n and trace.loop is None,
+             *explain.step_line(model, states[i - 1], a, states[i]))
         for i, a in enumerate(result.actions, start=1))
     lines = list(model.lifelines())
     for e in (e for s in steps for e in s.events):  # a lifeline the model forgot to list
@@ -114,32 +120,47 @@ def dot(s: Story) -> str:
 
 
 def config_text(meta) -> str:
+    """What the trace's configuration sets beyond the defaults
+    (``kafka_mc.model.registry.summary``)."""
     config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
-    return ", ".join(f"{sec}.{k}={v}" for sec, body in config.items() if sec != "check"
-                     for k, v in body.items() if (sec, k) != ("model", "name"))
+    values = {f"{sec}.{k}": tuple(v) if isinstance(v, list) else v
+              for sec, body in config.items() if sec != "check" and isinstance(body, dict)
+              for k, v in body.items() if (sec, k) != ("model", "name")}
+    return registry.summary(str(meta.get("model")), values)
 
 
 # --- text -----------------------------------------------------------------------------------------
 
-def text(s: Story, diff: bool = False) -> str:
-    t = s.trace
-    out = [f"{s.title} ({config_text(t.meta)}), found by {t.meta.get('explorer', '?')}",
-           s.sentence, "", "State 0: initial state"]
-    out += [f"/\\ {n} = {show(t.states[0][n])}" for n in t.vars]
+def text(s: Story, diff: bool = False, width: int | None = None) -> str:
+    """TLC's numbered states within ``width`` (the terminal's, ``layout.columns``): each step
+    headed by its one-line form (``State 17: leader-0  Produce(...) from p0 -> ...``) and its
+    action in full, then every variable (``/\\ name = value``, laid out on as many lines as it
+    needs), or with ``diff`` only what the step changed."""
+    t, width = s.trace, width or layout.columns()
+    out = layout.wrap(f"{s.title} ({config_text(t.meta)}), found by "
+                      f"{t.meta.get('explorer', '?')}", width, 2)
+    out += layout.wrap(s.sentence, width, 0) + ["", "State 0: initial state"]
+    out += [ln for n in t.vars for ln in layout.value_lines(t.states[0][n], width, 0,
+                                                            f"/\\ {n} = ")]
     if s.loop == 0:
         out.append(LOOP_TEXT)
     for step in s.steps:
         mark = f"  {explain.MARK}{s.violation}" if step.violating else ""
-        events = "; ".join(map(explain.event_text, step.events))
-        out += ["", f"State {step.number}: {step.action}   [{events}]{mark}"]
+        head = f"State {step.number}: " + (f"{step.actor}  " if step.actor else "")
+        out += ["", *layout.wrap(step.said + mark, width, len(head), head)]
+        if step.actor or step.said != step.action:
+            out += layout.wrap(step.action, width, 11, "   action: ")
         if diff:
-            out += [f"   {c}" for c in step.changes] or ["   (no change)"]
+            out += [ln for c in step.changes for ln in layout.change_lines(c, width, 3)] \
+                or ["   (no change)"]
         else:
-            out += [f"/\\ {n} = {show(t.states[step.number][n])}" for n in t.vars]
+            out += [ln for n in t.vars
+                    for ln in layout.value_lines(t.states[step.number][n], width, 0,
+                                                 f"/\\ {n} = ")]
         if step.number == s.loop:
             out.append(LOOP_TEXT)
     if s.loop is not None:
-        out += ["", s.loop_end]
+        out += ["", *layout.wrap(s.loop_end, width, 2)]
     return "\n".join(out) + "\n"
 
 

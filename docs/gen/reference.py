@@ -110,6 +110,7 @@ def _command(parser: argparse.ArgumentParser, name: str, help_: str, depth: int)
 
 def cli_page() -> str:
     from kafka_mc.explorers.cli import build_parser
+    from kafka_mc.explorers.core.result import EXIT_CODES
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "100"        # argparse wraps usage lines to the terminal's width
     try:
@@ -119,6 +120,10 @@ def cli_page() -> str:
                 "codes mean and how output is written: [Commands](../commands.md).", ""]
         out += ["```", parser.format_usage().strip(), "```", ""]
         out += ["| argument | values | what |", "|---|---|---|", *_argument_rows(parser), ""]
+        out += ["## Exit codes", "", "Every command's (`EXIT_CODES` in "
+                "`kafka_mc.explorers.core.result`; `kafka-mc --help` ends with them):", "",
+                "| exit | meaning |", "|---|---|",
+                *(f"| {code} | {_cell(meaning)} |" for code, meaning in EXIT_CODES), ""]
         for name, help_, sub in _subcommands(parser):
             out += _command(sub, f"kafka-mc {name}", help_, 2)
         return "\n".join(out).rstrip() + "\n"

@@ -21,6 +21,7 @@ import io
 import os
 import signal
 import sys
+import textwrap
 import threading
 
 from kafka_mc.model.capabilities import MissingCapability
@@ -29,7 +30,8 @@ from kafka_mc.explorers.cli import check, compare, explore, graph, listing, real
 from kafka_mc.explorers.cli.common import UsageError, Parser, error, missing_extra, version
 from kafka_mc.explorers.core import interrupts
 from kafka_mc.explorers.core.interrupts import interrupted_early
-from kafka_mc.explorers.core.result import EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_USAGE
+from kafka_mc.explorers.core.result import (EXIT_CODES, EXIT_INTERRUPTED, EXIT_TERMINATED,
+                                            EXIT_USAGE)
 from kafka_mc.traces.trace import TraceError
 
 # The command groups, in the order ``--help`` lists their commands. Each adds its commands to the
@@ -39,8 +41,10 @@ GROUPS = (check, graph, listing, traces, explore, compare, real)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="kafka-mc", description="Model checker for Kafka's transaction protocol.")
-    p.add_argument("--version", action="version", version=f"kafka-mc {version()}")
+    p = Parser(prog="kafka-mc", description="Model checker for Kafka's transaction protocol.",
+               epilog=exit_codes(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"kafka-mc {version()}",
+                   help="print kafka-mc's version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     p.groups = {}   # command -> the group that runs it
     for group in GROUPS:
@@ -48,6 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
         group.add_parser(sub)
         p.groups.update((name, group) for name in sub.choices if name not in before)
     return p
+
+
+def exit_codes() -> str:
+    """The exit codes (``EXIT_CODES``), as ``--help`` ends."""
+    width = max(len(code) for code, _ in EXIT_CODES)
+    return "exit codes:\n" + "\n".join(
+        textwrap.fill(meaning.replace("`", ""), 96, initial_indent=f"  {code:<{width}}  ",
+                      subsequent_indent=" " * (width + 4)) for code, meaning in EXIT_CODES)
 
 
 class Terminated(KeyboardInterrupt):

@@ -23,7 +23,9 @@ from kafka_mc.traces.trace import Trace, trace_metadata
 def add_parser(sub) -> None:
     c = config_arguments(sub.add_parser("check", help="explore a configuration and check its "
                                                        "properties"))
-    c.add_argument("--explorer", choices=list(EXPLORERS), default="bfs")
+    c.add_argument("--explorer", choices=list(EXPLORERS), default="bfs",
+                   help="bfs: exhaustive, shortest counterexamples; graph: also liveness; spark: "
+                        "the BFS on Spark; simulate, stateful: random walks; symbolic: z3")
     # Flags for some explorers only (EXPLORER_FLAGS); unset means the explorer's default.
     c.add_argument("--max-examples", type=positive, metavar="N",
                    help="stateful: behaviours hypothesis generates (default 1000)")
@@ -87,6 +89,9 @@ def add_parser(sub) -> None:
                     help="do not report states with no enabled action")
     c.add_argument("--out", default="out", metavar="DIR", help="where traces go (default: out)")
     c.add_argument("--json", action="store_true", help="print one JSON result object")
+    c.add_argument("--verbose", action="store_true",
+                   help="under each step of a counterexample, its action in full and the state "
+                        "fields it changed (default: one short line a step)")
     c.add_argument("--progress-interval", type=float, default=2.0, metavar="SECONDS",
                    help=argparse.SUPPRESS)
 
@@ -124,7 +129,7 @@ def main(args) -> int:
     except TracesNotWritten as e:
         traces, failure = e.written, str(e)
     print(report.as_json(outcome, cfg, model, traces) if args.json
-          else report.text(outcome, cfg, model, traces))
+          else report.text(outcome, cfg, model, traces, verbose=args.verbose))
     if failure:  # the verdict and counterexample are printed; the write error follows
         sys.stdout.flush()
         error(failure)

@@ -12,7 +12,8 @@ from importlib import metadata
 from pathlib import Path
 
 from kafka_mc.model import registry
-from kafka_mc.model.config import brief, parse_assignment, resolve_config_path, shown
+from kafka_mc.model.config import (ConfigError, brief, parse_assignment, read_toml,
+                                   resolve_config_path, shown)
 from kafka_mc.traces.files import same_file, write_atomically
 from kafka_mc.traces.trace import Trace
 
@@ -62,7 +63,10 @@ def config_arguments(p: argparse.ArgumentParser, config_help: str = "") -> argpa
     p.add_argument("--model", help="model name (overrides [model] name)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                    dest="sets", help="override a configuration value (repeatable)")
-    p.add_argument("--protocol", metavar="PRESET", help="shorthand for --set protocol.version=PRESET")
+    p.add_argument("--protocol", metavar="PRESET",
+                   help="shorthand for --set protocol.version=PRESET (kafka-mc list protocols); "
+                        "a release (4.4.0) means the preset that stands for it "
+                        "(kafka-mc real versions), and says which")
     return p
 
 
@@ -133,8 +137,9 @@ def error(message: str) -> None:
 
 def load_config(args):
     sets = [parse_assignment(s) for s in args.sets]
+    path = resolve_config_path(args.config) if args.config is not None else None
     if args.protocol is not None:   # --protocol '' is an empty preset, refused as such
-        sets.append(("protocol.version", args.protocol))
+        sets.append(("protocol.version", protocol(args.protocol, args.model, path)))
     if args.depth is not None:
         sets.append(("check.max_depth", args.depth))
     if args.deadlock is not None:
@@ -145,8 +150,34 @@ def load_config(args):
         sets.append(("check.por", args.por))
     if getattr(args, "symmetry", None):
         sets.append(("check.symmetry", True))
-    path = resolve_config_path(args.config) if args.config is not None else None
     return registry.load(path, model=args.model, overrides=sets)
+
+
+def protocol(value: str, model: str | None, path) -> str:
+    """``--protocol``: a preset as given, or a release of the model (``4.4.0``) as the preset that
+    stands for it (``registry.ModelEntry.releases``), saying so on stderr."""
+    if not model:
+        try:
+            declared = read_toml(path).get("model", {}).get("name") if path else None
+        except ConfigError:
+            declared = None   # (refused by registry.load, with the reason)
+        model = declared if isinstance(declared, str) and declared else registry.DEFAULT_MODEL
+    try:
+        entry = registry.entry(model)
+    except ConfigError:
+        return value
+    if value in entry.presets:
+        return value
+    if value not in entry.releases:
+        if entry.releases and re.match(r"\d+\.\d+", value):   # a release no preset stands for
+            raise UsageError(f"--protocol {brief(value)}: not a release a preset of {model} stands "
+                             f"for ({', '.join(entry.releases)}; kafka-mc real versions) nor a "
+                             f"preset ({', '.join(entry.presets)})")
+        return value
+    preset = entry.releases[value]
+    print(f"kafka-mc: --protocol {value}: the release {value} stands for preset {preset} "
+          "(kafka-mc real versions); checking that", file=sys.stderr)
+    return preset
 
 
 def explicit(trace: Trace, file: str, command: str) -> Trace:

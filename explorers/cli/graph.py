@@ -11,8 +11,9 @@ def add_parser(sub) -> None:
     gr = config_arguments(sub.add_parser("graph", help="write the reachable state graph of a "
                                                         "small configuration"))
     gr.add_argument("--depth", type=nonneg, metavar="N", help="depth bound (0 = unbounded)")
-    gr.add_argument("--format", choices=["dot", "graphml", "json"], default="dot")
-    gr.add_argument("--out", required=True, metavar="FILE")
+    gr.add_argument("--format", choices=["dot", "graphml", "json"], default="dot",
+                    help="Graphviz, GraphML or networkx's node-link JSON")
+    gr.add_argument("--out", required=True, metavar="FILE", help="the file to write")
     gr.add_argument("--max-states", type=positive, default=10_000, metavar="N",
                     help="refuse graphs with more states than this (default 10,000)")
 

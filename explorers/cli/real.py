@@ -2,7 +2,8 @@
 runs against the model with the trace validator (``kafka_mc.explorers.conformance``): the one command of
 the group that needs an explorer, so it lives here, above both.
 
-    kafka-mc real conform [CONFIG] --version V [--runs N] [--seed S] [--out DIR] [--json]
+    kafka-mc real conform [CONFIG] (--version V | --kafka-home DIR [--protocol P]) [--runs N]
+                          [--seed S] [--out DIR] [--json]
     kafka-mc real conform --run DIR [--json]
 
 N runs of the config's workload and seeded faults on a real cluster of release V (seeds S, S+1,
@@ -21,10 +22,8 @@ from pathlib import Path
 from kafka_mc.model import registry
 from kafka_mc.model.observations import NoObservations
 from kafka_mc.explorers.conformance import RunError, read_events, validate, write_trace
-from kafka_mc.explorers.core.result import EXIT_OK
+from kafka_mc.explorers.core.result import EXIT_DIVERGENCE, EXIT_INCONCLUSIVE, EXIT_OK
 from kafka_mc.realkafka import cli as real_cli, losses, releases
-
-EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
 
 
 def add_parser(sub) -> None:
@@ -33,18 +32,20 @@ def add_parser(sub) -> None:
         "conform", help="real runs of a config validated against the model (trace validation)")
     c.add_argument("config", nargs="?", metavar="CONFIG",
                    help="TOML file or name of a shipped config (default: tiny)")
-    c.add_argument("--version", metavar="V", dest="kafka_version",
-                   help="the release to run (with --run: must be the one the run was made on)")
-    c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", dest="sets")
+    real_cli.kafka_arguments(c, version_help="the release to run (with --run: must be the one "
+                                             "the run was made on)")
+    c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", dest="sets",
+                   help="override a configuration value (repeatable)")
     c.add_argument("--run", metavar="DIR", dest="run_dir",
                    help="validate this recorded run folder instead of making new runs")
-    c.add_argument("--runs", type=int, default=1, metavar="N")
-    c.add_argument("--seed", type=int, default=0, metavar="S")
-    c.add_argument("--brokers", type=int, choices=[1, 3], default=1)
+    c.add_argument("--runs", type=int, default=1, metavar="N",
+                   help="how many runs (seeds S, S+1, ...)")
+    c.add_argument("--seed", type=int, default=0, metavar="S", help="the first run's seed")
+    real_cli.brokers_argument(c)
     c.add_argument("--out", metavar="DIR", help="default: out/conform-<version>")
     c.add_argument("--max-nodes", type=int, default=None, metavar="N",
                    help="the validator's node limit per run")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print one JSON summary object")
 
 
 def main(args) -> int:
@@ -111,10 +112,11 @@ def _recorded(args):
     if args.kafka_version and args.kafka_version != version:
         raise real_cli.RealUsageError(f"--run {str(folder)[:200]} was recorded on Kafka "
                                       f"{str(version)[:20]}, not {args.kafka_version[:20]}")
-    if args.config or args.sets:
-        raise real_cli.RealUsageError("--run validates the run with its own config: give no "
-                                      "CONFIG or --set")
-    release = releases.BY_VERSION.get(version)
+    if args.config or args.sets or getattr(args, "kafka_home", None) or \
+            getattr(args, "protocol", None):
+        raise real_cli.RealUsageError("--run validates the run with its own config and Kafka: "
+                                      "give no CONFIG, --set, --kafka-home or --protocol")
+    release = releases.recorded(recorded)
     if release is None:
         raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: Kafka {str(version)[:20]} "
                                       "is not a supported release")
@@ -129,9 +131,10 @@ def conform(args) -> int:
         release, cfg, folder = _recorded(args)
         return _report([_validate(cfg, release, folder, None, args)], release, folder, args,
                        time.monotonic())
-    if not args.kafka_version:
-        raise real_cli.RealUsageError("real conform needs --version V (or --run DIR)")
-    release = releases.release(args.kafka_version)
+    if not args.kafka_version and not args.kafka_home:
+        raise real_cli.RealUsageError("real conform needs --version V, --kafka-home DIR or "
+                                      "--run DIR")
+    release = real_cli.kafka(args)
     real_cli._java()
     cfg = real_cli._load(args)
     out = Path(args.out) if args.out else Path("out") / f"conform-{release.version}"
@@ -219,7 +222,7 @@ def _report(rows, release, out, args, started) -> int:
             run_s = "-" if r["run_seconds"] is None else r["run_seconds"]
             print(f"{r['seed']:>6} {r['events']:>7} {r['verdict']:<9} {run_s:>6} "
                   f"{r['validation_seconds']:>10}")
-        print(f"Kafka {release.version} (preset {release.preset}): {len(rows)} runs, "
+        print(f"Kafka {release.name} (preset {release.preset}): {len(rows)} runs, "
               f"{summary['events']} events, {counts['conforms']} conforming, "
               f"{counts['diverges']} divergent, {counts['unknown']} undecided, "
               f"{summary['seconds']} s; run folders under {out}")

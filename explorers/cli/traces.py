@@ -12,17 +12,19 @@ from kafka_mc.traces.trace import read
 
 def add_parser(sub) -> None:
     r = sub.add_parser("replay", help="re-execute a trace and re-check its property")
-    r.add_argument("trace", metavar="TRACE")
+    r.add_argument("trace", metavar="TRACE", help="an ITF trace file (kafka-mc check writes them)")
     r.add_argument("--diff", action="store_true",
                    help="show each step's changes, and every difference where the trace diverges")
 
     m = sub.add_parser("minimize", help="shrink a trace while it violates the same property")
-    m.add_argument("trace", metavar="TRACE")
+    m.add_argument("trace", metavar="TRACE", help="an ITF trace file that violates a property")
     m.add_argument("--out", metavar="FILE", help="default: TRACE with .min.itf.json")
 
     rd = sub.add_parser("render", help="a trace as text, a Mermaid sequence diagram or HTML")
-    rd.add_argument("trace", metavar="TRACE")
-    rd.add_argument("--format", choices=["text", "mermaid", "html", "dot"], default="text")
+    rd.add_argument("trace", metavar="TRACE", help="an ITF trace file")
+    rd.add_argument("--format", choices=["text", "mermaid", "html", "dot"], default="text",
+                    help="text: TLC-style states within the terminal's width; mermaid: a sequence "
+                         "diagram; html: one self-contained page; dot: Graphviz")
     rd.add_argument("--diff", action="store_true", help="text: only what each step changed")
     rd.add_argument("--out", metavar="FILE", help="default: standard output")
 

@@ -6,9 +6,11 @@ import json
 import sys
 from typing import IO, Any
 
+from kafka_mc.model import registry
+from kafka_mc.model.config import shipped_name
 from kafka_mc.model.symmetry import symmetry_note
 from kafka_mc.explorers.core.result import Outcome
-from kafka_mc.traces import explain
+from kafka_mc.traces import explain, layout
 
 
 def _n(x: int) -> str:
@@ -40,27 +42,42 @@ class ProgressPrinter:
 
 
 def describe_config(cfg) -> str:
-    parts = [f"{k}={v}" for k, v in cfg.values if not k.startswith("check.")]
-    return f"model {cfg.model} ({', '.join(parts)})" if parts else f"model {cfg.model}"
+    """The model and what its configuration sets beyond the defaults
+    (``kafka_mc.model.registry.summary``)."""
+    return f"model {cfg.model} ({registry.summary(cfg.model, dict(cfg.values))})"
 
 
-def text(outcome: Outcome, cfg, model, traces: dict[str, str]) -> str:
-    """The TLC-style report: the run, what the search covered, the properties, the coverage of
-    the actions and state machines, and each violation with its explained path."""
-    lines = _headline(outcome, cfg)
-    lines += _search(outcome)
-    lines += _symmetry(model)
-    lines += _extent(outcome)
-    lines += _properties(outcome)
-    lines += _coverage(outcome)
-    for v in outcome.violations:
-        lines += _violation(v, outcome, model, traces)
-    return "\n".join(lines)
+def text(outcome: Outcome, cfg, model, traces: dict[str, str], verbose: bool = False,
+         width: int | None = None) -> str:
+    """The TLC-style report: the run and its verdict, each violation with its explained path
+    (what the user came for, first), then what the search covered, and after a blank line the
+    properties and the coverage of the actions and state machines; every line within ``width`` (the terminal's,
+    ``kafka_mc.traces.layout.columns``). ``verbose``: each step's action and changes too."""
+    width = width or layout.columns()
+    lines = _fit(_headline(outcome, cfg), width)
+    for v in outcome.violations:   # each followed by a blank line
+        lines += _violation(v, outcome, model, traces, verbose, width) + [""]
+    rest = _search(outcome) + _symmetry(model) + _extent(outcome)
+    rest.append("")   # (the verdict and the search's figures are the first paragraph)
+    rest += _properties(outcome) + _coverage(outcome)
+    return "\n".join(lines + _fit(rest, width))
+
+
+def _fit(lines: list[str], width: int) -> list[str]:
+    """Lines within ``width``: each broken at spaces, continued two columns deeper than it
+    starts."""
+    out = []
+    for line in lines:
+        lead = len(line) - len(line.lstrip(" "))
+        out += [line] if len(line) <= width else layout.wrap(line.strip(), width, lead + 2,
+                                                             " " * lead)
+    return out
 
 
 def _headline(outcome: Outcome, cfg) -> list[str]:
     """The configuration and explorer, and the verdict when there is no violation to show."""
-    lines = [f"kafka-mc check: {describe_config(cfg)}, explorer {outcome.explorer} [{cfg.source}]"]
+    where = "" if cfg.source == "<built-in>" else f" [{shipped_name(cfg.source)}]"
+    lines = [f"kafka-mc check: {describe_config(cfg)}, explorer {outcome.explorer}{where}"]
     if outcome.exit_code == 0:
         lines.append("Model checking completed. No error has been found.")
     elif outcome.interrupted and not outcome.violations:
@@ -96,11 +113,11 @@ def _reduction(r: dict) -> str:
     return "  partial-order reduction: " + (
         f"{_n(r['reduced_states'])} states expanded with a reduced set; counterexamples are "
         "shortest within the reduced graph" if r["active"] else
-        "every action writes what a checked property reads, so every state is expanded "
-        "fully (states are deduplicated on the model's reduction view)"
+        "every state expanded fully (every action writes what a checked property reads), "
+        "deduplicated on the model's reduction view"
         if r.get("every_action_visible") else
-        "nothing is reducible here (no footprints, a property reading everything, or a "
-        "state constraint): every state is expanded fully, on the model's reduction view")
+        "every state expanded fully (no footprints, a property reading everything, or a "
+        "state constraint), deduplicated on the model's reduction view")
 
 
 def _symmetry(model) -> list[str]:
@@ -166,10 +183,11 @@ def _coverage(outcome: Outcome) -> list[str]:
     return lines
 
 
-def _violation(v, outcome: Outcome, model, traces: dict[str, str]) -> list[str]:
+def _violation(v, outcome: Outcome, model, traces: dict[str, str], verbose: bool,
+               width: int) -> list[str]:
     """A violation: its headline and claim, its path explained (a fair lasso or a finite
     counterexample), the explorer's detail, and the trace written with the commands to use it."""
-    lines = ["", _violation_headline(v)]
+    lines = [_violation_headline(v)]
     if v.claim:
         lines.append(f"  claim: {v.claim}")
     if v.path is not None and v.path.loop is not None:
@@ -179,18 +197,20 @@ def _violation(v, outcome: Outcome, model, traces: dict[str, str]) -> list[str]:
                         else "stuttering in the last state forever")
                      + " (shortest stem to a fair loop in the state graph)")
         lines.extend(explain.lasso_steps(model, p.states, p.actions, v.property, p.loop,
-                                         p.loop_action, p.trigger))
+                                         p.loop_action, p.trigger, width, verbose))
         lines.extend("  " + ln for ln in v.detail.splitlines())
     elif v.path is not None:
         kind = ("shortest" if outcome.explorer in ("bfs", "spark", "graph")
                 else "minimized" if outcome.extra.get("minimized", True) else "unminimized")
         lines.append(f"  {kind} counterexample: {len(v.path)} steps")
-        lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind))
+        lines.extend(explain.steps(model, v.path.states, v.path.actions, v.property, v.kind,
+                                   width, verbose))
     if v.detail and not (v.path is not None and v.path.loop is not None):
         lines.extend("  " + ln for ln in v.detail.splitlines()[-6:])
-    if v.property in traces:
+    lines = _fit(lines, width)   # (the steps fit already)
+    if v.property in traces:   # whole, to be copied: a path is never broken
         lines.append(f"  trace written to {traces[v.property]}")
-        lines.extend(explain.commands(traces[v.property]))
+        lines.extend(explain.commands(traces[v.property], verbose, width))
     return lines
 
 SWARM_ROWS = 12

@@ -10,6 +10,26 @@ from kafka_mc.model.fingerprints import collision_probability
 # Exit codes (docs/design.md section 6).
 EXIT_OK, EXIT_USAGE, EXIT_DEADLOCK, EXIT_SAFETY, EXIT_LIVENESS = 0, 2, 11, 12, 13
 EXIT_MODEL_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED = 75, 130, 143
+EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
+
+# Every exit code of kafka-mc and what it means: the one table ``kafka-mc --help`` prints, the CLI
+# reference shows (docs/gen/reference.py) and the README's and docs/commands.md's tables hold
+# (tests/explorers/test_cli_help.py).
+EXIT_CODES = (
+    ("0", "every check holds (`replay`: the trace no longer violates; `real run`: no anomaly; "
+          "`real conform`: every run conforms; `real reproduce`: not reproduced)"),
+    ("2", "usage or input error: one line on stderr, before any search"),
+    ("11", "deadlock"),
+    ("12", "safety violation, including a `sometimes` witness never reached where it applies "
+           "(`real run`: an anomaly; `real reproduce`: reproduced)"),
+    ("13", "liveness violation: a fair lasso (`--explorer graph`)"),
+    ("14", "inconclusive (`--explorer symbolic`: a counterexample to induction is written; "
+           "`real conform`: a validation undecided)"),
+    ("16", "real Kafka did something the model cannot (`real conform`: a run diverges; "
+           "`real reproduce`: the run left the trace)"),
+    ("75", "model error: an exception in model code (the path to the failing state is written)"),
+    ("130, 143", "interrupted by Ctrl-C or SIGTERM: the partial statistics are printed"),
+)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
     python -m kafka_mc.model.build.cython_build status    # in use, stale, not built
 
 The modules are ``kafka_mc.model.build.compiled.MODULES``. Each is cythonized on its own (a module Cython
-refuses runs as source), the C is compiled in parallel, and each build is moved into the build
+refuses runs as source), the C is compiled in parallel, a batch of as many modules as jobs at a
+time, with a line of progress on stderr per module cythonized and per batch compiled (the whole
+build takes minutes: ``make check`` runs it after the check's verdict), and each build is moved into the build
 folder (``kafka_mc.model.build.compiled.BUILD``: a checkout's ``build/compiled/``, an installed copy's in
 the user's cache folder) under a name carrying its source's digest; the manifest is written last, by
 rename, and builds it no longer names are removed. Cython and setuptools come with the
@@ -57,7 +59,11 @@ def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 
         lib = out / "lib"
         shutil.rmtree(lib, ignore_errors=True)
         exts = []
-        for m in todo:   # one by one: a module Cython refuses costs that module only
+        print(f"kafka_mc.model.build.cython_build: {len(todo)} of {len(modules)} modules to "
+              f"compile into {out} (Cython, then the C compiler with {jobs} jobs; a few "
+              "minutes; until then they run as source)", file=log, flush=True)
+        for i, m in enumerate(todo, start=1):   # one by one: a module Cython refuses costs it only
+            print(f"  cython {i}/{len(todo)}: {m}", file=log, flush=True)
             try:
                 with contextlib.chdir(root), contextlib.redirect_stderr(io.StringIO()):
                     # (relative sources, so the C goes under build_dir)
@@ -68,15 +74,20 @@ def build(modules: list[str], root: Path = ROOT, out: Path = BUILD, jobs: int = 
                         compiler_directives=DIRECTIVES))
             except Exception as e:
                 _refused(m, e, log)
-        done = [x.name for x in exts]
-        if _compile(exts, root, out, jobs, Distribution):   # a failure: find which, one by one
-            done = []
-            for x in exts:
-                failure = _compile([x], root, out, 1, Distribution)
-                if failure:
-                    _refused(x.name, f"the C compiler failed: {failure}", log)
-                else:
-                    done.append(x.name)
+        done = []
+        for k in range(0, len(exts), jobs):   # a batch per job: progress between batches
+            batch = exts[k:k + jobs]
+            if _compile(batch, root, out, jobs, Distribution):   # a failure: find which
+                for x in batch:
+                    failure = _compile([x], root, out, 1, Distribution)
+                    if failure:
+                        _refused(x.name, f"the C compiler failed: {failure}", log)
+                    else:
+                        done.append(x.name)
+            else:
+                done += [x.name for x in batch]
+            print(f"  cc {min(k + jobs, len(exts))}/{len(exts)}: "
+                  f"{', '.join(x.name.rsplit('.', 1)[-1] for x in batch)}", file=log, flush=True)
         for m in done:
             if digest(source_of(root, m)) != want[m]:   # edited meanwhile: built next time
                 continue

@@ -5,6 +5,8 @@ Lifelines: one per producer instance (``p0``, ``p1``: transactional.id t, instan
 ``__consumer_offsets``) with consume-transform-produce, and one per consumer. A request or
 response is drawn as an arrow when it is sent; handling it is a note on the receiver when it
 changes something a reader needs (an append, a marker, a log entry); faults are highlighted.
+A delivery's first event is its receipt (``received``: the message and its sender), which the
+one-line form of a step (``kafka-mc check``) starts with and a diagram leaves to the arrow.
 """
 from __future__ import annotations
 
@@ -83,6 +85,8 @@ def describe(K, s, a, t, faults) -> tuple[Event, ...]:
     (``kafka_mc.model.kafka.faults``), which says where a fault is drawn and what its note says."""
     events = []
     name = a[0]
+    if name.startswith(("Handle", "Receive")) and len(a) > 1 and hasattr(a[1], "rpc"):
+        events.append(received(K, a))
     if name in faults:
         fault = faults[name]
         events.append(Event("fault", fault.lifeline(K, a), label=fault.label(a, s)))
@@ -97,6 +101,21 @@ def describe(K, s, a, t, faults) -> tuple[Event, ...]:
             kind, source, target = endpoints(K, m)
             events.append(Event(kind, source, target, label(m)))
     return tuple(events) or (Event("note", _actor(K, a), label=name),)
+
+
+def received(K, a) -> Event:
+    """A delivery's receipt (``Handle<Rpc>``, ``Receive<Rpc>Response``): the message, from whom
+    (a producer or a leader; the coordinator and the group coordinator are one each), and whether it is a copy left on a closed connection (``DuplicateRequest``) or was held back
+    (``DelayRequest``, delivered late)."""
+    m = a[1]
+    kind, source, target = endpoints(K, m)
+    copy = getattr(m, "disconnected", False)
+    said = label(m._replace(disconnected=False) if copy else m)
+    what = said if kind == "request" else f"{Rpc(m.rpc).name} {said}"
+    how = [x for x, on in (("a copy on a closed connection", copy),
+                           ("held back", len(a) > 2 and a[2] is True)) if on]
+    sender = "" if source in (COORDINATOR, GROUP_COORDINATOR) else f" from {source}"  # (the one)
+    return Event("receive", target, label=what + sender + (f" ({', '.join(how)})" if how else ""))
 
 
 def _actor(K, a) -> str:

@@ -80,7 +80,8 @@ def _lost(a, s) -> str:
             }.get(m.rpc & ~1, "the request is sent again")
     if m.rpc & ~1 == Rpc.WriteTxnMarkers and m.coordinator_epoch != s.coordinator.coordinator_epoch:
         then = "its coordinator is gone, nothing is sent again"
-    return f"{diagram.label(m)} lost: request.timeout.ms, {then}"
+    what = diagram.label(m) if m.rpc % 2 == 0 else f"{Rpc(m.rpc).name} {diagram.label(m)}"
+    return f"{what} lost: request.timeout.ms, {then}"   # (a response: named, not only its error)
 
 
 def _on_receiver(K, a):

@@ -41,23 +41,39 @@ def test_default_description_is_one_lifeline_and_a_note_per_step(grid_models):
     assert m.describe((0, 0), ("IncX",), (1, 0)) == (Event("note", "grid", label="IncX"),)
 
 
-def test_text_is_tlc_style_and_diff_shows_only_changes(broken):
+def test_text_is_tlc_style_and_diff_shows_only_changes(broken, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")   # (as when standard output is not a terminal)
     trace = read(broken)
     full = render(trace, "text").splitlines()
-    assert full[:2] == [
-        "TCConsistent violated: twophase-broken, 5 steps (model.resource_managers=3), found by bfs",
+    assert full[:3] == [
+        "TCConsistent violated: twophase-broken, 5 steps (the defaults), found by bfs",
         "TCConsistent claims that no resource manager has committed while another has aborted; "
-        "it fails after step 5, RMRcvCommitMsg(rm=1) (TM -> r1: Commit)."]
-    assert full[3:8] == ["State 0: initial state",
+        "it fails after step 5,",
+        "RMRcvCommitMsg(rm=1) (TM -> r1: Commit)."]
+    assert full[4:9] == ["State 0: initial state",
                          '/\\ rmState = [r1 |-> "working", r2 |-> "working", r3 |-> "working"]',
                          '/\\ tmState = "init"', "/\\ tmPrepared = {}", "/\\ msgs = {}"]
     assert sum(line.startswith("/\\ ") for line in full) == 6 * 4
+    assert max(map(len, full)) <= 120
     diff = render(trace, "text", diff=True)
     assert diff.count("/\\ ") == 4  # the initial state only
-    assert ('State 3: TMCommit   [TM: commits (broadcasts Commit)]\n'
+    assert ('State 3: TM  commits (broadcasts Commit)\n   action: TMCommit\n'
             '   tmState: "init" -> "committed"\n   msgs: + <<"Commit">>\n') in diff
-    assert 'State 5: RMRcvCommitMsg(rm=1)   [TM -> r1: Commit]  <- TCConsistent violated\n' \
+    assert 'State 5: TM  Commit to r1  <- TCConsistent violated\n   action: RMRcvCommitMsg(rm=1)\n' \
            '   rmState.r1: "prepared" -> "committed"\n' in diff
+
+
+def test_text_lays_long_values_out_within_the_width():
+    from kafka_mc.traces.layout import value_lines
+    record = {"name": "x" * 30, "items": tuple(range(12)), "nested": {"a": frozenset({1, 2})}}
+    assert value_lines(record, 200, 0, "/\\ v = ") == [
+        '/\\ v = [items |-> <<0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11>>, name |-> "' + "x" * 30
+        + '", nested |-> [a |-> {1, 2}]]']
+    assert value_lines(record, 40, 0, "/\\ v = ") == [
+        "/\\ v = [items |-> <<0, 1, 2, 3, 4, 5, 6,",
+        "                    7, 8, 9, 10, 11>>,",
+        '        name |-> "' + "x" * 30 + '",',   # (a word longer than the room: as it is)
+        "        nested |-> [a |-> {1, 2}]]"]
 
 
 def test_mermaid_has_a_participant_per_lifeline_arrows_notes_and_the_violation_boxed(broken):

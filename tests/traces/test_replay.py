@@ -103,8 +103,8 @@ def test_replay_diff_shows_each_step_and_the_divergence(broken, capsys):
     _, file = broken
     assert cli.main(["replay", str(file), "--diff"]) == EXIT_SAFETY
     out = capsys.readouterr().out
-    assert 'State 4: RMChooseToAbort(rm=2)   [r2: chooses to abort]\n   rmState.r2: "working" -> ' \
-           '"aborted"' in out
+    assert 'State 4: r2  chooses to abort\n   action: RMChooseToAbort(rm=2)\n' \
+           '   rmState.r2: "working" -> "aborted"' in out
     assert out.rstrip().endswith("replayed 5 steps: TCConsistent is violated in the last state")
     _edit(file, lambda d: d["states"][2].update(tmPrepared={"#set": ["r2"]}))
     assert cli.main(["replay", str(file), "--diff"]) == EXIT_USAGE

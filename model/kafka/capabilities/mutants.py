@@ -26,6 +26,7 @@ from typing import Callable
 from kafka_mc.model.kafka import (consumer, coordinator, faults, group_coordinator, network, partition,
                          producer)
 from kafka_mc.model.kafka.network import Rpc
+from kafka_mc.model.config import ConfigError
 from kafka_mc.model.protocol import ProtocolSpec, Rule
 from kafka_mc.model.kafka.world import ClientState, Control, Outcome, TxnState, replace_at
 
@@ -277,6 +278,11 @@ def mutate(spec: ProtocolSpec, name: str) -> ProtocolSpec:
     if name == NONE:
         return spec
     m = BY_NAME[name]
+    missing = [r.name for r in m.rules() if r.name not in {x.name for x in spec.rules}]
+    if missing:   # (a rule of a version or workload this configuration does not have)
+        raise ConfigError(f"model.mutant = {name!r} changes {missing[0]}, which this "
+                          "configuration's protocol.version and workload do not have (the "
+                          "mutant's own settings: kafka-mc list mutants)")
     spec = spec.derive(f"{spec.name}+{name}", replace=m.rules(), doc=f"{spec.doc} -- mutant: {m.doc}")
     patches = tuple(m.patches().items())
     if not patches:
