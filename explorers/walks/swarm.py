@@ -173,8 +173,8 @@ def explore(model: Model, options: SimulateOptions = SimulateOptions()) -> Outco
     if found is not None and outcome.violations and outcome.violations[0].path is not None:
         i, seed, config = found
         v = outcome.violations[0]
-        line = (f"found by walk {i} (walk seed {seed}; {config.describe()}); replay that walk "
-                f"alone: --swarm --seed {seed} --runs 1")
+        line = (f"found by walk {i} (walk seed {seed}; {config.describe()})\n"
+                f"replay that walk alone: --swarm --seed {seed} --runs 1")
         outcome = replace(outcome, violations=(
             replace(v, detail="\n".join(filter(None, (v.detail, line)))),
             *outcome.violations[1:]))
