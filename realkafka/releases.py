@@ -86,8 +86,11 @@ def home(version: str) -> Path:
 
 
 def fetched(version: str) -> bool:
-    """True when ``make kafka`` completed the release (its marker is written last)."""
-    return (home(version) / "FETCHED").is_file()
+    """True when ``make kafka`` completed the release (its marker is written last) and this
+    user may read it (a cache fetched by another user with folders of mode 0700 is not)."""
+    folder = home(version)
+    return (folder / "FETCHED").is_file() and all(
+        os.access(folder / name, os.R_OK | os.X_OK) for name in ("lib", "driver"))
 
 
 def classpath(version: str) -> str:
@@ -102,6 +105,10 @@ def release(version: str) -> Release:
         known = ", ".join(BY_VERSION)
         raise ReleaseError(f"Kafka {version[:40]!r} is not a supported release (supported: {known})")
     if not fetched(version):
+        if (home(version) / "FETCHED").is_file():
+            raise ReleaseError(f"Kafka {version} is fetched into {home(version)} but this user "
+                               "cannot read its lib/ or driver/ (mode 0700?): run `make kafka` "
+                               "as its owner, which makes them readable")
         raise ReleaseError(f"Kafka {version} is not fetched: run `make kafka` (it fetches every "
                            f"supported release from Maven Central into {cache_root()})")
     return r
