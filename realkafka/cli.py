@@ -264,8 +264,9 @@ def _run(args) -> int:
     from kafka_mc.realkafka.plan import check_brokers
     check_brokers(make_plan(cfg, args.seed, transaction_version=release.transaction_version),
                   args.brokers)    # refused before anything starts
-    out = Path(args.out) if args.out is not None else \
+    out = args.out if args.out is not None else \
         Path("out") / f"real-{release.version}-{args.seed}"
+    manifest.usable(out)        # a folder that is not kafka-mc's refused before anything starts
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
     log(f"Kafka {release.version} (preset {release.preset}), seed {args.seed}: running ...")
     started = time.monotonic()
@@ -292,7 +293,7 @@ def _reproduce(args) -> int:
     except repro.ReproduceError as e:
         raise RealUsageError(str(e)) from None
     _java()
-    out = Path(args.out) if args.out else None
+    out = args.out
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
     from kafka_mc.realkafka.client import DriverError
     try:

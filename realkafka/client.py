@@ -708,7 +708,8 @@ class Driver:
         code = self._proc.wait()
         if not self._closed:
             tail = " | ".join(list(self._stderr)[-3:])
-            self.lost = f"the client driver's JVM exited (code {code})" + (f": {tail}" if tail else "")
+            how = f"was killed by signal {-code}" if code < 0 else f"exited (code {code})"
+            self.lost = f"the client driver's JVM {how}" + (f": {tail}" if tail else "")
         self._ready.set()
         self._fail_pending("DriverLost", self.lost or "the driver was closed")
 

@@ -1134,7 +1134,8 @@ def reproduce(path: str, version: str | None = None, out: Path | None = None,
     from kafka_mc.realkafka.runfolder import RunFolder
     loaded = load(path)
     release = release_for(loaded.preset, version)
-    out = out or Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
+    if out is None:
+        out = Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
     offline = [i for i, a in enumerate(loaded.trace.actions, 1) if a[0] == "PartitionOffline"]
     if offline and brokers < 3:
         raise ReproduceError(f"{path}: step {offline[0]} PartitionOffline needs the partition on "
@@ -1161,7 +1162,10 @@ def reproduce(path: str, version: str | None = None, out: Path | None = None,
         failed = _outside(the_run)
         if failed:
             raise RunFailed(failed)
-        folder.complete()
+        try:
+            folder.complete()
+        except OSError as e:
+            raise RunFailed(f"cannot write in the run folder ({e.strerror or e})") from None
     return result
 
 
@@ -1177,7 +1181,8 @@ def _outside(the_run) -> str | None:
     if getattr(driver, "lost", None):
         return driver.lost
     for node, code in sorted((getattr(cluster, "died", None) or {}).items()):
-        return f"broker {node}'s JVM exited (code {code}) though the run did not stop it"
+        from kafka_mc.realkafka.run import exited
+        return f"broker {node}'s JVM {exited(code)} though the run did not stop it"
     return None
 
 

@@ -15,6 +15,7 @@ run.
 from __future__ import annotations
 
 import secrets
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -378,9 +379,19 @@ def _failure(proxy, cluster, driver, failures: list) -> str | None:
     if driver.lost:
         return driver.lost
     for node, code in sorted(cluster.dead_nodes().items()):
-        return (f"broker {node}'s JVM exited (code {code}) though the run did not stop it "
-                "(killed from outside, or out of memory: see its server.log)")
+        return (f"broker {node}'s JVM {exited(code)} though the run did not stop it (from "
+                "outside, or out of memory: see its server.log)")
     return failures[0] if failures else None
+
+
+def exited(code: int) -> str:
+    """How a process ended, from its return code (a negative one: the signal that killed it)."""
+    if code is not None and code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited (code {code})"
 
 
 def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=lambda s: None
@@ -389,21 +400,25 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
     (``kafka_mc.realkafka.runfolder``: taken only when new, empty or a run folder; its
     manifest written first and its completion last). An interrupt or an outside failure
     (``RunFailed``) leaves the folder marked incomplete, saying why."""
-    from kafka_mc.realkafka.runfolder import RunFolder
+    from kafka_mc.realkafka.runfolder import RunFailed, RunFolder
 
     the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
     planning.check_brokers(the_plan, brokers)
     with RunFolder.take(out, "run", files=(*RUN_FILES, *log_names(brokers))) as folder:
         for marked in folder.marked:
             log(f"  a killed run's folder marked incomplete: {marked}")
-        folder.write_text("plan.json", the_plan.to_json())
-        folder.write_json("run.json", {"version": release.version, "preset": release.preset,
-                                       "seed": seed, "brokers": brokers,
-                                       "config": cfg.to_dict()})
-        result, state, sent = _run(cfg, release, seed, folder, the_plan, brokers, log)
-        folder.phase = "writing report.json"
-        folder.write_json("report.json", {**result.to_dict(), "end_state": state, "sent": sent})
-        folder.complete(INPUTS)
+        try:
+            folder.write_text("plan.json", the_plan.to_json())
+            folder.write_json("run.json", {"version": release.version,
+                                           "preset": release.preset, "seed": seed,
+                                           "brokers": brokers, "config": cfg.to_dict()})
+            result, state, sent = _run(cfg, release, seed, folder, the_plan, brokers, log)
+            folder.phase = "writing report.json"
+            folder.write_json("report.json", {**result.to_dict(), "end_state": state,
+                                              "sent": sent})
+            folder.complete(INPUTS)
+        except OSError as e:        # a full disk, a folder made read-only meanwhile
+            raise RunFailed(f"cannot write in the run folder ({e.strerror or e})") from None
     return result
 
 

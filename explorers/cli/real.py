@@ -185,7 +185,7 @@ def _campaign(args, started) -> int:
     for seed in seeds:          # a later seed refused after hours of runs is refused now
         check_brokers(make_plan(cfg, seed, transaction_version=release.transaction_version),
                       args.brokers)
-    out = Path(args.out) if args.out is not None else Path("out") / f"conform-{release.version}"
+    out = args.out if args.out is not None else Path("out") / f"conform-{release.version}"
     log = _log(args)
     rows = []
     with runfolder.RunFolder.take(out, "campaign", folders=[f"run-{s}" for s in seeds]) as camp:
@@ -197,7 +197,11 @@ def _campaign(args, started) -> int:
             row, write = _validate(cfg, release, runfolder.read(result.out), result, args)
             rows.append(row)
             write()
-        camp.complete()
+        try:
+            camp.complete()
+        except OSError as e:
+            raise runfolder.RunFailed(f"cannot write in {shown(camp.path)} "
+                                      f"({e.strerror or e})") from None
     return _report(rows, release, camp.path, args, started)
 
 
@@ -220,6 +224,9 @@ def _validate(cfg, release, recorded: runfolder.Recorded, result, args):
     log(f"run {seed}: {head}")
     for why in recorded.missing:
         log(f"  not validated: {why}")
+    if not recorded.manifest:
+        log("  read by its files: recorded before run folders had a manifest (a change to "
+            "them since cannot be seen)")
     if verdict.divergence is not None:
         for line in verdict.divergence.report():
             log(f"  {line}")

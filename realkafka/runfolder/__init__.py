@@ -14,8 +14,8 @@ Every error is a ``FolderError``: one line, exit 2.
 """
 from kafka_mc.realkafka.runfolder.files import FolderError, folder_path
 from kafka_mc.realkafka.runfolder.manifest import (NAME, Interrupted, RunFailed, RunFolder,
-                                                   record_outputs)
+                                                   record_outputs, usable)
 from kafka_mc.realkafka.runfolder.reader import Recorded, read, read_end_state
 
 __all__ = ["FolderError", "folder_path", "NAME", "Interrupted", "RunFailed", "RunFolder",
-           "record_outputs", "Recorded", "read", "read_end_state"]
+           "record_outputs", "usable", "Recorded", "read", "read_end_state"]

@@ -170,21 +170,11 @@ class RunFolder:
         path = fs.folder_path(path, flag)
         where = f"{flag} {shown(path)}"
         marked = sweep_killed()
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
-        except NotADirectoryError:
-            raise FolderError(f"{where}: a part of the path is a file, not a folder") from None
-        except OSError as e:
-            raise FolderError(f"{where}: {e.strerror or e}") from None
-        if st is None:
+        if not usable(path, flag):
             try:
                 os.makedirs(path)
             except OSError as e:
                 raise FolderError(f"{where}: cannot create it ({e.strerror or e})") from None
-        elif not os.path.isdir(path):
-            raise FolderError(f"{where}: exists and is not a folder")
         else:
             clear(path, where)
         doc = {"kafka_mc_run_folder": 1, "kind": kind, "status": "running", "why": "",
@@ -278,6 +268,38 @@ class RunFolder:
             self.incomplete(f"it ended without finishing, while {self.phase}")
 
 
+def usable(path: str | os.PathLike, flag: str = "--out") -> bool:
+    """Whether ``path`` exists (a folder that ``take`` may take); ``FolderError`` if ``take``
+    would refuse it. Changes nothing: a command checks its folder before it starts anything."""
+    path = fs.folder_path(path, flag)
+    where = f"{flag} {shown(path)}"
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return False
+    except NotADirectoryError:
+        raise FolderError(f"{where}: a part of the path is a file, not a folder") from None
+    except OSError as e:
+        raise FolderError(f"{where}: {e.strerror or e}") from None
+    if not os.path.isdir(path):
+        raise FolderError(f"{where}: exists and is not a folder")
+    try:
+        entries = os.listdir(path)
+    except OSError as e:
+        raise FolderError(f"{where}: {e.strerror or e}") from None
+    if NAME not in entries:
+        if entries:
+            some = ", ".join(shown(n, 40) for n in sorted(entries)[:3]) + (
+                ", ..." if len(entries) > 3 else "")
+            raise FolderError(f"{where}: not empty and not a kafka-mc run folder (it holds "
+                              f"{some}): give a new or empty folder")
+        return True
+    state, why = status(read(path))
+    if state == "running":
+        raise FolderError(f"{where}: in use ({why})")
+    return True
+
+
 def why_of(e: BaseException, phase: str) -> str:
     """Why a run stopped, in a manifest's words."""
     if isinstance(e, Interrupted):
@@ -298,10 +320,8 @@ def clear(path: Path, where: str) -> None:
         raise FolderError(f"{where}: {e.strerror or e}") from None
     if NAME not in entries:
         if entries:
-            some = ", ".join(shown(n, 40) for n in entries[:3]) + (", ..." if len(entries) > 3
-                                                                  else "")
             raise FolderError(f"{where}: not empty and not a kafka-mc run folder (it holds "
-                              f"{some}): give a new or empty folder")
+                              f"{', '.join(shown(n, 40) for n in entries[:3])})")
         return
     doc = read(path)
     state, why = status(doc)
@@ -314,6 +334,7 @@ def clear(path: Path, where: str) -> None:
     for sub in doc["folders"]:
         if (path / sub).is_dir() and not (path / sub).is_symlink():
             clear(path / sub, f"{where}: {sub}")
+            _remove(path / sub / NAME, where)
             try:
                 os.rmdir(path / sub)
             except OSError:

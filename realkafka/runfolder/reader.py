@@ -8,7 +8,8 @@ recorded. A folder that is not complete (interrupted, killed, a JVM that died, a
 missing since) is refused (``FolderError``, one line, exit 2) unless ``partial`` asks for the
 part that exists; then ``Recorded.missing`` says what is missing or changed, and the verdict
 must say so. A folder written before manifests existed is complete when its parts are there
-(``report.json`` with its end state was written last).
+(``report.json`` with its end state was written last); a change to it cannot be seen, and the
+verdict says that it was read by its files.
 
 A run folder of ``real run`` holds ``run.json`` (release, seed, config), ``plan.json``, the
 proxy's ``events.jsonl``, the client's ``history.jsonl`` and ``report.json`` (the end state in
@@ -46,6 +47,7 @@ class Recorded:
     history: tuple
     end_state: dict | None
     missing: tuple[str, ...] = ()
+    manifest: bool = True       # False: recorded before run folders had one (read by its files)
 
     @property
     def complete(self) -> bool:
@@ -108,11 +110,13 @@ def read(folder: str | os.PathLike, partial: bool = False, flag: str = "--run") 
     if missing and not partial:
         raise FolderError(f"{where}: {missing[-1] if doc is None else missing[0]}; validate "
                           "the part that exists with --partial")
-    return Recorded(path, run, plan, tuple(events), tuple(history or ()), end, tuple(missing))
+    return Recorded(path, run, plan, tuple(events), tuple(history or ()), end, tuple(missing),
+                    doc is not None)
 
 
 def _changed(path: Path, doc: dict) -> list[str]:
-    """The files a complete run recorded that are missing or changed since."""
+    """The files a complete run recorded that are missing or changed since, and the files a
+    validation reads that it did not record."""
     out = []
     for name, want in sorted(doc["digests"].items()):
         got = fs.digest(path, name, MAX_LINES)
@@ -120,6 +124,9 @@ def _changed(path: Path, doc: dict) -> list[str]:
             out.append(f"{name} is missing (the run wrote it)")
         elif got != want:
             out.append(f"{name} changed since the run wrote it")
+    for name in INPUTS:
+        if name not in doc["digests"] and os.path.lexists(path / name):
+            out.append(f"{name} is not one the run recorded (no digest in {manifest.NAME})")
     return out
 
 

@@ -50,7 +50,7 @@ def _brief(value) -> str:
 
 def check(value, shape, path: str = "") -> None:
     """Raise ``SchemaError`` naming ``path`` where ``value`` is not of ``shape``."""
-    where = path or "the top level"
+    where = f"{path}: " if path else ""
     if shape is ANY:
         return
     if isinstance(shape, tuple) and not isinstance(shape, Range) and shape[0] is None:
@@ -62,38 +62,38 @@ def check(value, shape, path: str = "") -> None:
         return
     if isinstance(shape, frozenset):
         if not isinstance(value, str) or value not in shape:
-            raise SchemaError(f"{where}: {_brief(value)} is not one of {', '.join(sorted(shape))}")
+            raise SchemaError(f"{where}{_brief(value)} is not one of {', '.join(sorted(shape))}")
         return
     if isinstance(shape, Range):
         if type(value) is not int or not shape.low <= value <= shape.high:
-            raise SchemaError(f"{where}: expected an integer from {shape.low} to {shape.high}, "
+            raise SchemaError(f"{where}expected an integer from {shape.low} to {shape.high}, "
                               f"found {_brief(value)}")
         return
     if isinstance(shape, list):
         if type(value) is not list:
-            raise SchemaError(f"{where}: expected an array, found {_kind(value)}")
+            raise SchemaError(f"{where}expected an array, found {_kind(value)}")
         for i, item in enumerate(value):
             check(item, shape[0], f"{path}[{i}]")
         return
     if isinstance(shape, dict):
         if type(value) is not dict:
-            raise SchemaError(f"{where}: expected an object, found {_kind(value)}")
+            raise SchemaError(f"{where}expected an object, found {_kind(value)}")
         keys = {k.rstrip("?"): (k.endswith("?"), s) for k, s in shape.items() if k is not ...}
         for key, (optional, s) in keys.items():
             if key in value:
                 check(value[key], s, f"{path}.{key}" if path else key)
             elif not optional:
-                raise SchemaError(f"{where}: no {key!r}")
+                raise SchemaError(f"{where}no {key!r}")
         others = shape.get(..., None)
         for key, item in value.items():
             if key not in keys:
                 if others is None:
-                    raise SchemaError(f"{where}: an unknown key {_brief(key)}")
+                    raise SchemaError(f"{where}an unknown key {_brief(key)}")
                 check(item, others, f"{path}.{key}" if path else str(key))
         return
     ok = (type(value) in (int, float) if shape is float else type(value) is shape)
     if not ok:
-        raise SchemaError(f"{where}: expected {_kind(shape())}, found {_kind(value)}")
+        raise SchemaError(f"{where}expected {_kind(shape())}, found {_kind(value)}")
 
 
 def depth(value, limit: int) -> bool:
