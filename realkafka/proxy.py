@@ -196,6 +196,7 @@ class Proxy:
         self._file = open(events_path, "ab", buffering=0) if events_path else None
         self.write_error: OSError | None = None    # the event log could not be written
         self._tasks: set[asyncio.Task] = set()     # every task of a connection, to end them all
+        self._writers: set = set()                 # and every socket's writer, to close them all
         self._topic_names: dict[str, str] = {}     # topic id -> name, from Metadata answers
         self._closed = False
         self._loop = asyncio.new_event_loop()
@@ -387,13 +388,19 @@ class Proxy:
         await asyncio.gather(*tasks, return_exceptions=True)
         # a transport's socket is closed on a later turn of the loop: let those turns run
         # before the loop stops, or the sockets would stay open (and their peers waiting)
-        writers = [w for c in conns for w in (c.client_w, c.up_w) if w is not None]
+        # (and every connection's: one closed before is off the list, its socket may be too)
+        writers = {w for c in conns for w in (c.client_w, c.up_w) if w is not None}
+        writers |= self._writers
+        for w in writers:
+            if not w.is_closing():
+                w.close()
         try:
             await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers),
                                                   return_exceptions=True), 5)
         except (asyncio.TimeoutError, Exception):
-            for w in writers:
-                w.transport.abort()
+            pass
+        for w in writers:               # whatever has not closed by now is cut
+            w.transport.abort()
         await asyncio.sleep(0.05)      # the close callbacks of cancelled connects
         for r in self._routes.values():
             if r.server:
@@ -455,6 +462,7 @@ class Proxy:
                       writer: asyncio.StreamWriter):
         c = _Conn(next(self._conn_numbers), route.endpoint)
         c.client_w = writer
+        self._writers.add(writer)
         c.tasks = [asyncio.current_task()]
         self._track(c.tasks[0])
         self._conns.add(c)
@@ -468,6 +476,7 @@ class Proxy:
             self._conns.discard(c)
             return
         c.up_w, c.up_open = up_w, True
+        self._writers.add(up_w)
         if not c.client_open:             # closed (by close() or disconnect()) meanwhile
             up_w.close()
             c.up_open = False

@@ -185,11 +185,12 @@ class RunFolder:
         if bad:
             raise ValueError(f"not a plain file name: {bad[0]!r}")
         folder = cls(path, doc)
+        _claim(path)            # first: a kill right after the manifest is still found
         try:
             folder._save()
         except OSError as e:
+            _unclaim(path)
             raise FolderError(f"{where}: cannot write in it ({e.strerror or e})") from None
-        _claim(path)
         folder.marked = marked
         return folder
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
-from kafka_mc.realkafka import wire
-
 ANY = object()
 MAX_COUNT = 100_000          # a batch's records, a log's batches: more is no run of the harness
 
@@ -58,6 +56,7 @@ def check(value, shape, path: str = "") -> None:
             check(value, shape[1], path)
         return
     if shape == "records":
+        from kafka_mc.realkafka import wire    # kio: imported when a recorded run is read
         check(value, [wire.BATCH_SHAPE], path)
         return
     if isinstance(shape, frozenset):
@@ -157,6 +156,7 @@ REPORT = {"end_state?": END_STATE, ...: ANY}
 def check_event(e: dict, path: str) -> None:
     """A proxy event: its envelope, and a decoded body as kio's schema of its API and version
     says (``wire.body_shape``); a body that did not decode (``decode_error``) is not read."""
+    from kafka_mc.realkafka import wire        # kio: imported when a recorded run is read
     check(e, EVENT, path)
     if e["direction"] == "connection" or "decode_error" in e or e.get("api_key") is None:
         return
@@ -173,6 +173,7 @@ def check_event(e: dict, path: str) -> None:
 
 @lru_cache(maxsize=None)
 def _named(key: int, version: int, request: bool) -> dict:
+    from kafka_mc.realkafka import wire
     return _with_topic_names(wire.body_shape(key, version, request))
 
 

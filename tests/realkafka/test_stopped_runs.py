@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from kafka_mc.realkafka import releases
-from kafka_mc.realkafka.cluster import TMP_PREFIX, sweep_stale
+from kafka_mc.realkafka.cluster import TMP_PREFIX, _port_free, sweep_stale
 from kafka_mc.realkafka.runfolder import NAME, manifest
 from tests.explorers.test_bad_input import _caught
 
@@ -46,6 +46,7 @@ class Command:
             ["bash", "-c", f"exec {line} >{self.out} 2>{self.err} {shell_redirect}"],
             cwd=tmp_path)
         self.children: set[int] = set()
+        self.ports: set[int] = set()
 
     @property
     def pid(self) -> int:
@@ -60,6 +61,7 @@ class Command:
             assert time.monotonic() < deadline, f"never {what}"
             time.sleep(0.05)
         self.children |= _children(self.pid)
+        self.note_ports()
 
     def signal(self, sig) -> int:
         os.kill(self.pid, sig)
@@ -79,14 +81,22 @@ class Command:
     def stdout(self) -> str:
         return self.out.read_text() if self.out.exists() else ""
 
+    def note_ports(self) -> None:
+        """The brokers' listening ports (their server.properties), to check after the end."""
+        for props in (f for c in _cluster_folders(self.pid)
+                      for f in c.glob("broker-*/server.properties")):
+            for line in props.read_text().splitlines():
+                if line.startswith("listeners="):
+                    self.ports |= {int(x.rsplit(":", 1)[1]) for x in line[10:].split(",")}
+
     def left_nothing(self) -> None:
         """No JVM it started is alive (within 10 s: a killed process's JVMs get SIGKILL from
-        the kernel), and its temporary cluster folder is gone (a SIGKILL leaves it: the next
-        cluster's sweep removes it)."""
+        the kernel) and no broker port it had is listening."""
         deadline = time.monotonic() + 10
         while any(_alive(p) for p in self.children) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not [p for p in self.children if _alive(p)], self.children
+        assert all(_port_free(port) for port in self.ports), self.ports
 
 
 def _children(pid: int) -> set[int]:
@@ -287,14 +297,16 @@ def test_sigkill_at_random_moments_in_a_row(tmp_path):
     cleaned (the killed run's folder marked, its temporary cluster folder removed); at the end
     every folder is marked (complete, or incomplete and why) and no temporary folder is left."""
     rng = random.Random(60)
-    folders, said = [], []
+    folders, said, moments = [], [], []
     for i in range(KILL_RUNS):
         out = tmp_path / f"run-{i}"
         folders.append(out)
         c = Command(tmp_path, *run_args(out, seed=i))
-        deadline = time.monotonic() + rng.uniform(0, 20)
+        moments.append(round(rng.uniform(0, 20), 1))
+        deadline = time.monotonic() + moments[-1]
         while time.monotonic() < deadline and c.proc.poll() is None:
             c.children |= _children(c.pid)
+            c.note_ports()
             time.sleep(0.05)
         if c.proc.poll() is None:
             os.kill(c.pid, signal.SIGKILL)
@@ -303,13 +315,17 @@ def test_sigkill_at_random_moments_in_a_row(tmp_path):
         said.append(c.stderr())
     manifest.sweep_killed()         # what the next command's start does
     sweep_stale()
-    for out in folders:
-        if (out / NAME).exists():
-            doc = _manifest(out)
-            assert doc["status"] in ("complete", "incomplete"), (out, doc)
+    states = []
+    for out, moment in zip(folders, moments):
+        doc = _manifest(out) if (out / NAME).exists() else {"status": "no folder yet",
+                                                             "why": ""}
+        assert doc["status"] in ("complete", "incomplete", "no folder yet"), (out, doc)
+        states.append(doc["status"])
+        print(f"{out.name}: killed at {moment} s: {doc['status']} {doc['why']}")
     for f in Path(os.environ.get("TMPDIR", "/tmp")).glob(f"{TMP_PREFIX}*"):   # others' only
         assert manifest.alive({"pid": int(f.name[len(TMP_PREFIX):].split("-")[0])}), f
     cleaned = sum("removed what a killed run left" in s for s in said)
     marked = sum("a killed run's folder marked incomplete" in s for s in said)
     print(f"{KILL_RUNS} runs: {cleaned} said they removed a killed run's cluster folder, "
-          f"{marked} marked a killed run's folder")
+          f"{marked} marked a killed run's folder; "
+          + ", ".join(f"{states.count(x)} {x}" for x in sorted(set(states))))
