@@ -25,6 +25,7 @@ folder finds the killed one's claim in the temporary folder and writes it down
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -277,6 +278,13 @@ def usable(path: str | os.PathLike, flag: str = "--out") -> bool:
     try:
         os.stat(path)
     except FileNotFoundError:
+        parent = Path(os.path.abspath(path)).parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+            raise FolderError(f"{where}: cannot create it ({shown(parent)} is not writable: "
+                              f"{os.strerror(errno.EROFS if _read_only(parent) else errno.EACCES)})"
+                              ) from None
         return False
     except NotADirectoryError:
         raise FolderError(f"{where}: a part of the path is a file, not a folder") from None
@@ -286,8 +294,12 @@ def usable(path: str | os.PathLike, flag: str = "--out") -> bool:
         raise FolderError(f"{where}: exists and is not a folder")
     try:
         entries = os.listdir(path)
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+        fd, probe = tempfile.mkstemp(prefix=".kafka-mc-probe.", dir=path)   # writable?
+        os.close(fd)
+        os.unlink(probe)
     except OSError as e:
-        raise FolderError(f"{where}: {e.strerror or e}") from None
+        raise FolderError(f"{where}: cannot write in it ({e.strerror or e})") from None
     if NAME not in entries:
         if entries:
             some = ", ".join(shown(n, 40) for n in sorted(entries)[:3]) + (
@@ -299,6 +311,13 @@ def usable(path: str | os.PathLike, flag: str = "--out") -> bool:
     if state == "running":
         raise FolderError(f"{where}: in use ({why})")
     return True
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def why_of(e: BaseException, phase: str) -> str:

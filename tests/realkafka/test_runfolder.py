@@ -91,17 +91,39 @@ def test_a_project_folder_is_refused_and_nothing_in_it_is_touched(tmp_path, monk
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.parametrize("command", [["real", "run", "tiny", "--version", NEWEST],
-                                     ["real", "conform", "tiny", "--version", NEWEST]])
+GOLDEN_3_6 = Path(__file__).resolve().parents[1] / "golden" / \
+    "kafka-3.6-two-transactions.committed_writes_visible.itf.json"
+OUT_COMMANDS = [["real", "run", "tiny", "--version", NEWEST],
+                ["real", "conform", "tiny", "--version", NEWEST],
+                ["real", "reproduce", str(GOLDEN_3_6)]]
+
+
+@pytest.mark.parametrize("command", OUT_COMMANDS)
 @pytest.mark.parametrize("out, expect", [
     ("file", "exists and is not a folder"), ("file/under", "a part of the path is a file"),
-    ("x" * 5000, "longer than a path can be"), ("", "--out is empty")])
+    ("x" * 5000, "longer than a path can be"), ("", "--out is empty"),
+    ("mine", "not empty and not a kafka-mc run folder (it holds notes.txt)")])
 def test_an_out_that_cannot_be_a_run_folder_is_one_line(tmp_path, monkeypatch, command, out,
                                                           expect):
+    """Issue 60: an --out under a file (and ``conform --out`` a file) was a traceback."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "file").write_text("mine")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine too")
+    before = snapshot(tmp_path)
     one_line_error(*kmc(*command, "--out", out), expect=expect)
-    assert (tmp_path / "file").read_text() == "mine" and len(list(tmp_path.iterdir())) == 1
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", OUT_COMMANDS)
+def test_a_read_only_out_is_one_line(tmp_path, command):
+    """Issue 60: a read-only --out was a traceback."""
+    (tmp_path / "ro").mkdir()
+    with read_only(tmp_path / "ro"):
+        one_line_error(*kmc(*command, "--out", tmp_path / "ro"),
+                       expect="cannot write in it (Read-only file system")
+        one_line_error(*kmc(*command, "--out", tmp_path / "ro" / "new"),
+                       expect="is not writable: Read-only file system")
 
 
 def test_a_folder_a_live_process_writes_is_refused(tmp_path):
