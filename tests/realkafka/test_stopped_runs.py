@@ -92,8 +92,9 @@ class Command:
     def left_nothing(self) -> None:
         """No JVM it started is alive (within 10 s: a killed process's JVMs get SIGKILL from
         the kernel) and no broker port it had is listening."""
-        deadline = time.monotonic() + 10
-        while any(_alive(p) for p in self.children) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 10    # (a JVM started in the last moment: not yet seen)
+        while (any(_alive(p) for p in self.children) or not all(map(_port_free, self.ports))) \
+                and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not [p for p in self.children if _alive(p)], self.children
         assert all(_port_free(port) for port in self.ports), self.ports
