@@ -109,7 +109,10 @@ make it ``reproduced`` (exit 12); the schedule run to its end without that prope
 Under ``--out``: events.jsonl (proxy), history.jsonl (client), steps.jsonl (each step: what was
 done, the events released or awaited), report.json (verdict, end state: partition logs with
 batches and markers, LSO and high watermark, DescribeTransactions, DescribeProducers, the
-read_committed records), the broker's log.
+read_committed records), the broker's log, ``conform/`` (the run as ``real conform --run``
+reads one) and the manifest: ``--out`` is a run folder (``kafka_mc.realkafka.runfolder``), taken
+only when new, empty or a run folder, marked incomplete when a signal or a failure from outside
+stops the reproduction.
 """
 from __future__ import annotations
 

@@ -10,7 +10,11 @@ under the run folder: ``run.json`` (the release, seed and config), ``plan.json``
 the seed gave), ``events.jsonl`` (the proxy's
 event log), ``history.jsonl`` (the client history), ``report.json`` (end state, anomalies) and the
 brokers' logs. Real runs are not deterministic; the seed fixes the plan, and the files explain the
-run.
+run. The run folder is a ``kafka_mc.realkafka.runfolder`` one: taken only when new, empty or a
+run folder, its manifest written first and its completion last; an interrupt or a failure from
+outside (``RunFailed``: a broker's or the client's JVM gone, a file that cannot be written, a
+failover that cannot restart its broker) stops the run, every JVM and the proxy with it, and
+leaves the folder marked incomplete, saying why.
 """
 from __future__ import annotations
 
