@@ -411,6 +411,13 @@ def write_trace(result: Conformance, model, cfg, file, *, source: str = "kafka-m
     """The conforming behaviour as an ITF trace (``kafka-mc replay`` re-runs it, ``explore``
     opens it). As ``explore`` writes a path: its property is the model's first invariant (replay
     then says it holds), and its ``#meta`` ``conformance`` says which event each step was."""
+    behaviour(result, model, cfg, source=source, run=run).write(file, model)
+
+
+def behaviour(result: Conformance, model, cfg, *, source: str = "kafka-mc",
+              run: Mapping[str, Any] | None = None):
+    """The conforming behaviour as a ``Trace`` (``write_trace`` writes it; its ``to_json`` is
+    the file's text)."""
     from kafka_mc.traces.trace import Trace, trace_metadata
 
     if not result.conforms:
@@ -423,4 +430,4 @@ def write_trace(result: Conformance, model, cfg, file, *, source: str = "kafka-m
     meta["conformance"] = {"records": result.records, "observed": result.observed,
                            "steps": [[i + 1, e] for i, e in enumerate(result.steps) if e >= 0],
                            **({"run": dict(run)} if run else {})}
-    Trace.of(model, result.states, result.actions, meta).write(file, model)
+    return Trace.of(model, result.states, result.actions, meta)

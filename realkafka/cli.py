@@ -13,15 +13,20 @@ snapshot: the folder its build unpacks to) as a fetched release runs, judged aga
 
 Exit codes: 0 clean, 12 an anomaly on the real history (its evidence printed), 2 bad input (an
 unknown or unfetched release, a --kafka-home that is no distribution, no Java, a busy port, a
-config the harness cannot run), 130/143 interrupted. Every JVM, proxy and temporary folder a
-command starts is gone when it returns.
+config the harness cannot run, an --out that is not a new, empty or run folder), 69 the run could not finish (a JVM died or was stopped
+from outside, a full disk: one line names it), 130/143 interrupted (SIGINT, SIGTERM; SIGHUP 129,
+SIGQUIT 131). Every JVM, proxy and temporary folder a command starts is gone when it returns; a
+run folder it was writing is marked incomplete, saying why (``kafka_mc.realkafka.runfolder``).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import shutil
 import signal
+import stat
 import sys
 import textwrap
 import threading
@@ -29,12 +34,17 @@ import time
 from pathlib import Path
 
 from kafka_mc.model import registry
-from kafka_mc.model.config import ConfigError, parse_assignment, resolve_config_path
+from kafka_mc.model.config import ConfigError, parse_assignment, resolve_config_path, shown
 from kafka_mc.model.display import columns
 from kafka_mc.realkafka import folder, releases
 from kafka_mc.realkafka.plan import PlanError
+from kafka_mc.realkafka.runfolder import FolderError, Interrupted, RunFailed, manifest
 
 EXIT_OK, EXIT_USAGE, EXIT_ANOMALY = 0, 2, 12
+EXIT_FAILED = 69        # the run could not finish: something outside kafka-mc failed it
+# The signals a real command stops on, each its exit code 128 + its number (a JVM, the proxy,
+# a run folder being written are dealt with first: stopped, marked incomplete)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
 class RealUsageError(ValueError):
@@ -144,24 +154,77 @@ def usage_errors() -> list[type]:
     from kafka_mc.realkafka.cluster import ClusterError
     from kafka_mc.realkafka.fetch import FetchError
     return [releases.ReleaseError, RealUsageError, PlanError, ConfigError, FetchError,
-            ClusterError, DriverError]
+            ClusterError, DriverError, FolderError]
+
+
+@contextlib.contextmanager
+def signals():
+    """While a real command runs: the first of ``SIGNALS`` raises ``Interrupted`` in the main
+    thread (the command's ``with`` blocks stop its JVMs and proxy and mark its run folder
+    incomplete); a signal after it is remembered, not raised, so that nothing interrupts that
+    stopping halfway."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    first: list[int] = []
+
+    def handler(signum, frame):
+        if not first:
+            first.append(signum)
+            raise Interrupted(signum)
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, h in previous.items():
+            signal.signal(sig, h)
+
+
+def guarded(command, args, more_errors=()) -> int:
+    """Run a real command (``command(args)``) under ``signals``: bad input one line and exit 2,
+    an outside failure (``RunFailed``) one line and exit 69, a signal one line and 128 + its
+    number; a run folder the command was writing is then marked incomplete, and named."""
+    manifest.MARKED.clear()
+    with signals():
+        try:
+            return command(args)
+        except Interrupted as e:
+            _stderr(f"kafka-mc: interrupted by {e.name}{_marked()}")
+            return 128 + e.signum
+        except RunFailed as e:
+            _say(f"the run could not finish: {e}{_marked()}")
+            return EXIT_FAILED
+        except tuple(usage_errors()) + tuple(more_errors) as e:
+            _say(e)
+            return EXIT_USAGE
+
+
+def _marked() -> str:
+    folders = [shown(f, 120) for f in manifest.MARKED]
+    return f"; marked incomplete: {', '.join(folders)}" if folders else ""
+
+
+def _stderr(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def main(args) -> int:
     """Run ``kafka-mc real <command>``; the exit code."""
-    known = usage_errors()
-    try:
-        command = getattr(args, "real_command", None)
-        if command is None:
-            raise RealUsageError("a real command is required: versions, fetch, cluster, run, "
-                                 "conform or reproduce")
-        if command not in ("versions", "fetch"):   # the proxy's decoder (kio: the real extra),
-            from kafka_mc.realkafka import wire  # noqa: F401  before anything starts
-        return {"versions": _versions, "fetch": _fetch, "cluster": _cluster, "run": _run,
-                "reproduce": _reproduce}[command](args)
-    except tuple(known) as e:
-        _say(e)
-        return EXIT_USAGE
+    return guarded(_main, args)
+
+
+def _main(args) -> int:
+    command = getattr(args, "real_command", None)
+    if command is None:
+        raise RealUsageError("a real command is required: versions, fetch, cluster, run, "
+                             "conform or reproduce")
+    if command not in ("versions", "fetch"):   # the proxy's protocol decoder (kio: the real
+        from kafka_mc.realkafka import wire  # noqa: F401  extra), before anything starts
+    return {"versions": _versions, "fetch": _fetch, "cluster": _cluster, "run": _run,
+            "reproduce": _reproduce}[command](args)
 
 
 def _versions(args) -> int:
@@ -192,15 +255,34 @@ def _versions(args) -> int:
 def _fetch(args) -> int:
     from kafka_mc.realkafka import fetch
     return fetch.main(args.versions, prog="kafka-mc real fetch")
+def _events_file(text: str) -> Path:
+    """``--events FILE``: a new file in a folder, or a regular file (appended to); a folder, a
+    FIFO or a device is refused before anything starts (a FIFO would block its opening)."""
+    path = Path(text)
+    where = f"--events {shown(text)}"
+    if not text or "\x00" in text:
+        raise RealUsageError(f"{where}: not a usable path")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise RealUsageError(f"{where}: no such folder {shown(path.parent)}") from None
+        return path
+    except OSError as e:
+        raise RealUsageError(f"{where}: {e.strerror or e}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise RealUsageError(f"{where}: is a folder (the event log is a file)")
+    if not stat.S_ISREG(st.st_mode):
+        raise RealUsageError(f"{where}: not a regular file (a FIFO or a device): the event "
+                             "log is written to a file")
+    return path
 
 
 def _cluster(args) -> int:
     from kafka_mc.realkafka.proxy import Proxy
     release = kafka(args)
     _java()
-    events = Path(args.events) if args.events else None
-    if events is not None and not events.parent.is_dir():
-        raise RealUsageError(f"--events {args.events}: no such folder {events.parent}")
+    events = _events_file(args.events) if args.events is not None else None
     if not 0 <= args.port <= 65535:
         raise RealUsageError(f"--port {args.port} is not a port number (0 to 65535)")
     with Proxy(events) as proxy:
@@ -214,21 +296,27 @@ def _cluster(args) -> int:
 
 
 def _serve(release, args, proxy) -> int:
+    """Serve until a signal (``Interrupted``: exit 130 for Ctrl-C, 143 for SIGTERM, as every
+    command), every broker stopped first."""
     from kafka_mc.realkafka.cluster import Cluster
-    with Cluster(release, brokers=args.brokers, proxy=proxy) as cluster:
-        print(f"Kafka {release.name} ({args.brokers} broker{'s' if args.brokers > 1 else ''}, "
-              f"preset {release.preset}): bootstrap.servers={cluster.bootstrap}", flush=True)
-        print("Ctrl-C stops it (every broker, the proxy and the data folder go with it).",
-              flush=True)
-        stop = threading.Event()
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            pass
-    return EXIT_OK
+    try:
+        with Cluster(release, brokers=args.brokers, proxy=proxy) as cluster:
+            print(f"Kafka {release.name} ({args.brokers} broker"
+                  f"{'s' if args.brokers > 1 else ''}, preset {release.preset}): "
+                  f"bootstrap.servers={cluster.bootstrap}", flush=True)
+            print("Ctrl-C stops it (every broker, the proxy and the data folder go with it).",
+                  flush=True)
+            while True:
+                time.sleep(0.5)
+                dead = cluster.dead_nodes()
+                if dead:
+                    node, code = sorted(dead.items())[0]
+                    raise RunFailed(f"broker {node}'s JVM exited (code {code}) though "
+                                    "kafka-mc did not stop it")
+    except Interrupted as e:
+        _stderr(f"kafka-mc: stopped by {e.name} (every broker, the proxy and the data folder "
+                "are gone)")
+        return 128 + e.signum
 
 
 def _load(args):
@@ -246,10 +334,12 @@ def _run(args) -> int:
     _java()
     cfg = _load(args)
     from kafka_mc.realkafka.plan import make_plan
-    make_plan(cfg, args.seed, transaction_version=release.transaction_version)  # refuse early
-    out = Path(args.out) if args.out else Path("out") / f"real-{release.version}-{args.seed}"
-    if out.exists() and not out.is_dir():
-        raise RealUsageError(f"--out {str(out)[:200]}: not a folder")
+    from kafka_mc.realkafka.plan import check_brokers
+    check_brokers(make_plan(cfg, args.seed, transaction_version=release.transaction_version),
+                  args.brokers)    # refused before anything starts
+    out = args.out if args.out is not None else \
+        Path("out") / f"real-{release.version}-{args.seed}"
+    manifest.usable(out)        # a folder that is not kafka-mc's refused before anything starts
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
     log(f"Kafka {release.name} (preset {release.preset}), seed {args.seed}: running ...")
     started = time.monotonic()
@@ -280,7 +370,7 @@ def _reproduce(args) -> int:
     except repro.ReproduceError as e:
         raise RealUsageError(str(e)) from None
     _java()
-    out = Path(args.out) if args.out else None
+    out = args.out
     log = (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
     from kafka_mc.realkafka.client import DriverError
     try:

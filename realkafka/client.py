@@ -524,6 +524,7 @@ class Driver:
         self._stderr: deque[str] = deque(maxlen=40)
         self._closed = False
         self.lost: str | None = None           # why the JVM ended, if it ended on its own
+        self.write_error: OSError | None = None   # the history file could not be written
         self.kafka_version: str | None = None
         driver_dir = releases.driver_dir(self.release)
         if self.release.own:   # a distribution of the user's: compiled here when it needs to be
@@ -545,10 +546,10 @@ class Driver:
             raise DriverError("no java on PATH (the Kafka client driver needs a JDK 17+)")
         if self.history_path:
             self.history_path.parent.mkdir(parents=True, exist_ok=True)
-            self._history_file = open(self.history_path, "a", encoding="utf-8")
+            self._history_file = open(self.history_path, "ab", buffering=0)
         if self.client_log_path:
             self.client_log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._client_log_file = open(self.client_log_path, "a", encoding="utf-8")
+            self._client_log_file = open(self.client_log_path, "ab", buffering=0)
         levels = CLIENT_LOG if client_log is None else client_log
         log_spec = ",".join(f"{k}={v}" for k, v in levels.items())
         cmd = [java, *jvm_options, f"-Dkafka.mc.log={log_spec}",
@@ -685,8 +686,7 @@ class Driver:
                "type": type_, "f": op.f, "value": value, "error": error}
         self.history.append(rec)
         if self._history_file:
-            self._history_file.write(json.dumps(rec) + "\n")
-            self._history_file.flush()
+            self._history_file = self._append(self._history_file, rec)
 
     def _abandon(self, op: Op, why: str) -> None:
         with self._lock:
@@ -731,7 +731,8 @@ class Driver:
         code = self._proc.wait()
         if not self._closed:
             tail = " | ".join(list(self._stderr)[-3:])
-            self.lost = f"the client driver's JVM exited (code {code})" + (f": {tail}" if tail else "")
+            how = f"was killed by signal {-code}" if code < 0 else f"exited (code {code})"
+            self.lost = f"the client driver's JVM {how}" + (f": {tail}" if tail else "")
         self._ready.set()
         self._fail_pending("DriverLost", self.lost or "the driver was closed")
 
@@ -797,8 +798,31 @@ class Driver:
                    "message": message, "error": msg.get("error")}
             self.client_log.append(rec)
             if self._client_log_file:
-                self._client_log_file.write(json.dumps(rec) + "\n")
-                self._client_log_file.flush()
+                self._client_log_file = self._append(self._client_log_file, rec)
+
+    def _append(self, f, rec: dict):
+        """One JSON line appended to ``f`` (returned), or, when it cannot be written (a full
+        disk), the file cut back to its last whole line, closed and None returned, the error
+        kept in ``write_error`` (the records stay in memory; the run reports the failure)."""
+        line = (json.dumps(rec) + "\n").encode()
+        good = f.tell()
+        try:
+            view = memoryview(line)
+            while view:                 # an unbuffered write may take part of the line
+                view = view[f.write(view):]
+            return f
+        except OSError as e:
+            if self.write_error is None:
+                self.write_error = e
+            try:
+                f.truncate(good)
+            except (OSError, ValueError):
+                pass
+            try:
+                f.close()
+            except OSError:
+                pass
+            return None
 
     @staticmethod
     def _ok_value(op: Op, value):

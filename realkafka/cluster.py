@@ -551,6 +551,7 @@ class Node:
         self.advertised_internal = self.internal_port
         self.proc: subprocess.Popen | None = None
         self.started_at = 0.0
+        self.stopping = False       # being stopped by the harness (its exit is no failure)
 
     @property
     def data(self) -> Path:
@@ -684,7 +685,9 @@ class Cluster:
 
     def stop(self, grace: float = STOP_GRACE_S) -> None:
         """End every JVM (SIGTERM, SIGKILL after ``grace`` s), free the ports, remove the
-        temporary folder. Safe to call more than once."""
+        temporary folder. Safe to call more than once. The brokers found dead first (their
+        JVM gone though the harness did not stop it) are kept in ``died``."""
+        self.died = {**self.dead_nodes(), **getattr(self, "died", {})}
         self._state.cleanup(grace)
         for node in self.nodes.values():
             node.proc = None
@@ -716,6 +719,14 @@ class Cluster:
 
     def alive(self, node: int) -> bool:
         return self._node(node).pid is not None
+
+    def dead_nodes(self) -> dict[int, int]:
+        """node -> exit code of every broker whose JVM exited though the harness did not stop
+        it (killed from outside, out of memory, a fatal error of its own)."""
+        if self._state.closed:
+            return {}
+        return {n.id: n.proc.returncode for n in self.nodes.values()
+                if n.proc is not None and not n.stopping and n.proc.poll() is not None}
 
     def pid(self, node: int) -> int | None:
         return self._node(node).pid
@@ -935,11 +946,15 @@ class Cluster:
         proc = node.proc
         if proc is None:
             return
-        _end_group(proc, 0 if hard else timeout)
-        with self._state.lock:
-            if self._state.procs.get(node.id) is proc:
-                del self._state.procs[node.id]
-        node.proc = None
+        node.stopping = True
+        try:
+            _end_group(proc, 0 if hard else timeout)
+            with self._state.lock:
+                if self._state.procs.get(node.id) is proc:
+                    del self._state.procs[node.id]
+            node.proc = None
+        finally:
+            node.stopping = False
 
     def _wait_ready(self, node: Node, deadline: float, expect: set[int]) -> None:
         """Until ``node`` answers Metadata listing every node of ``expect`` (registered and

@@ -35,6 +35,33 @@ def _tail(text: str) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    """A folder fetched into a temporary one (``mkdtemp``: mode 0700) moved into place with the
+    mode the umask gives a new folder (0755 under 022), so that every user who may read the
+    cache can run the release, not only whoever fetched it."""
+    os.chmod(tmp, 0o777 & ~_umask())
+    os.replace(tmp, target)
+
+
+def share(root: Path, version: str) -> None:
+    """The release's folders given the umask's mode again where an older fetch left them
+    0700 (its temporary folder's), so that other users are not told "fetched" and then meet
+    a ClassNotFoundException."""
+    for name in ("lib", "driver", "logging"):
+        folder = root / version / name
+        try:
+            if folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700:
+                os.chmod(folder, 0o777 & ~_umask())
+        except OSError:
+            pass
+
+
 def fetch_jars(version: str, root: Path) -> None:
     """``root/version/lib``: the release's classpath, fetched by Maven (atomically); fetched again
     when the pom changed since (its digest is kept beside the jars)."""
@@ -58,7 +85,7 @@ def fetch_jars(version: str, root: Path) -> None:
             raise FetchError(f"Maven fetched Kafka {version} without kafka-clients")
         (root / version / "FETCHED").unlink(missing_ok=True)
         shutil.rmtree(lib, ignore_errors=True)
-        os.replace(tmp, lib)
+        _publish(tmp, lib)
         stamp.write_text(digest + "\n")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -89,7 +116,7 @@ def fetch_logging(version: str, root: Path) -> None:
                 raise FetchError(f"Maven could not fetch {artifact} for Kafka {version}: "
                                  f"{_tail(run.stdout + run.stderr)}")
         shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
+        _publish(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -137,7 +164,7 @@ def _compile_driver(classpath: str, out: Path, what: str) -> None:
                              f"{_tail(run.stdout + run.stderr)}")
         (tmp / "SOURCE_SHA256").write_text(digest + "\n")
         shutil.rmtree(out, ignore_errors=True)
-        os.replace(tmp, out)
+        _publish(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -149,6 +176,7 @@ def fetch(version: str) -> None:
     fetch_jars(version, root)
     fetch_logging(version, root)
     compile_driver(version, root)
+    share(root, version)
     marker = root / version / "FETCHED"
     if not marker.is_file():
         marker.write_text(f"org.apache.kafka:kafka_2.13:{version}\n")

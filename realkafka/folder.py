@@ -32,6 +32,8 @@ FILES = {
                           "explains it: an ITF trace that kafka-mc replay and explore open",
     "server.log": "the broker's own log (log4j)",
     "stdout.log": "the broker JVM's standard output and error",
+    "kafka-mc-run.json": "the manifest (realkafka/runfolder/): marks the folder as kafka-mc's, "
+                         "lists what the run writes, says whether it is complete or why not",
 }
 
 

@@ -32,10 +32,13 @@ BROKER_REQUESTS = ("WriteTxnMarkers",)
 NETWORK_KINDS = {"request_delays": "delay", "request_duplicates": "duplicate",
                  "request_losses": "drop-request", "response_losses": "drop-response"}
 UNSUPPORTED = ("batch_expiries", "producer_state_losses", "rebalances",
-               "transactional_id_expirations",
+               "transactional_id_expirations", "group_expiries",
                # a process killed for good: the driver would have to close an instance's
                # connections without its TransactionManager going on; not built yet
                "producer_kills")
+# Workload switches the harness does not run (each changes what the application does: a run
+# without it would be held against a model that does it)
+UNRUN = ("consume_transform_produce", "simple_group", "two_phase_commit", "force_terminate")
 # The moments an instance can crash at (the step it never takes).
 CRASH_POINTS = ("before-begin", "before-send", "before-commit", "after-commit")
 
@@ -105,6 +108,13 @@ class PlanError(ValueError):
     """A config the real harness cannot run: one line."""
 
 
+def check_brokers(plan: Plan, brokers: int) -> None:
+    """A plan that needs more brokers than given is refused (``PlanError``)."""
+    if plan.outages and brokers < 3:
+        raise PlanError(f"seed {plan.seed}: faults.offline_partitions needs a partition on a "
+                        "broker of its own, other than the coordinator's: --brokers 3")
+
+
 def make_plan(cfg, seed: int, *, transaction_version: int = 2) -> Plan:
     """The seeded plan of ``cfg`` (a Kafka model ``Config``)."""
     if cfg.model != "kafka":
@@ -116,8 +126,9 @@ def make_plan(cfg, seed: int, *, transaction_version: int = 2) -> Plan:
                                                                "transaction_timeouts",
                                                                "producer_crashes",
                                                                "offline_partitions"))) + ")")
-    if cfg["workload.consume_transform_produce"]:
-        raise PlanError("workload.consume_transform_produce is not run on a real cluster yet")
+    for switch in UNRUN:
+        if cfg.get(f"workload.{switch}"):
+            raise PlanError(f"workload.{switch} is not run on a real cluster yet")
     if (cfg.get("workload.max_in_flight") or 1) > 1:
         raise PlanError("workload.max_in_flight > 1 is not run on a real cluster yet (the "
                         "harness's producers send one record at a time: one batch in flight)")

@@ -193,7 +193,10 @@ class Proxy:
         self._routes: dict[str, _Route] = {}
         self._conns: set[_Conn] = set()
         self._subscribers: list[Callable[[dict], None]] = []
-        self._file = open(events_path, "a", encoding="utf-8") if events_path else None
+        self._file = open(events_path, "ab", buffering=0) if events_path else None
+        self.write_error: OSError | None = None    # the event log could not be written
+        self._tasks: set[asyncio.Task] = set()     # every task of a connection, to end them all
+        self._writers: set = set()                 # and every socket's writer, to close them all
         self._topic_names: dict[str, str] = {}     # topic id -> name, from Metadata answers
         self._closed = False
         self._loop = asyncio.new_event_loop()
@@ -374,7 +377,10 @@ class Proxy:
             if r.server:
                 r.server.close()
         conns = list(self._conns)
-        tasks = [t for c in conns for t in c.tasks if t is not asyncio.current_task()]
+        # every connection's tasks, those of connections already closed too (a task left
+        # pending when the loop closes is "destroyed but pending" at exit)
+        tasks = [t for t in {*self._tasks, *(t for c in conns for t in c.tasks)}
+                 if t is not asyncio.current_task()]
         for c in conns:
             self._shut(c, "proxy")
         for t in tasks:
@@ -382,13 +388,19 @@ class Proxy:
         await asyncio.gather(*tasks, return_exceptions=True)
         # a transport's socket is closed on a later turn of the loop: let those turns run
         # before the loop stops, or the sockets would stay open (and their peers waiting)
-        writers = [w for c in conns for w in (c.client_w, c.up_w) if w is not None]
+        # (and every connection's: one closed before is off the list, its socket may be too)
+        writers = {w for c in conns for w in (c.client_w, c.up_w) if w is not None}
+        writers |= self._writers
+        for w in writers:
+            if not w.is_closing():
+                w.close()
         try:
             await asyncio.wait_for(asyncio.gather(*(w.wait_closed() for w in writers),
                                                   return_exceptions=True), 5)
         except (asyncio.TimeoutError, Exception):
-            for w in writers:
-                w.transport.abort()
+            pass
+        for w in writers:               # whatever has not closed by now is cut
+            w.transport.abort()
         await asyncio.sleep(0.05)      # the close callbacks of cancelled connects
         for r in self._routes.values():
             if r.server:
@@ -401,11 +413,10 @@ class Proxy:
     def _log(self, event: dict) -> dict:
         event["seq"] = next(self._seq)
         event["time"] = time.monotonic_ns() - self._t0
-        line = json.dumps(event, separators=(",", ":")) + "\n"
+        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
         with self._cond:            # the file and the list in the same order
             if self._file:
-                self._file.write(line)
-                self._file.flush()
+                self._append(line)
             self._events.append(event)
             self._cond.notify_all()
         for cb in list(self._subscribers):
@@ -414,6 +425,27 @@ class Proxy:
             except Exception:
                 pass
         return event
+
+    def _append(self, line: bytes) -> None:
+        """One line of the event log; when it cannot be written (a full disk), the file is cut
+        back to its last whole line and closed, the error kept (``write_error``: the run then
+        fails, saying so), and the proxy goes on forwarding (the events stay in memory)."""
+        good = self._file.tell()
+        try:
+            view = memoryview(line)
+            while view:                 # an unbuffered write may take part of the line
+                view = view[self._file.write(view):]
+        except OSError as e:
+            self.write_error = e
+            try:
+                self._file.truncate(good)
+            except OSError:
+                pass
+            try:
+                self._file.close()
+            except OSError:
+                pass
+            self._file = None
 
     def _conn_event(self, c: _Conn, action: str, **extra) -> None:
         self._log({"seq": None, "time": None, "endpoint": c.endpoint, "conn": c.number,
@@ -430,7 +462,9 @@ class Proxy:
                       writer: asyncio.StreamWriter):
         c = _Conn(next(self._conn_numbers), route.endpoint)
         c.client_w = writer
+        self._writers.add(writer)
         c.tasks = [asyncio.current_task()]
+        self._track(c.tasks[0])
         self._conns.add(c)
         upstream = route.upstream
         try:
@@ -442,6 +476,7 @@ class Proxy:
             self._conns.discard(c)
             return
         c.up_w, c.up_open = up_w, True
+        self._writers.add(up_w)
         if not c.client_open:             # closed (by close() or disconnect()) meanwhile
             up_w.close()
             c.up_open = False
@@ -451,12 +486,17 @@ class Proxy:
                          client=list(writer.get_extra_info("peername") or ()))
         up_task = asyncio.ensure_future(self._pump(c, "response", up_r))
         c.tasks.append(up_task)
+        self._track(up_task)
         try:
             await self._pump(c, "request", reader)
             await up_task
         finally:
             if not c.client_open and not c.up_open:
                 self._conns.discard(c)
+
+    def _track(self, task: asyncio.Task) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _pump(self, c: _Conn, direction: str, reader: asyncio.StreamReader):
         """Read whole frames from one side until it closes."""

@@ -136,8 +136,11 @@ def driver_dir(release: Release | str) -> Path:
 
 
 def fetched(version: str) -> bool:
-    """True when ``make kafka`` completed the release (its marker is written last)."""
-    return (home(version) / "FETCHED").is_file()
+    """True when ``make kafka`` completed the release (its marker is written last) and this
+    user may read it (a cache fetched by another user with folders of mode 0700 is not)."""
+    folder = home(version)
+    return (folder / "FETCHED").is_file() and all(
+        os.access(folder / name, os.R_OK | os.X_OK) for name in ("lib", "driver"))
 
 
 def classpath(release: Release | str) -> str:
@@ -153,6 +156,10 @@ def release(version: str) -> Release:
         raise ReleaseError(f"Kafka {version[:40]!r} is not a supported release (supported: {known}; "
                            "a build of your own: --kafka-home DIR)")
     if not fetched(version):
+        if (home(version) / "FETCHED").is_file():
+            raise ReleaseError(f"Kafka {version} is fetched into {home(version)} but this user "
+                               "cannot read its lib/ or driver/ (mode 0700?): run `kafka-mc real "
+                               "fetch` as its owner, which makes them readable")
         raise ReleaseError(f"Kafka {version} is not fetched: run `kafka-mc real fetch {version}` "
                            f"(`make kafka` in a checkout; Maven fetches it from Maven Central "
                            f"into {cache_root()})")

@@ -109,7 +109,10 @@ make it ``reproduced`` (exit 12); the schedule run to its end without that prope
 Under ``--out``: events.jsonl (proxy), history.jsonl (client), steps.jsonl (each step: what was
 done, the events released or awaited), report.json (verdict, end state: partition logs with
 batches and markers, LSO and high watermark, DescribeTransactions, DescribeProducers, the
-read_committed records), the broker's log.
+read_committed records), the broker's log, ``conform/`` (the run as ``real conform --run``
+reads one) and the manifest: ``--out`` is a run folder (``kafka_mc.realkafka.runfolder``), taken
+only when new, empty or a run folder, marked incomplete when a signal or a failure from outside
+stops the reproduction.
 """
 from __future__ import annotations
 
@@ -123,7 +126,10 @@ from pathlib import Path
 from typing import Any
 
 from kafka_mc.realkafka import anomalies, releases
+from kafka_mc.realkafka.client import ClientError
+from kafka_mc.realkafka.cluster import ClusterError
 from kafka_mc.realkafka.releases import Release
+from kafka_mc.realkafka.runfolder import RunFailed
 
 EXIT_NOT_REPRODUCED, EXIT_USAGE, EXIT_REPRODUCED, EXIT_DIVERGED = 0, 2, 12, 16
 STEP_TIMEOUT_S = 30.0
@@ -244,11 +250,21 @@ def load(path: str) -> Loaded:
         if a[0] not in SUPPORTED:
             raise ReproduceError(f"{path}: step {i} {a[0]} has no real counterpart in this "
                                  "harness yet")
-    cfg = meta.get("config") or {}
-    preset = (meta.get("protocol") or {}).get("version") or \
-        (cfg.get("protocol") or {}).get("version")
-    return Loaded(t, str(path), meta["property"], str(preset),
-                  int((cfg.get("cluster") or {}).get("partitions", 1)))
+    cfg = _section(meta.get("config"))
+    preset = _section(meta.get("protocol")).get("version") or \
+        _section(cfg.get("protocol")).get("version")
+    partitions = _section(cfg.get("cluster")).get("partitions", 1)
+    tv = _section(meta.get("settings")).get("protocol.transaction_version", 1)
+    if not isinstance(preset, str) or type(partitions) is not int or not 1 <= partitions <= 64 \
+            or tv not in (1, 2) or isinstance(tv, bool):
+        raise ReproduceError(f"{path}: its #meta names no preset, partitions or transaction "
+                             "version this command can run (a trace kafka-mc wrote does)")
+    return Loaded(t, str(path), meta["property"], preset, partitions)
+
+
+def _section(value) -> dict:
+    """A part of a trace's ``#meta`` that should be an object (anything else: empty)."""
+    return value if isinstance(value, dict) else {}
 
 
 def gates_produce(actions) -> bool:
@@ -1072,43 +1088,46 @@ class _Run:
         os.replace(tmp, out / "report.json")
 
 
+# What a reproduction writes in its folder (its manifest lists them: a rerun replaces them and
+# nothing else), beside ``conform/``, a run folder of its own
+FILES = ("events.jsonl", "history.jsonl", "steps.jsonl", "report.json", "server.log",
+         "stdout.log")
+CONFORM_FILES = ("run.json", "events.jsonl", "history.jsonl", "end_state.json")
+
+
 def _fresh_folder(out: Path) -> None:
-    """``out`` created, or emptied of a previous run's files (a folder used again: this run only)."""
+    """``out`` is there (taken by ``reproduce`` as a run folder: emptied of what a previous
+    run wrote, and only that)."""
     out.mkdir(parents=True, exist_ok=True)
-    for old in ("events.jsonl", "history.jsonl", "steps.jsonl", "report.json", *out.glob(
-            "*.log"), *(out / "conform").glob("*")):
-        path = out / old
-        if path.is_file():
-            path.unlink()
+
 
 def conform_folder(out: Path, release: Release, config: dict, brokers: int,
                    evidence: dict | None = None) -> Path:
     """``out/conform``: the run as ``kafka-mc real conform --run`` reads one (run.json, the event
     log and the history without the harness's warm-up producer, and the end state read as
     evidence), so that the real run is also validated step by step against the model with the
-    release's preset, and its end state with it."""
-    folder = out / "conform"
-    folder.mkdir(exist_ok=True)
-    if evidence:
-        (folder / "end_state.json").write_text(json.dumps(
-            {k: evidence.get(k) for k in ("transactions", "logs", "offsets", "producers")},
-            indent=1, sort_keys=True, default=str) + "\n")
-    (folder / "run.json").write_text(json.dumps({
-        "version": release.version, "preset": release.preset, "seed": 0, "brokers": brokers,
-        "config": config, "reproduced_from": "reproduce",
-        **({"kafka_home": release.home_dir} if release.own else {})}, indent=1) + "\n")
-    lines = (out / "events.jsonl").read_text().splitlines()
-    events = [json.loads(line) for line in lines if line.strip()]
-    warm = {(e["endpoint"], e["conn"]) for e in events if e.get("client_id") == "warmup"}
-    with open(folder / "events.jsonl", "w") as f:
-        for e in events:
-            if (e.get("endpoint"), e.get("conn")) not in warm:
-                f.write(json.dumps(e) + "\n")
-    with open(folder / "history.jsonl", "w") as f:
-        for line in (out / "history.jsonl").read_text().splitlines():
-            if line.strip() and json.loads(line).get("process") != "warmup":
-                f.write(line + "\n")
-    return folder
+    release's preset, and its end state with it. A run folder of its own (its manifest
+    complete once every file is written)."""
+    from kafka_mc.realkafka.runfolder import RunFolder
+    with RunFolder.take(out / "conform", "run", files=CONFORM_FILES) as folder:
+        if evidence:
+            folder.write_json("end_state.json", {k: evidence.get(k) for k in (
+                "transactions", "logs", "offsets", "producers")})
+        folder.write_json("run.json", {
+            "version": release.version, "preset": release.preset, "seed": 0,
+            "brokers": brokers, "config": config, "reproduced_from": "reproduce",
+            **({"kafka_home": release.home_dir} if release.own else {})})
+        lines = (out / "events.jsonl").read_text().splitlines()
+        events = [json.loads(line) for line in lines if line.strip()]
+        warm = {(e["endpoint"], e["conn"]) for e in events if e.get("client_id") == "warmup"}
+        folder.write_text("events.jsonl", "".join(
+            json.dumps(e) + "\n" for e in events
+            if (e.get("endpoint"), e.get("conn")) not in warm))
+        folder.write_text("history.jsonl", "".join(
+            line + "\n" for line in (out / "history.jsonl").read_text().splitlines()
+            if line.strip() and json.loads(line).get("process") != "warmup"))
+        folder.complete(CONFORM_FILES)
+    return folder.path
 
 
 def _jsonable(x):
@@ -1121,12 +1140,15 @@ def _jsonable(x):
 
 def reproduce(path: str, version: str | Release | None = None, out: Path | None = None,
               log=lambda s: None, brokers: int = 1) -> Result:
-    """Run the trace at ``path`` on real Kafka; ``ReproduceError`` for bad input."""
+    """Run the trace at ``path`` on real Kafka; ``ReproduceError`` for bad input. ``out`` is a
+    run folder (``kafka_mc.realkafka.runfolder``: new, empty or a run folder; its manifest
+    written first, its completion last); an interrupt or an outside failure (``RunFailed``: a
+    JVM that died, a full disk) leaves it marked incomplete, saying why."""
+    from kafka_mc.realkafka.runfolder import RunFolder
     loaded = load(path)
     release = release_for(loaded.preset, version)
-    out = out or Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
-    if out.exists() and not out.is_dir():
-        raise ReproduceError(f"--out {str(out)[:200]}: not a folder")
+    if out is None:
+        out = Path("out") / f"reproduce-{Path(path).name.split('.itf')[0]}-{release.version}"
     offline = [i for i, a in enumerate(loaded.trace.actions, 1) if a[0] == "PartitionOffline"]
     if offline and brokers < 3:
         raise ReproduceError(f"{path}: step {offline[0]} PartitionOffline needs the partition on "
@@ -1138,7 +1160,43 @@ def reproduce(path: str, version: str | Release | None = None, out: Path | None 
         raise ReproduceError(f"{path}: step {first} {loaded.trace.actions[first - 1][0]} "
                              "orders the client's Produce, which needs the partitions on "
                              "brokers other than the coordinator's: --brokers 3")
-    return _Run(loaded, release, out, log, brokers).run()
+    with RunFolder.take(out, "reproduce", files=FILES, folders=["conform"]) as folder:
+        for marked in folder.marked:
+            log(f"  a killed run's folder marked incomplete: {marked}")
+        folder.phase = "reproducing the trace"
+        the_run = _Run(loaded, release, folder.path, log, brokers)
+        try:
+            result = the_run.run()
+        except (ClientError, ClusterError, TimeoutError, OSError, RuntimeError) as e:
+            if getattr(the_run, "driver", None) is None:
+                raise           # the cluster or the driver did not start: bad input, exit 2
+            raise RunFailed(_outside(the_run) or f"{type(e).__name__}: "
+                            f"{' '.join(str(e).split())[:200]}") from None
+        failed = _outside(the_run)
+        if failed:
+            raise RunFailed(failed)
+        try:
+            folder.complete()
+        except OSError as e:
+            raise RunFailed(f"cannot write in the run folder ({e.strerror or e})") from None
+    return result
+
+
+def _outside(the_run) -> str | None:
+    """What failed a reproduction from outside, if anything: the event log or the history not
+    written (a full disk), the client driver's or a broker's JVM gone though the run did not
+    stop it."""
+    proxy, driver, cluster = (getattr(the_run, k, None) for k in ("proxy", "driver", "cluster"))
+    for name, part in (("events.jsonl", proxy), ("history.jsonl", driver)):
+        error = getattr(part, "write_error", None)
+        if error is not None:
+            return f"cannot write {name} ({getattr(error, 'strerror', None) or error})"
+    if getattr(driver, "lost", None):
+        return driver.lost
+    for node, code in sorted((getattr(cluster, "died", None) or {}).items()):
+        from kafka_mc.realkafka.run import exited
+        return f"broker {node}'s JVM {exited(code)} though the run did not stop it"
+    return None
 
 
 def summary(result: Result) -> str:

@@ -10,14 +10,16 @@ under the run folder: ``run.json`` (the release, seed and config), ``plan.json``
 the seed gave), ``events.jsonl`` (the proxy's
 event log), ``history.jsonl`` (the client history), ``report.json`` (end state, anomalies) and the
 brokers' logs. Real runs are not deterministic; the seed fixes the plan, and the files explain the
-run.
+run. The run folder is a ``kafka_mc.realkafka.runfolder`` one: taken only when new, empty or a
+run folder, its manifest written first and its completion last; an interrupt or a failure from
+outside (``RunFailed``: a broker's or the client's JVM gone, a file that cannot be written, a
+failover that cannot restart its broker) stops the run, every JVM and the proxy with it, and
+leaves the folder marked incomplete, saying why.
 """
 from __future__ import annotations
 
-import json
-import os
 import secrets
-import shutil
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -43,10 +45,10 @@ BROKER_SETTINGS = {
     "transaction.max.timeout.ms": "60000",
     "request.timeout.ms": str(REQUEST_TIMEOUT_MS),   # the marker channel's and verifications'
 }
-# What a run writes in its folder (removed first when the folder is used again; the brokers' logs
-# too), and what validating it adds.
-RUN_FILES = ("run.json", "plan.json", "events.jsonl", "history.jsonl", "report.json",
-             "conformance.json", "behaviour.itf.json")
+# What a run writes in its folder (its manifest lists them: a rerun replaces them, and nothing
+# else), and of those what a validation reads (their digests are recorded: a change is seen).
+RUN_FILES = ("run.json", "plan.json", "events.jsonl", "history.jsonl", "report.json")
+INPUTS = RUN_FILES
 # A transaction timeout fault: the application pauses past the timeout and the abort's cleanup.
 PAUSE_S = (TRANSACTION_TIMEOUT_MS + 2500) / 1000
 OP_TIMEOUT_S = 30.0
@@ -96,19 +98,33 @@ class _Workload:
         self.plan, self.driver, self.topic, self.run_id, self.log = plan, driver, topic, run_id, log
         self.outcomes: dict[tuple, str] = {}
         self.sent: dict[tuple, list[str]] = {}
+        self.stopped: dict[int, str] = {}      # tid -> the error its thread ended with
         self.lock = threading.Lock()
 
     def transactional_id(self, tid: int) -> str:
         return f"kmc-{self.run_id}-t{tid}"
 
-    def run(self) -> None:
-        threads = [threading.Thread(target=self._tid, args=(t,), name=f"tid-{t}", daemon=True)
+    def run(self, failed=lambda: None) -> None:
+        """Every transactional.id's instances, one thread each, until they are done (at most
+        300 s) or ``failed()`` names a failure from outside (a JVM died, a file cannot be
+        written): then the threads are left to end with the driver."""
+        threads = [threading.Thread(target=self._guarded, args=(t,), name=f"tid-{t}",
+                                    daemon=True)
                    for t in sorted({i.tid for i in self.plan.instances})]
         for th in threads:
             th.start()
         deadline = time.monotonic() + 300
         for th in threads:
-            th.join(max(0.0, deadline - time.monotonic()))
+            while th.is_alive() and time.monotonic() < deadline and failed() is None:
+                th.join(min(0.5, max(0.0, deadline - time.monotonic())))
+
+    def _guarded(self, tid: int) -> None:
+        """One transactional.id's instances; a client call failing because the run is being
+        stopped (an interrupt, a failure: the driver closed) ends the thread quietly."""
+        try:
+            self._tid(tid)
+        except Exception as e:          # the driver lost or closed under the thread
+            self.stopped[tid] = _error_class(e)
 
     def _send(self, producer, ident, txn, zombie=False) -> None:
         for r, partition in enumerate(txn.partitions):
@@ -217,7 +233,22 @@ def _install_faults(proxy, plan: planning.Plan) -> list:
     return installed
 
 
-def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event) -> threading.Thread:
+def _watching(name: str, watch, failures: list) -> threading.Thread:
+    """A harness thread (failovers, outages) started: an error in it is the run's failure
+    (``failures``, which the run checks), never a traceback."""
+    def body():
+        try:
+            watch()
+        except Exception as e:
+            failures.append(f"the {name} thread failed ({_error_class(e)}: "
+                            f"{' '.join(str(e).split())[:200]})")
+    th = threading.Thread(target=body, name=name, daemon=True)
+    th.start()
+    return th
+
+
+def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event,
+               failures: list) -> threading.Thread:
     """Restart the coordinator's broker after the n-th EndTxn response, for each failover."""
     def watch():
         for f in plan.failovers:
@@ -246,13 +277,11 @@ def _failovers(proxy, cluster, plan: planning.Plan, log, stop: threading.Event) 
                 cluster.start_node(node)
             else:       # a controlled shutdown moves the leadership itself
                 cluster.restart(node, hard=False)
-    th = threading.Thread(target=watch, name="failovers", daemon=True)
-    th.start()
-    return th
+    return _watching("failovers", watch, failures)
 
 
 def _outages(proxy, cluster, admin, plan: planning.Plan, topic: str, log,
-             stop: threading.Event) -> threading.Thread:
+             stop: threading.Event, failures: list) -> threading.Thread:
     """For each outage: once a Produce to its partition is answered, kill the partition's only
     replica's broker and keep it down until the controller fenced it (leader -1, NO_LEADER: the
     model's PartitionOffline), then start it again after the next EndTxn answer or when the
@@ -296,9 +325,7 @@ def _outages(proxy, cluster, admin, plan: planning.Plan, topic: str, log,
             log(f"  outage: broker {node} started again")
             cluster.start_node(node)
             cluster.leader(topic, o.partition, timeout=60)
-    th = threading.Thread(target=watch, name="outages", daemon=True)
-    th.start()
-    return th
+    return _watching("outages", watch, failures)
 
 
 def quiesce(admin, tids: list[str], partitions: list, topic: str) -> tuple[bool, dict]:
@@ -336,75 +363,146 @@ def read_all(driver, topic: str, partitions: list, offsets: dict, isolation: str
         consumer.close()
 
 
-def _write_json(path: Path, value) -> None:
-    """Written whole or not at all (a temporary file renamed)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n")
-    os.replace(tmp, path)
+def log_names(brokers: int) -> list[str]:
+    """The brokers' logs a run folder keeps: ``server.log`` and ``stdout.log`` of one broker,
+    ``broker-<n>-server.log`` ... of several."""
+    names = ("server.log", "stdout.log")
+    if brokers == 1:
+        return list(names)
+    return [f"broker-{n}-{name}" for n in range(1, brokers + 1) for name in names]
+
+
+def _failure(proxy, cluster, driver, failures: list) -> str | None:
+    """What failed the run from outside, if anything: a file the proxy or the client history
+    could not write (a full disk), the client driver's JVM or a broker's JVM gone though the
+    run did not stop it, a harness thread (a failover, an outage) that could not do its part."""
+    for name, error in (("events.jsonl", proxy.write_error), ("history.jsonl",
+                                                              driver.write_error)):
+        if error is not None:
+            return f"cannot write {name} ({getattr(error, 'strerror', None) or error})"
+    if driver.lost:
+        return driver.lost
+    for node, code in sorted(cluster.dead_nodes().items()):
+        return (f"broker {node}'s JVM {exited(code)} though the run did not stop it (from "
+                "outside, or out of memory: see its server.log)")
+    return failures[0] if failures else None
+
+
+def exited(code: int) -> str:
+    """How a process ended, from its return code (a negative one: the signal that killed it)."""
+    if code is not None and code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited (code {code})"
 
 
 def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=lambda s: None
         ) -> RunResult:
-    """One run of ``cfg`` on ``release``; its files under ``out`` (created)."""
-    from kafka_mc.realkafka.client import Driver
-    from kafka_mc.realkafka.cluster import Cluster
+    """One run of ``cfg`` on ``release``; its files under ``out``, a run folder
+    (``kafka_mc.realkafka.runfolder``: taken only when new, empty or a run folder; its
+    manifest written first and its completion last). An interrupt or an outside failure
+    (``RunFailed``) leaves the folder marked incomplete, saying why."""
+    from kafka_mc.realkafka.runfolder import RunFailed, RunFolder
+
+    the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
+    planning.check_brokers(the_plan, brokers)
+    with RunFolder.take(out, "run", files=(*RUN_FILES, *log_names(brokers))) as folder:
+        for marked in folder.marked:
+            log(f"  a killed run's folder marked incomplete: {marked}")
+        try:
+            folder.write_text("plan.json", the_plan.to_json())
+            folder.write_json("run.json", {"version": release.version,
+                                           "preset": release.preset, "seed": seed,
+                                           "brokers": brokers, "config": cfg.to_dict(),
+                                           **({"kafka_home": release.home_dir}
+                                              if release.own else {})})
+            result, state, sent = _run(cfg, release, seed, folder, the_plan, brokers, log)
+            folder.phase = "writing report.json"
+            folder.write_json("report.json", {**result.to_dict(), "end_state": state,
+                                              "sent": sent})
+            folder.complete(INPUTS)
+        except OSError as e:        # a full disk, a folder made read-only meanwhile
+            raise RunFailed(f"cannot write in the run folder ({e.strerror or e})") from None
+    return result
+
+
+def _run(cfg, release, seed, folder, the_plan, brokers, log):
+    """The run itself, in ``folder``: (RunResult, end state, values sent)."""
+    from kafka_mc.realkafka.client import ClientError, Driver
+    from kafka_mc.realkafka.cluster import Cluster, ClusterError, sweep_stale
     from kafka_mc.realkafka.logdump import partition_log
     from kafka_mc.realkafka.proxy import Proxy
+    from kafka_mc.realkafka.runfolder import RunFailed
 
     started = time.monotonic()
-    the_plan = planning.make_plan(cfg, seed, transaction_version=release.transaction_version)
-    if the_plan.outages and brokers < 3:
-        raise planning.PlanError("faults.offline_partitions needs a partition on a broker of its "
-                                 "own, other than the coordinator's: --brokers 3")
-    out.mkdir(parents=True, exist_ok=True)
-    for old in (*RUN_FILES, *out.glob("*.log")):   # a folder used before holds this run only
-        (out / old).unlink(missing_ok=True)
-    (out / "plan.json").write_text(the_plan.to_json())
-    _write_json(out / "run.json", {"version": release.version, "preset": release.preset,
-                                   "seed": seed, "brokers": brokers, "config": cfg.to_dict(),
-                                   **({"kafka_home": release.home_dir} if release.own else {})})
+    out = folder.path
     run_id = f"{seed}-{secrets.token_hex(3)}"
     topic = f"kmc-{run_id}"
     partitions = list(range(the_plan.partitions))
     stop = threading.Event()
+    failures: list[str] = []
+    for left in sweep_stale():
+        log(f"  removed what a killed run left: {left}")
+    folder.phase = "starting the cluster"
     with Proxy(out / "events.jsonl") as proxy, \
             Cluster(release, brokers=brokers, proxy=proxy, settings=BROKER_SETTINGS) as cluster, \
             Driver(release, cluster.bootstrap, history_path=out / "history.jsonl",
                    origin_ns=proxy.origin_ns) as driver:   # one time line with the proxy's
-        admin = driver.admin()
-        if the_plan.outages:    # one replica each, none on the coordinator's broker
-            coordinator = cluster.coordinator_node()
-            others = [n for n in sorted(cluster.nodes) if n != coordinator]
-            admin.create_topic(topic, the_plan.partitions, 1, assignment={
-                k: [others[k % len(others)]] for k in partitions})
-        else:
-            admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
-        installed = _install_faults(proxy, the_plan)
-        watcher = _failovers(proxy, cluster, the_plan, log, stop)
-        outages = _outages(proxy, cluster, admin, the_plan, topic, log, stop)
-        work = _Workload(the_plan, driver, topic, run_id, log)
-        work.run()
-        stop.set()
-        outages.join(timeout=150)     # every broker back before the end state is read
-        tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
-        open_, state = quiesce(admin, tids, partitions, topic)
-        state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
-        reads = read_all(driver, topic, partitions, state["offsets"], "read_committed")
-        state["read_committed"] = reads
-        state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
-        found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
-        state["faults"] = [{"id": f.id, "kind": f.kind, "api": f.api, "direction": f.direction,
-                            "occurrence": f.occurrence, "applied_to_events": list(f.applied)}
-                           for f in installed]
-        events = len(proxy.events())
-        operations = len(driver.history)
-        watcher.join(timeout=1)
-        logs = getattr(cluster, "log_files", lambda: [])()
-        for f in logs:
-            shutil.copy(f, out / Path(f).name)
+        def failed():
+            return _failure(proxy, cluster, driver, failures)
+        try:
+            folder.phase = "creating the topic"
+            admin = driver.admin()
+            if the_plan.outages:    # one replica each, none on the coordinator's broker
+                coordinator = cluster.coordinator_node()
+                others = [n for n in sorted(cluster.nodes) if n != coordinator]
+                admin.create_topic(topic, the_plan.partitions, 1, assignment={
+                    k: [others[k % len(others)]] for k in partitions})
+            else:
+                admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
+            installed = _install_faults(proxy, the_plan)
+            watcher = _failovers(proxy, cluster, the_plan, log, stop, failures)
+            outages = _outages(proxy, cluster, admin, the_plan, topic, log, stop, failures)
+            folder.phase = "running the workload"
+            work = _Workload(the_plan, driver, topic, run_id, log)
+            work.run(failed)
+            stop.set()
+            if failed() is None:
+                outages.join(timeout=150)     # every broker back before the end state is read
+            if failed() is not None:
+                raise RunFailed(failed())
+            folder.phase = "reading the end state"
+            tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
+            open_, state = quiesce(admin, tids, partitions, topic)
+            state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
+            reads = read_all(driver, topic, partitions, state["offsets"], "read_committed")
+            state["read_committed"] = reads
+            state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
+            if failed() is not None:
+                raise RunFailed(failed())
+            found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
+            state["faults"] = [{"id": f.id, "kind": f.kind, "api": f.api,
+                                "direction": f.direction, "occurrence": f.occurrence,
+                                "applied_to_events": list(f.applied)} for f in installed]
+            events = len(proxy.events())
+            operations = len(driver.history)
+            watcher.join(timeout=1)
+            folder.phase = "copying the brokers' logs"
+            for f in cluster.log_files():
+                name = f.name if brokers == 1 else f"{f.parent.name}-{f.name}"
+                folder.copy_in(f, name)
+        except (ClientError, ClusterError, TimeoutError, OSError, RuntimeError) as e:
+            if isinstance(e, RunFailed):
+                raise
+            why = failed() or f"{_error_class(e)}: {' '.join(str(e).split())[:200]}"
+            raise RunFailed(why) from None
+        finally:
+            stop.set()
+    if proxy.write_error is not None or driver.write_error is not None:
+        raise RunFailed(_failure(proxy, cluster, driver, failures))
     result = RunResult(release.version, seed, out, the_plan.transactions, events, operations,
                        found, time.monotonic() - started, dict(work.outcomes))
-    _write_json(out / "report.json", {**result.to_dict(), "end_state": state,
-                                      "sent": {anomalies._txn_name(k): v
-                                               for k, v in sorted(work.sent.items())}})
-    return result
+    sent = {anomalies._txn_name(k): v for k, v in sorted(work.sent.items())}
+    return result, state, sent

@@ -55,6 +55,8 @@ import dataclasses
 import datetime
 import enum
 import struct
+import types
+import typing
 import uuid
 from functools import lru_cache
 from typing import Any
@@ -68,7 +70,7 @@ from kio.serial.readers import read_signed_varint, read_signed_varlong
 __all__ = [
     "API_KEYS", "API_NAMES", "BODY_DECODED", "error_name", "request_header_version",
     "response_header_version", "decode_request", "decode_response", "correlation_id_of",
-    "record_batches", "frame",
+    "record_batches", "frame", "body_shape", "BATCH_SHAPE",
 ]
 
 
@@ -329,6 +331,64 @@ def _control_record(buf: bytes, pos: int, end: int) -> dict:
             _value_version, coordinator_epoch = struct.unpack_from(">hi", buf, pos)
             out["coordinator_epoch"] = coordinator_epoch
     return out
+
+
+# ----------------------------------------------------------------------------- shapes
+
+# What ``record_batches`` writes for one batch: every key optional (a truncated batch, one of an
+# older magic and a control batch carry different ones), each of one JSON type.
+BATCH_SHAPE: dict = {k + "?": t for k, t in (
+    ("base_offset", int), ("last_offset_delta", int), ("partition_leader_epoch", int),
+    ("producer_id", int), ("producer_epoch", int), ("base_sequence", int),
+    ("records_count", int), ("attributes", int), ("compression", str), ("transactional", bool),
+    ("control", bool), ("truncated", bool), ("magic", int), ("size", int),
+    ("control_type", str), ("coordinator_epoch", int), ("control_error", str))}
+_PRIMITIVE = {"int8": int, "int16": int, "int32": int, "int64": int, "uint16": int,
+              "uint32": int, "uint64": int, "error_code": int, "float64": float, "string": str,
+              "bool": bool, "uuid": str, "timedelta_i32": int, "timedelta_i64": int,
+              "datetime_i64": int}
+
+
+@lru_cache(maxsize=None)
+def body_shape(api_key: int, version: int, request: bool) -> dict | None:
+    """The JSON shape of a body this module decodes (``decode_request`` / ``decode_response``'s
+    ``fields``), from kio's schema of ``api_key`` at ``version``: a dict of field name -> shape,
+    where a shape is a JSON type (``int``, ``str``, ``bool``, ``float``), a dict (an entity),
+    a one-element list (an array of that shape), ``(None, shape)`` (nullable) or ``"records"``
+    (``record_batches``' list of ``BATCH_SHAPE``). None: an API whose body is not decoded, or
+    a version kio has no schema of. Read back by the run-folder reader
+    (``kafka_mc.realkafka.runfolder``) before anything uses a recorded event."""
+    if api_key not in BODY_DECODED or version not in _versions(api_key):
+        return None
+    load = load_request_schema if request else load_response_schema
+    return _entity_shape(load(api_key, version))
+
+
+def _entity_shape(cls) -> dict:
+    hints = typing.get_type_hints(cls)
+    out: dict = {}
+    for f in dataclasses.fields(cls):
+        kt = f.metadata.get("kafka_type")
+        name = f.name + ("_ms" if kt in ("timedelta_i32", "timedelta_i64")
+                         and not f.name.endswith("_ms") else "")
+        out[name] = _field_shape(hints[f.name], kt)
+    return out
+
+
+def _field_shape(hint, kafka_type):
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union) and type(None) in args:
+        inner = [a for a in args if a is not type(None)]
+        return (None, _field_shape(inner[0], kafka_type))
+    if typing.get_origin(hint) is tuple:
+        return [_field_shape(args[0], kafka_type)]
+    if dataclasses.is_dataclass(hint):
+        return _entity_shape(hint)
+    if kafka_type == "records":
+        return "records"
+    if kafka_type not in _PRIMITIVE:
+        raise TypeError(f"kio field type {kafka_type!r} has no JSON shape here")
+    return _PRIMITIVE[kafka_type]
 
 
 # ----------------------------------------------------------------------------- bodies

@@ -163,9 +163,10 @@ class _Channel:
         return getattr(self._stream, name)
 
 
-# Commands whose exit code is a verdict (a search's, a replay's): a failing standard output does
-# not change it. The others' product is what they print: losing it is exit 2.
-VERDICTS = ("check", "replay")
+# Commands whose exit code is a verdict (a search's, a replay's, a real run's): a failing
+# standard output does not change it. The others' product is what they print: losing it is
+# exit 2.
+VERDICTS = ("check", "replay", "real run", "real conform", "real reproduce")
 
 
 def _standard_streams() -> None:
@@ -219,6 +220,8 @@ def _command(argv) -> tuple[int, str | None]:
         parser = build_parser()
         args = parser.parse_args(argv)
         command = args.command
+        if getattr(args, "real_command", None):     # "real run": its verdict is its exit code
+            command = f"{command} {args.real_command}"
         if args.command is None:
             *names, last = parser.groups
             raise UsageError(f"a command is required: {', '.join(names)} or {last} "

@@ -4,13 +4,20 @@ the group that needs an explorer, so it lives here, above both.
 
     kafka-mc real conform [CONFIG] (--version V | --kafka-home DIR [--protocol P]) [--runs N]
                           [--seed S] [--out DIR] [--json]
-    kafka-mc real conform --run DIR [--json]
+    kafka-mc real conform --run DIR [--partial] [--json]
 
 N runs of the config's workload and seeded faults on a real cluster of release V (seeds S, S+1,
 ...), each validated against the model with the preset V stands for and the config's budgets as
-the model's budgets. ``--run DIR`` validates a run folder recorded before (by ``real run`` or
-``real conform``) instead, with the release and config it names. Exit 0 every run conforms, 16 a run diverges (its files kept under --out with
-its divergence), 14 a validation reached its node limit undecided, 2 bad input.
+the model's budgets. ``--run DIR`` validates a run folder recorded before (by ``real run``,
+``real conform`` or ``real reproduce``'s ``conform/``) instead, with the release and config it
+names, read by the one reader of run folders (``kafka_mc.realkafka.runfolder``): an incomplete
+or changed run is refused unless ``--partial`` asks to validate the part that exists (then the
+verdict says so and is never "conforms"). The verdict is printed before any file is written
+into the folder (``conformance.json``, ``behaviour.itf.json`` for a complete conforming run, a
+stale one removed); a file that cannot be written is one line after it, the exit code the
+verdict's. Exit 0 every run conforms, 16 a run diverges, 14 a validation reached its node limit
+undecided or validated only part of a run, 2 bad input, 69 a run could not finish (an outside
+failure), 130/143 interrupted.
 """
 from __future__ import annotations
 
@@ -20,10 +27,25 @@ import time
 from pathlib import Path
 
 from kafka_mc.model import registry
+from kafka_mc.model.config import ConfigError, shown
 from kafka_mc.model.observations import NoObservations
-from kafka_mc.explorers.conformance import RunError, read_events, validate, write_trace
+from kafka_mc.explorers.conformance import behaviour, validate
 from kafka_mc.explorers.core.result import EXIT_DIVERGENCE, EXIT_INCONCLUSIVE, EXIT_OK
-from kafka_mc.realkafka import cli as real_cli, losses, releases
+from kafka_mc.realkafka import cli as real_cli, losses, releases, runfolder
+
+CONFORMANCE, BEHAVIOUR = "conformance.json", "behaviour.itf.json"
+
+
+def _positive(text: str) -> int:
+    """``--max-nodes N``: a node limit of at least 1 (0 is no limit nowhere else either)."""
+    import argparse
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a node limit (at least 1)")
+    return value
 
 
 def add_parser(sub) -> None:
@@ -38,40 +60,31 @@ def add_parser(sub) -> None:
                    help="override a configuration value (repeatable)")
     c.add_argument("--run", metavar="DIR", dest="run_dir",
                    help="validate this recorded run folder instead of making new runs")
+    c.add_argument("--partial", action="store_true",
+                   help="with --run: validate an incomplete or changed run folder as it is; "
+                        "the verdict names what is missing (exit 14 if it conforms so far)")
     c.add_argument("--runs", type=int, default=1, metavar="N",
                    help="how many runs (seeds S, S+1, ...)")
     c.add_argument("--seed", type=int, default=0, metavar="S", help="the first run's seed")
     real_cli.brokers_argument(c)
     c.add_argument("--out", metavar="DIR", help="default: out/conform-<version>")
-    c.add_argument("--max-nodes", type=int, default=None, metavar="N",
-                   help="the validator's node limit per run")
+    c.add_argument("--max-nodes", type=_positive, default=None, metavar="N",
+                   help="the validator's node limit per run (at least 1)")
     c.add_argument("--json", action="store_true", help="print one JSON summary object")
 
 
 def main(args) -> int:
     if getattr(args, "real_command", None) == "conform":
-        try:
-            return conform(args)
-        except (NoObservations, RunError, real_cli.RealUsageError) as e:
-            real_cli._say(e)
-            return 2
-        except tuple(real_cli.usage_errors()) as e:
-            real_cli._say(e)
-            return 2
+        return real_cli.guarded(conform, args, (NoObservations,))
     return real_cli.main(args)
 
 
-def read_run(folder: Path) -> list[dict]:
-    """A run folder's events for validation: the proxy's event log and the client history, merged
-    on their shared clock (both count from the run's start, ``origin_ns``)."""
-    if not (folder / "events.jsonl").is_file():
-        raise real_cli.RealUsageError(f"{str(folder)[:200]}: not a run folder (no events.jsonl)")
-    events = [dict(e, source="proxy") for e in read_events(folder / "events.jsonl")]
-    history = []
-    if (folder / "history.jsonl").is_file():
-        history = [dict(e, source="client") for e in read_events(folder / "history.jsonl")]
-    merged = sorted(events + history, key=lambda e: (e.get("time", 0), e["source"] != "proxy"))
-    return merged + end_state(folder)
+# --- reading a run folder -----------------------------------------------------------------------
+
+def read_run(folder: Path, partial: bool = False) -> list[dict]:
+    """A run folder's events for validation (``runfolder.read``: the proxy's event log and the
+    client history merged on their shared clock, then the end state)."""
+    return runfolder.read(folder, partial).merged()
 
 
 def end_state(folder: Path) -> list[dict]:
@@ -79,154 +92,206 @@ def end_state(folder: Path) -> list[dict]:
     harness read once the run had settled: DescribeTransactions, the partitions' logs, producer
     states and offsets), from ``end_state.json`` or ``report.json``'s ``end_state``; none when
     the run wrote neither (it did not finish)."""
-    for name, key in (("end_state.json", None), ("report.json", "end_state")):
-        path = folder / name
-        if not path.is_file():
-            continue
-        try:
-            value = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise real_cli.RealUsageError(f"{str(path)[:200]}: unreadable ({type(e).__name__})"
-                                          ) from None
-        value = value.get(key) if key and isinstance(value, dict) else value
-        if isinstance(value, dict):
-            return [{**{k: value.get(k) for k in ("transactions", "logs", "offsets",
-                                                  "producers")},
-                     "type": "end_state", "source": "harness"}]
-    return []
+    value = runfolder.read_end_state(Path(folder))
+    if value is None:
+        return []
+    return [{**{k: value.get(k) for k in ("transactions", "logs", "offsets", "producers")},
+             "type": "end_state", "source": "harness"}]
 
 
-def _recorded(args):
-    """The release, config and folder of the recorded run ``--run DIR``."""
-    folder = Path(args.run_dir)
-    meta = folder / "run.json"
-    if not folder.is_dir() or not meta.is_file() or not (folder / "events.jsonl").is_file():
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: not a run folder (no run.json "
-                                      "and events.jsonl)")
-    try:
-        recorded = json.loads(meta.read_text())
-        version, sections = recorded["version"], recorded["config"]
-    except (ValueError, KeyError, TypeError, OSError) as e:
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: run.json unreadable "
-                                      f"({type(e).__name__})") from None
-    if args.kafka_version and args.kafka_version != version:
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]} was recorded on Kafka "
-                                      f"{str(version)[:20]}, not {args.kafka_version[:20]}")
-    if args.config or args.sets or getattr(args, "kafka_home", None) or \
-            getattr(args, "protocol", None):
-        raise real_cli.RealUsageError("--run validates the run with its own config and Kafka: "
-                                      "give no CONFIG, --set, --kafka-home or --protocol")
-    release = releases.recorded(recorded)
+def _release_and_config(recorded: runfolder.Recorded, args=None):
+    """The release and config a recorded run names (its run.json)."""
+    where = f"--run {shown(recorded.folder)}"
+    version = recorded.run["version"]
+    wanted = getattr(args, "kafka_version", None)
+    if wanted and wanted != version:
+        raise real_cli.RealUsageError(f"{where} was recorded on Kafka {shown(version, 20)}, "
+                                      f"not {shown(wanted, 20)}")
+    release = releases.recorded(recorded.run)
     if release is None:
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: Kafka {str(version)[:20]} "
-                                      "is not a supported release")
-    return release, registry.from_dict(sections, str(meta)), folder
+        raise real_cli.RealUsageError(f"{where}: Kafka {shown(version, 20)} is not a supported "
+                                      "release")
+    try:
+        cfg = registry.from_dict(recorded.run["config"], f"{recorded.folder}/run.json")
+    except ConfigError as e:
+        raise real_cli.RealUsageError(f"{where}: run.json's config: {e}") from None
+    if cfg.model != "kafka":
+        raise real_cli.RealUsageError(f"{where}: run.json's config is of model "
+                                      f"{shown(cfg.model, 20)!r}, not kafka")
+    return release, cfg
 
+
+def recorded_run(folder: Path, partial: bool = False):
+    """(release, config) of a run folder (its run.json); ``FolderError`` or
+    ``RealUsageError`` when it is none."""
+    return _release_and_config(runfolder.read(folder, partial))
+
+
+def validate_folder(cfg, release, folder, max_nodes: int | None = None, partial: bool = False,
+                    **overrides):
+    """The run folder validated against the model of ``cfg`` with the release's preset (and
+    ``overrides``: config key -> value): (Conformance, the model, its config, the events).
+    ``folder`` is a path or a ``runfolder.Recorded`` already read."""
+    recorded = folder if isinstance(folder, runfolder.Recorded) else \
+        runfolder.read(folder, partial)
+    events = recorded.merged()
+    # The release's preset; no symmetry (a run names its clients, so states are not identified
+    # up to renaming them)
+    brokers = recorded.run.get("brokers", 1)
+    raised = losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, recorded.plan,
+                            brokers, release.hard_restart_failovers)
+    try:
+        model_cfg = cfg.with_values(**{"protocol.version": release.preset,
+                                       "check.symmetry": False, **raised, **overrides})
+    except ConfigError as e:
+        raise real_cli.RealUsageError(f"--run {shown(recorded.folder)}: the run's budgets, "
+                                      f"raised by what its killed brokers cost, are not a "
+                                      f"config the model takes ({e})") from None
+    model = registry.bind(model_cfg)
+    kw = {"max_nodes": max_nodes} if max_nodes else {}
+    return validate(model, events, **kw), model, model_cfg, events
+
+
+# --- the command --------------------------------------------------------------------------------
 
 def conform(args) -> int:
-    from kafka_mc.realkafka.run import run
     if args.runs < 1:
         raise real_cli.RealUsageError(f"--runs {args.runs}: at least 1")
-    if args.run_dir:
-        release, cfg, folder = _recorded(args)
-        start = time.monotonic()   # (before the validation: the summary's seconds are its)
-        return _report([_validate(cfg, release, folder, None, args)], release, folder, args,
-                       start)
-    if not args.kafka_version and not args.kafka_home:
+    started = time.monotonic()
+    if args.run_dir is not None:
+        if args.config or args.sets or getattr(args, "kafka_home", None) or \
+                getattr(args, "protocol", None):
+            raise real_cli.RealUsageError("--run validates the run with its own config and "
+                                          "Kafka: give no CONFIG, --set, --kafka-home or "
+                                          "--protocol")
+        recorded = runfolder.read(args.run_dir, args.partial)
+        release, cfg = _release_and_config(recorded, args)
+        row, write = _validate(cfg, release, recorded, None, args)
+        code = _report([row], release, recorded.folder, args, started)
+        write()             # the verdict is out first: a file that cannot be written loses none
+        return code
+    if args.partial:
+        raise real_cli.RealUsageError("--partial validates a recorded run: give --run DIR")
+    if not args.kafka_version and not getattr(args, "kafka_home", None):
         raise real_cli.RealUsageError("real conform needs --version V, --kafka-home DIR or "
                                       "--run DIR")
+    return _campaign(args, started)
+
+
+def _campaign(args, started) -> int:
+    """N new runs, each validated as it is made; every seed's plan checked before the first
+    runs, the folder (``--out``) taken as a run folder of runs."""
+    from kafka_mc.realkafka.plan import check_brokers, make_plan
+    from kafka_mc.realkafka.run import run
     release = real_cli.kafka(args)
     real_cli._java()
     cfg = real_cli._load(args)
-    out = Path(args.out) if args.out else Path("out") / f"conform-{release.version}"
+    seeds = [args.seed + i for i in range(args.runs)]
+    for seed in seeds:          # a later seed refused after hours of runs is refused now
+        check_brokers(make_plan(cfg, seed, transaction_version=release.transaction_version),
+                      args.brokers)
+    out = args.out if args.out is not None else Path("out") / f"conform-{release.version}"
     log = _log(args)
-    rows, started = [], time.monotonic()
-    for i in range(args.runs):
-        seed = args.seed + i
-        folder = out / f"run-{seed}"
-        result = run(cfg, release, seed, folder, brokers=args.brokers, log=log)
-        rows.append(_validate(cfg, release, folder, result, args))
-    return _report(rows, release, out, args, started)
+    rows = []
+    with runfolder.RunFolder.take(out, "campaign", folders=[f"run-{s}" for s in seeds]) as camp:
+        for seed in seeds:
+            camp.phase = f"running seed {seed}"
+            result = run(cfg, release, seed, camp.path / f"run-{seed}", brokers=args.brokers,
+                         log=log)
+            camp.phase = f"validating seed {seed}"
+            row, write = _validate(cfg, release, runfolder.read(result.out), result, args)
+            rows.append(row)
+            write()
+        try:
+            camp.complete()
+        except OSError as e:
+            raise runfolder.RunFailed(f"cannot write in {shown(camp.path)} "
+                                      f"({e.strerror or e})") from None
+    return _report(rows, release, camp.path, args, started)
 
 
 def _log(args):
     return (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
 
 
-def validate_folder(cfg, release, folder: Path, max_nodes: int | None = None, **overrides):
-    """The run folder validated against the model of ``cfg`` with the release's preset (and
-    ``overrides``: config key -> value): (Conformance, the model, its config, the events)."""
-    # The release's preset; no symmetry (a run names its clients, so states are not identified
-    # up to renaming them)
-    events = read_run(folder)
-    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
-                                   **_broker_losses(cfg, events, folder, release),
-                                   **overrides})
-    model = registry.bind(model_cfg)
-    kw = {"max_nodes": max_nodes} if max_nodes else {}
-    return validate(model, events, **kw), model, model_cfg, events
-
-
-def recorded_run(folder: Path):
-    """(release, config) of a run folder (its run.json), ``RealUsageError`` when it is none."""
-    class _Args:
-        run_dir, kafka_version, config, sets = str(folder), None, None, None
-    release, cfg, _ = _recorded(_Args)
-    return release, cfg
-
-
-def _validate(cfg, release, folder: Path, result, args) -> dict:
-    """Validate one run folder against the model with the release's preset and the config's
-    budgets; its verdict written beside the run (and the behaviour, when it conforms)."""
-    verdict, model, model_cfg, events = validate_folder(cfg, release, folder, args.max_nodes)
-    (folder / "conformance.json").write_text(json.dumps(verdict.to_dict(), indent=1) + "\n")
-    if verdict.conforms:
-        write_trace(verdict, model, model_cfg, folder / "behaviour.itf.json")
-    seed = result.seed if result is not None else json.loads((folder / "run.json").read_text())["seed"]
+def _validate(cfg, release, recorded: runfolder.Recorded, result, args):
+    """One recorded run validated against the model with the release's preset and the
+    config's budgets: (its row, a function writing its verdict into the folder). The row says
+    ``partial`` for a run validated only in part (never ``conforms``)."""
+    verdict, model, model_cfg, events = validate_folder(cfg, release, recorded, args.max_nodes)
+    seed = recorded.run["seed"]
     log = _log(args)
-    log(f"run {seed}: {verdict.summary()}")
+    shown_verdict = verdict.verdict
+    if not recorded.complete and verdict.conforms:
+        shown_verdict = "partial"
+    head = verdict.summary() if recorded.complete else \
+        f"{shown_verdict}: {verdict.summary().split(': ', 1)[1]}"
+    log(f"run {seed}: {head}")
+    for why in recorded.missing:
+        log(f"  not validated: {why}")
+    if not recorded.manifest:
+        log("  read by its files: recorded before run folders had a manifest (a change to "
+            "them since cannot be seen)")
     if verdict.divergence is not None:
         for line in verdict.divergence.report():
             log(f"  {line}")
-    return {"seed": seed, "events": len(events), "verdict": verdict.verdict,
-            "run_seconds": round(result.seconds, 1) if result is not None else None,
-            "validation_seconds": round(verdict.seconds, 2),
-            "anomalies": [a.name for a in result.anomalies] if result is not None else None,
-            "folder": str(folder)}
+    row = {"seed": seed, "events": len(events), "verdict": shown_verdict,
+           "run_seconds": round(result.seconds, 1) if result is not None else None,
+           "validation_seconds": round(verdict.seconds, 2),
+           "anomalies": [a.name for a in result.anomalies] if result is not None else None,
+           "folder": str(recorded.folder)}
+    if recorded.missing:
+        row["missing"] = list(recorded.missing)
+
+    def write():
+        _write_verdict(recorded, verdict, shown_verdict, model, model_cfg)
+    return row, write
 
 
-def _broker_losses(cfg, events, folder: Path | None = None, release=None) -> dict:
-    """The budgets raised by what the run's killed brokers cost (``kafka_mc.realkafka.losses``;
-    the folder's plan.json and run.json say which failovers killed a broker, and how many)."""
-    plan, brokers = None, 1
-    if folder is not None:
-        try:
-            plan = json.loads((folder / "plan.json").read_text())
-            brokers = int(json.loads((folder / "run.json").read_text()).get("brokers", 1))
-        except (OSError, ValueError, TypeError, AttributeError):
-            plan = None
-    per_hard = release.hard_restart_failovers if release is not None else 1
-    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, plan, brokers,
-                          per_hard)
+def _write_verdict(recorded, verdict, shown_verdict, model, model_cfg) -> None:
+    """``conformance.json`` (and, for a complete run that conforms, ``behaviour.itf.json``; a
+    behaviour of an earlier validation removed otherwise) written into the run folder, each
+    whole or not at all, never through a link or into a FIFO; listed in its manifest. A write
+    that fails is one line on stderr (the verdict is already out)."""
+    from kafka_mc.realkafka.runfolder import files as fs
+    folder = recorded.folder
+    doc = verdict.to_dict()
+    if recorded.missing:
+        doc.update(verdict=shown_verdict, complete=False, missing=list(recorded.missing))
+    written, removed = [CONFORMANCE], []
+    try:
+        fs.write_json(folder, CONFORMANCE, doc)
+        if verdict.conforms and recorded.complete:
+            fs.write(folder, BEHAVIOUR, behaviour(verdict, model, model_cfg).to_json(model))
+            written.append(BEHAVIOUR)
+        else:
+            fs.remove(folder, BEHAVIOUR)
+            removed.append(BEHAVIOUR)
+        runfolder.record_outputs(folder, written, removed)
+    except (OSError, runfolder.FolderError) as e:
+        real_cli._say(f"cannot write the verdict into {shown(folder)}: "
+                      f"{getattr(e, 'strerror', None) or e}")
 
 
 def _report(rows, release, out, args, started) -> int:
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("conforms", "diverges", "unknown")}
+    counts = {v: sum(r["verdict"] == v for r in rows)
+              for v in ("conforms", "diverges", "unknown", "partial")}
     summary = {"version": release.version, "preset": release.preset, "runs": len(rows),
                "events": sum(r["events"] for r in rows), **counts,
                "seconds": round(time.monotonic() - started, 1), "out": str(out), "rows": rows}
     if args.json:
-        print(json.dumps(summary, indent=1))
+        print(json.dumps(summary, indent=1), flush=True)
     else:
         print(f"{'seed':>6} {'events':>7} {'verdict':<9} {'run s':>6} {'validate s':>10}")
         for r in rows:
             run_s = "-" if r["run_seconds"] is None else r["run_seconds"]
             print(f"{r['seed']:>6} {r['events']:>7} {r['verdict']:<9} {run_s:>6} "
                   f"{r['validation_seconds']:>10}")
+        partial = f", {counts['partial']} validated in part" if counts["partial"] else ""
         print(f"Kafka {release.name} (preset {release.preset}): {len(rows)} runs, "
               f"{summary['events']} events, {counts['conforms']} conforming, "
-              f"{counts['diverges']} divergent, {counts['unknown']} undecided, "
-              f"{summary['seconds']} s; run folders under {out}")
+              f"{counts['diverges']} divergent, {counts['unknown']} undecided{partial}, "
+              f"{summary['seconds']} s; run folders under {out}", flush=True)
     if counts["diverges"]:
         return EXIT_DIVERGENCE
-    return EXIT_INCONCLUSIVE if counts["unknown"] else EXIT_OK
+    return EXIT_INCONCLUSIVE if counts["unknown"] or counts["partial"] else EXIT_OK

@@ -24,11 +24,14 @@ EXIT_CODES = (
            "(`real run`: an anomaly; `real reproduce`: reproduced)"),
     ("13", "liveness violation: a fair lasso (`--explorer graph`)"),
     ("14", "inconclusive (`--explorer symbolic`: a counterexample to induction is written; "
-           "`real conform`: a validation undecided)"),
+           "`real conform`: a validation undecided, or of part of a run, `--partial`)"),
     ("16", "real Kafka did something the model cannot (`real conform`: a run diverges; "
            "`real reproduce`: the run left the trace)"),
+    ("69", "`real`: the run could not finish, something outside kafka-mc failed it (a JVM died "
+           "or was stopped, a full disk): one line names it, the run folder is marked incomplete"),
     ("75", "model error: an exception in model code (the path to the failing state is written)"),
-    ("130, 143", "interrupted by Ctrl-C or SIGTERM: the partial statistics are printed"),
+    ("130, 143", "interrupted by Ctrl-C or SIGTERM: the partial statistics are printed (`real`: "
+                 "the run folder is marked incomplete; SIGHUP 129, SIGQUIT 131)"),
 )
 
 

@@ -8,7 +8,10 @@ The fuzz suite runs ``FUZZ_EXAMPLES`` examples per strategy (default 40, derando
 deterministic); set ``KAFKA_MC_FUZZ_EXAMPLES=2000`` for a longer local run. Signals at random
 moments (each explorer and command) and the output channels (closed, full, a broken pipe) run a
 few cases always; the rest is the long suite, ``-m fuzz`` (or ``KAFKA_MC_FUZZ=1``), with
-``KAFKA_MC_SIGNAL_SEEDS`` signal cases (default 60)."""
+``KAFKA_MC_SIGNAL_SEEDS`` signal cases (default 60). The real-Kafka commands' cases (issue 60)
+join the same suite: mutated run folders and traces for ``real conform --run`` and ``real
+reproduce`` (tests/realkafka/test_runfolder.py, these strategies and settings), signals at
+every phase of a real run and SIGKILL again and again (tests/realkafka/test_stopped_runs.py)."""
 import contextlib
 import errno
 import io
@@ -491,17 +494,17 @@ def _paths(node, path=()):
 
 
 @st.composite
-def mutated_traces(draw) -> bytes:
-    """A golden trace truncated, or with one node replaced by any JSON (wrong types, unknown
-    tags, values of another model or configuration), or one key dropped."""
-    source = draw(st.sampled_from(TRACES))
+def mutated_traces(draw, traces=TRACES) -> bytes:
+    """A golden trace (of ``traces``) truncated, or with one node replaced by any JSON (wrong
+    types, unknown tags, values of another model or configuration), or one key dropped."""
+    source = draw(st.sampled_from(traces))
     raw = source.read_bytes()
     how = draw(st.sampled_from(["truncate", "replace", "drop", "swap-config"]))
     if how == "truncate":
         return raw[:draw(st.integers(0, len(raw) - 1))]
     doc = json.loads(raw)
     if how == "swap-config":   # the trace of one model under another's configuration
-        other = json.loads(TRACES[source == TRACES[0]].read_bytes())
+        other = json.loads(traces[source == traces[0]].read_bytes())
         doc["#meta"]["config"] = other["#meta"]["config"]
         return json.dumps(doc).encode()
     paths = [p for p in _paths(doc) if p]
@@ -517,7 +520,7 @@ def mutated_traces(draw) -> bytes:
 
 
 META_KEYS = ["kind", "property", "trigger", "model", "explorer", "loop_action_value", "settings",
-             "config", "minimized_from"]
+             "config", "minimized_from", "protocol"]
 META_VALUES = st.one_of(JSON, st.sampled_from(
     ["always", "eventually", "transition", "terminal", "deadlock", "model_error", "cti", "safety",
      "symbolic", "twophase", "kafka", "TCConsistent", "no_hanging_transactions", 0, 3, 19, -1,
@@ -525,11 +528,11 @@ META_VALUES = st.one_of(JSON, st.sampled_from(
 
 
 @st.composite
-def trace_metadata_and_states(draw) -> bytes:
-    """A golden trace with its metadata or a state mutated where round 2 (issue 48) found
-    crashes: a #meta field (kind, property, trigger, model ...) set to any value, a loop added,
-    vars repeated, a state's record emptied or replaced."""
-    source = draw(st.sampled_from(TRACES))
+def trace_metadata_and_states(draw, traces=TRACES) -> bytes:
+    """A golden trace (of ``traces``) with its metadata or a state mutated where round 2 (issue
+    48) found crashes: a #meta field (kind, property, trigger, model, protocol ...) set to any
+    value, a loop added, vars repeated, a state's record emptied or replaced."""
+    source = draw(st.sampled_from(traces))
     doc = json.loads(source.read_bytes())
     for _ in range(draw(st.integers(1, 3))):
         how = draw(st.sampled_from(["meta", "loop", "vars", "record"]))

@@ -1,8 +1,9 @@
 """Conformance on real Kafka: ``kafka-mc real conform`` makes real runs on two releases and each
 is a behaviour of the model with the release's preset (its behaviour an ITF trace ``replay``
 re-runs); a recorded run validated again with ``--run`` conforms, and the same run tampered with
-an event real Kafka never produces diverges there. (Recorded runs kept as fixtures are validated
-without a cluster in tests/model/test_kafka_observations.py.)"""
+an event real Kafka never produces diverges there (``--partial``: its manifest says events.jsonl
+changed since the run, so without it the folder is refused). (Recorded runs kept as fixtures are
+validated without a cluster in tests/model/test_kafka_observations.py.)"""
 from __future__ import annotations
 
 import json
@@ -41,7 +42,10 @@ def test_real_runs_conform_and_their_behaviour_replays(version, tmp_path):
     assert again.returncode == 0 and json.loads(again.stdout)["conforms"] == 1, again.stderr
     for change, api in ((_stale_marker, "WriteTxnMarkers"), (_answer_first, "EndTxn")):
         copy = _tampered(folder, tmp_path, change)
-        run = kafka_mc("real", "conform", "--run", str(copy), "--json")
+        refused = kafka_mc("real", "conform", "--run", str(copy))   # its manifest sees the change
+        assert refused.returncode == 2 and "events.jsonl changed since the run wrote it" in \
+            refused.stderr
+        run = kafka_mc("real", "conform", "--run", str(copy), "--partial", "--json")
         assert run.returncode == 16, run.stdout[-3000:] + run.stderr[-3000:]
         assert json.loads(run.stdout)["diverges"] == 1
         # the tampered event is where the explained prefix ends: among the events pending there
