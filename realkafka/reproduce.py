@@ -101,11 +101,15 @@ release is stuck: every release with KIP-1228 has KAFKA-19999's fix), KAFKA-6119
 and KIP-447 (kafka-1.0): no release stands for those presets, and ``--version`` maps them onto
 releases that have the fixes.
 
-Verdict: after the last step every gate is lifted, the cluster quiesces, a read_committed consumer
-reads every partition; the anomalies of ``kafka_mc.realkafka.anomalies`` named after the trace's property
-make it ``reproduced`` (exit 12); the schedule run to its end without that property violated is
-``not-reproduced`` (exit 0); a step whose awaited effect never came, or came with other fields
-(an error, a failed call), is ``diverged`` (exit 16), naming the step, the event and its fields.
+Verdict: after the last step every gate is lifted, the cluster quiesces (a trace that leaves a
+transaction Ongoing: until nothing is being completed), a read_committed consumer reads every
+partition. Here, the anomalies of ``kafka_mc.realkafka.anomalies`` named after the trace's
+property make it ``reproduced`` (exit 12); the schedule run to its end without that property
+violated is ``not-reproduced`` (exit 0); a step whose awaited effect never came, or came with
+other fields (an error, a failed call), is ``diverged`` (exit 16), naming the step, the event
+and its fields. ``kafka-mc real reproduce`` then judges the trace's property on the model's
+behaviours the recorded run (``OUT/conform``) conforms to and that judgement is the verdict
+(``kafka_mc.explorers.guided.reproduction``: the harness sees no model).
 Under ``--out``: events.jsonl (proxy), history.jsonl (client), steps.jsonl (each step: what was
 done, the events released or awaited), report.json (verdict, end state: partition logs with
 batches and markers, LSO and high watermark, DescribeTransactions, DescribeProducers, the
@@ -296,6 +300,14 @@ def _marker_parts(event: dict, topic: str) -> list[tuple[bool | None, int]]:
     return out
 
 
+def _log_length(state: dict, k: int) -> int:
+    """The length of partition k's log in a trace state."""
+    try:
+        return len(state["partitions"][k]["log"])
+    except (KeyError, IndexError, TypeError):
+        return 0
+
+
 def _produce_parts(event: dict) -> set[int]:
     return {pd.get("index") for t in (event.get("fields") or {}).get("topic_data") or ()
             for pd in t.get("partition_data") or ()}
@@ -317,11 +329,30 @@ class Result:
     anomalies: list = field(default_factory=list)
     evidence: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    # the property judged on the model's behaviours the run conforms to
+    # (kafka_mc.explorers.guided.verdict; its ``lines`` for a person)
+    judgement: dict | None = None
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in (
             "verdict", "exit_code", "trace", "property", "version", "preset", "steps_run",
-            "steps", "seconds", "out", "divergence", "anomalies", "notes", "evidence")}
+            "steps", "seconds", "out", "divergence", "anomalies", "notes", "evidence",
+            "judgement")}
+
+
+def rewrite_report(result: Result) -> None:
+    """report.json under the run folder with ``result``'s verdict, exit code, judgement and
+    notes (the rest as the run wrote it), written atomically."""
+    path = Path(result.out) / "report.json"
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        report = {}
+    report.update({k: v for k, v in result.to_dict().items()
+                   if k in ("verdict", "exit_code", "judgement", "notes")})
+    tmp = path.with_name("report.json.tmp")
+    tmp.write_text(json.dumps(report, indent=1, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
 
 
 class _Run:
@@ -345,6 +376,8 @@ class _Run:
         self.seen_produce: set[tuple] = set()
         self.send_partition: dict[tuple, int] = {}   # ("send", p, txn, n) -> its partition
         self.expired: set[tuple] = set()             # ... of the batches expired
+        self.send_mark: dict[tuple, int] = {}        # (p, k) -> proxy events before its send()
+        self.produce_seen: dict[tuple, dict] = {}    # (p, k) -> the Produce SendProduce took
         # Produce gated (released at the trace's HandleProduce) where the trace orders it
         self.gate_produce = gates_produce(self.t.actions)
         # short client timeouts: a batch must expire while its Produce is held
@@ -475,6 +508,9 @@ class _Run:
             self.ops[("send", p, pr["txn"], n)] = start(self.topic, k, value, value)
             self.send_ident[("send", p, pr["txn"], n)] = (ident, value)
             self.send_partition[("send", p, pr["txn"], n)] = k
+            # its Produce comes after this point (SendProduce never takes an earlier one: a
+            # transaction's batch the trace never sends, drained anyway by the real client)
+            self.send_mark[(p, k)] = len(self.proxy.events())
             self._entered(self.ops[("send", p, pr["txn"], n)])
             done["value"] = value
         elif name in ("CommitTransaction", "AbortTransaction"):
@@ -544,21 +580,25 @@ class _Run:
         elif name == "SendProduce":
             p, k = action[1], action[2]
 
+            since = self.send_mark.get((p, k), 0)
+
             def produce(e, p=p, k=k):
                 return (e["api"] == "Produce" and e["direction"] == "request"
                         and e["client_id"] == self.client(p) and k in _produce_parts(e)
-                        and (e["seq"], k) not in self.seen_produce)
+                        and e["seq"] >= since and (e["seq"], k) not in self.seen_produce)
             try:
                 e = self.proxy.wait_for(produce, timeout=STEP_TIMEOUT_S)
             except TimeoutError:
                 raise Diverged(i, name, f"no Produce to partition {k} from p{p}") from None
             self.seen_produce.add((e["seq"], k))
+            self.produce_seen[(p, k)] = e
             done["seen"] = e["seq"]
         elif name == "HandleProduce" and self.gate_produce:
             done.update(self._handle_produce(action[1]))
         elif name in ("HandleProduce", "HandleVerifyAddPartition",
                       "HandleVerifyAddPartitionResponse"):
             done["mapped"] = "not gated: the leader handles it unforced"
+            done.update(self._appended_unforced(action[1], before, after))
         elif name == "ReceiveProduceResponse":
             msg = action[1]
             req = msg["request"]
@@ -695,6 +735,22 @@ class _Run:
         if answered is not None:
             done["appended"] = f"answered #{answered}"
         return done
+
+    def _appended_unforced(self, msg: dict, before: dict, after: dict) -> dict:
+        """A step of the leader's unforced Produce handling that appends the batch in the trace
+        (its partition's log grows): wait for the broker's answer to the Produce SendProduce
+        took (it answers once it appended), so that the trace's next step (a stale marker's
+        copy released, say) cannot overtake the append."""
+        k = msg.get("partition")
+        if not isinstance(k, int) or _log_length(after, k) <= _log_length(before, k):
+            return {}
+        produce = msg.get("produce") if isinstance(msg.get("produce"), dict) else msg
+        request = self.produce_seen.get((produce.get("producer"), k))
+        if request is None:
+            return {}
+        answered = self._answered(request)
+        return {"appended": f"answered #{answered}" if answered is not None else
+                f"no answer to Produce #{request['seq']} within {APPEND_WAIT_S:g} s"}
 
     def _answered(self, request: dict, timeout: float = APPEND_WAIT_S) -> int | None:
         """The seq of the first response event to ``request`` (held, forwarded or dropped):
@@ -1010,7 +1066,12 @@ class _Run:
         self.down.clear()
         tids = sorted({self.tid_name(pr["tid"]) for pr in self.t.states[0]["producers"]})
         partitions = list(range(self.loaded.partitions))
-        open_, state = runs.quiesce(self.admin, tids, partitions, self.topic)
+        left_open = {self.tid_name(tid) for tid, txn in enumerate(
+            self.t.states[-1]["coordinator"]["txns"]) if _norm(txn["state"]) == "ongoing"}
+        if left_open:
+            open_, state = self._settle(tids, partitions, left_open)
+        else:
+            open_, state = runs.quiesce(self.admin, tids, partitions, self.topic)
         state["producers"] = {p: self.admin.describe_producers(self.topic, p)
                               for p in partitions}
         reads = runs.read_all(self.driver, self.topic, partitions, state["offsets"],
@@ -1023,6 +1084,26 @@ class _Run:
             state["duplicate_old_copy_answer"] = {"seq": old["seq"], "errors": old["errors"]}
         state["leaders"] = self.leaders
         return state, found
+
+    def _settle(self, tids: list, partitions: list, left_open: set) -> tuple[bool, dict]:
+        """The run's end, when the trace leaves transactions Ongoing (no client call will end
+        them: they stay so until transaction.timeout.ms): wait until no transaction is being
+        completed (Prepare*) and only those are open (at most QUIESCE_S, as ``run.quiesce``
+        waits for every one to end); the last states seen."""
+        from kafka_mc.realkafka.run import QUIESCE_S
+        deadline = time.monotonic() + QUIESCE_S
+        while True:
+            states = self.admin.describe_transactions(tids)
+            open_ = {t for t, d in states.items() if d.get("state") in anomalies.ONGOING}
+            settled = open_ <= left_open and not any(
+                _norm(d.get("state")).startswith("prepare") for d in states.values())
+            if settled or time.monotonic() > deadline:
+                offsets = {p: {"lso": self.admin.list_offsets(self.topic, p, "read_committed"),
+                               "high_watermark": self.admin.list_offsets(self.topic, p,
+                                                                         "read_uncommitted")}
+                           for p in partitions}
+                return bool(open_), {"transactions": states, "offsets": offsets}
+            time.sleep(0.5)
 
     def _verdict(self, found: list, evidence: dict, lasso, divergence) -> tuple[str, int]:
         """Reproduced (an anomaly of the trace's property, or a stuck lasso), diverged or not
@@ -1136,6 +1217,8 @@ def summary(result: Result) -> str:
     lines = [f"{result.verdict.upper()}: {result.property} on Kafka {result.version} "
              f"(preset {result.preset}), {result.steps_run}/{result.steps} steps, "
              f"{result.seconds} s"]
+    if result.judgement:
+        lines += result.judgement.get("lines") or [result.judgement.get("reason", "")]
     if result.divergence:
         d = result.divergence
         lines.append(f"diverged at step {d['step']} {d['action']}: {d['what']}")

@@ -18,11 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-from kafka_mc.model import registry
 from kafka_mc.model.observations import NoObservations
-from kafka_mc.explorers.conformance import RunError, read_events, validate, write_trace
+from kafka_mc.explorers.conformance import RunError, write_trace
 from kafka_mc.explorers.core.result import EXIT_OK
-from kafka_mc.realkafka import cli as real_cli, losses, releases
+from kafka_mc.explorers.guided import runs
+from kafka_mc.explorers.guided.runs import end_state, read_run, recorded_run, validate_folder  # noqa: F401
+from kafka_mc.realkafka import cli as real_cli, releases
 
 EXIT_INCONCLUSIVE, EXIT_DIVERGENCE = 14, 16
 
@@ -45,12 +46,16 @@ def add_parser(sub) -> None:
     c.add_argument("--max-nodes", type=int, default=None, metavar="N",
                    help="the validator's node limit per run")
     c.add_argument("--json", action="store_true")
+    rp = real.subcommands.choices["reproduce"]
+    rp.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                    help="the validator's node limit for each search of the verdict's judgement")
 
 
 def main(args) -> int:
-    if getattr(args, "real_command", None) == "conform":
+    command = getattr(args, "real_command", None)
+    if command in ("conform", "reproduce"):
         try:
-            return conform(args)
+            return conform(args) if command == "conform" else reproduce(args)
         except (NoObservations, RunError, real_cli.RealUsageError) as e:
             real_cli._say(e)
             return 2
@@ -60,65 +65,18 @@ def main(args) -> int:
     return real_cli.main(args)
 
 
-def read_run(folder: Path) -> list[dict]:
-    """A run folder's events for validation: the proxy's event log and the client history, merged
-    on their shared clock (both count from the run's start, ``origin_ns``)."""
-    if not (folder / "events.jsonl").is_file():
-        raise real_cli.RealUsageError(f"{str(folder)[:200]}: not a run folder (no events.jsonl)")
-    events = [dict(e, source="proxy") for e in read_events(folder / "events.jsonl")]
-    history = []
-    if (folder / "history.jsonl").is_file():
-        history = [dict(e, source="client") for e in read_events(folder / "history.jsonl")]
-    merged = sorted(events + history, key=lambda e: (e.get("time", 0), e["source"] != "proxy"))
-    return merged + end_state(folder)
-
-
-def end_state(folder: Path) -> list[dict]:
-    """The run's end state as one event after all others (``type`` ``end_state``: what the
-    harness read once the run had settled: DescribeTransactions, the partitions' logs, producer
-    states and offsets), from ``end_state.json`` or ``report.json``'s ``end_state``; none when
-    the run wrote neither (it did not finish)."""
-    for name, key in (("end_state.json", None), ("report.json", "end_state")):
-        path = folder / name
-        if not path.is_file():
-            continue
-        try:
-            value = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            raise real_cli.RealUsageError(f"{str(path)[:200]}: unreadable ({type(e).__name__})"
-                                          ) from None
-        value = value.get(key) if key and isinstance(value, dict) else value
-        if isinstance(value, dict):
-            return [{**{k: value.get(k) for k in ("transactions", "logs", "offsets",
-                                                  "producers")},
-                     "type": "end_state", "source": "harness"}]
-    return []
-
-
 def _recorded(args):
     """The release, config and folder of the recorded run ``--run DIR``."""
     folder = Path(args.run_dir)
-    meta = folder / "run.json"
-    if not folder.is_dir() or not meta.is_file() or not (folder / "events.jsonl").is_file():
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: not a run folder (no run.json "
-                                      "and events.jsonl)")
-    try:
-        recorded = json.loads(meta.read_text())
-        version, sections = recorded["version"], recorded["config"]
-    except (ValueError, KeyError, TypeError, OSError) as e:
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: run.json unreadable "
-                                      f"({type(e).__name__})") from None
-    if args.kafka_version and args.kafka_version != version:
+    release, cfg, values = runs.recorded(folder)
+    if args.kafka_version and args.kafka_version != values["version"]:
         raise real_cli.RealUsageError(f"--run {str(folder)[:200]} was recorded on Kafka "
-                                      f"{str(version)[:20]}, not {args.kafka_version[:20]}")
+                                      f"{str(values['version'])[:20]}, not "
+                                      f"{args.kafka_version[:20]}")
     if args.config or args.sets:
         raise real_cli.RealUsageError("--run validates the run with its own config: give no "
                                       "CONFIG or --set")
-    release = releases.BY_VERSION.get(version)
-    if release is None:
-        raise real_cli.RealUsageError(f"--run {str(folder)[:200]}: Kafka {str(version)[:20]} "
-                                      "is not a supported release")
-    return release, registry.from_dict(sections, str(meta)), folder
+    return release, cfg, folder
 
 
 def conform(args) -> int:
@@ -145,30 +103,25 @@ def conform(args) -> int:
     return _report(rows, release, out, args, started)
 
 
+def reproduce(args) -> int:
+    """``real reproduce``: the trace run on its release (``kafka_mc.realkafka.reproduce``), then
+    its property judged on the model's behaviours the run conforms to
+    (``kafka_mc.explorers.guided.reproduction``)."""
+    from kafka_mc.explorers.guided.reproduction import judge_reproduction
+    from kafka_mc.realkafka import reproduce as repro
+    if args.max_nodes is not None and args.max_nodes < 1:
+        raise real_cli.RealUsageError(f"--max-nodes {args.max_nodes}: at least 1")
+    result = real_cli.reproduction(args)
+    judge_reproduction(result, args.max_nodes, _log(args))
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1, sort_keys=True, default=str))
+    else:
+        print(repro.summary(result))
+    return result.exit_code
+
+
 def _log(args):
     return (lambda s: None) if args.json else (lambda s: print(s, file=sys.stderr, flush=True))
-
-
-def validate_folder(cfg, release, folder: Path, max_nodes: int | None = None, **overrides):
-    """The run folder validated against the model of ``cfg`` with the release's preset (and
-    ``overrides``: config key -> value): (Conformance, the model, its config, the events)."""
-    # The release's preset; no symmetry (a run names its clients, so states are not identified
-    # up to renaming them)
-    events = read_run(folder)
-    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False,
-                                   **_broker_losses(cfg, events, folder, release),
-                                   **overrides})
-    model = registry.bind(model_cfg)
-    kw = {"max_nodes": max_nodes} if max_nodes else {}
-    return validate(model, events, **kw), model, model_cfg, events
-
-
-def recorded_run(folder: Path):
-    """(release, config) of a run folder (its run.json), ``RealUsageError`` when it is none."""
-    class _Args:
-        run_dir, kafka_version, config, sets = str(folder), None, None, None
-    release, cfg, _ = _recorded(_Args)
-    return release, cfg
 
 
 def _validate(cfg, release, folder: Path, result, args) -> dict:
@@ -189,21 +142,6 @@ def _validate(cfg, release, folder: Path, result, args) -> dict:
             "validation_seconds": round(verdict.seconds, 2),
             "anomalies": [a.name for a in result.anomalies] if result is not None else None,
             "folder": str(folder)}
-
-
-def _broker_losses(cfg, events, folder: Path | None = None, release=None) -> dict:
-    """The budgets raised by what the run's killed brokers cost (``kafka_mc.realkafka.losses``;
-    the folder's plan.json and run.json say which failovers killed a broker, and how many)."""
-    plan, brokers = None, 1
-    if folder is not None:
-        try:
-            plan = json.loads((folder / "plan.json").read_text())
-            brokers = int(json.loads((folder / "run.json").read_text()).get("brokers", 1))
-        except (OSError, ValueError, TypeError, AttributeError):
-            plan = None
-    per_hard = release.hard_restart_failovers if release is not None else 1
-    return losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, plan, brokers,
-                          per_hard)
 
 
 def _report(rows, release, out, args, started) -> int:
