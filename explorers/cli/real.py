@@ -18,8 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from kafka_mc.model.observations import NoObservations
+from kafka_mc.model.capabilities import MissingCapability
 from kafka_mc.explorers.conformance import RunError, write_trace
+from kafka_mc.explorers.cli import guided
 from kafka_mc.explorers.core.result import EXIT_OK
 from kafka_mc.explorers.guided import runs
 from kafka_mc.explorers.guided.runs import end_state, read_run, recorded_run, validate_folder  # noqa: F401
@@ -46,17 +47,15 @@ def add_parser(sub) -> None:
     c.add_argument("--max-nodes", type=int, default=None, metavar="N",
                    help="the validator's node limit per run")
     c.add_argument("--json", action="store_true")
-    rp = real.subcommands.choices["reproduce"]
-    rp.add_argument("--max-nodes", type=int, default=None, metavar="N",
-                    help="the validator's node limit for each search of the verdict's judgement")
+    guided.add_parsers(real)
 
 
 def main(args) -> int:
     command = getattr(args, "real_command", None)
-    if command in ("conform", "reproduce"):
+    if command == "conform" or command in guided.COMMANDS:
         try:
-            return conform(args) if command == "conform" else reproduce(args)
-        except (NoObservations, RunError, real_cli.RealUsageError) as e:
+            return conform(args) if command == "conform" else guided.main(args)
+        except (MissingCapability, RunError, real_cli.RealUsageError) as e:
             real_cli._say(e)
             return 2
         except tuple(real_cli.usage_errors()) as e:
@@ -101,23 +100,6 @@ def conform(args) -> int:
         result = run(cfg, release, seed, folder, brokers=args.brokers, log=log)
         rows.append(_validate(cfg, release, folder, result, args))
     return _report(rows, release, out, args, started)
-
-
-def reproduce(args) -> int:
-    """``real reproduce``: the trace run on its release (``kafka_mc.realkafka.reproduce``), then
-    its property judged on the model's behaviours the run conforms to
-    (``kafka_mc.explorers.guided.reproduction``)."""
-    from kafka_mc.explorers.guided.reproduction import judge_reproduction
-    from kafka_mc.realkafka import reproduce as repro
-    if args.max_nodes is not None and args.max_nodes < 1:
-        raise real_cli.RealUsageError(f"--max-nodes {args.max_nodes}: at least 1")
-    result = real_cli.reproduction(args)
-    judge_reproduction(result, args.max_nodes, _log(args))
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=1, sort_keys=True, default=str))
-    else:
-        print(repro.summary(result))
-    return result.exit_code
 
 
 def _log(args):

@@ -349,7 +349,10 @@ class KafkaModel(RuleModel):
     def coverage(self, s, a, t):
         """The coverage class of a step: its action and the handler's branch
         (model/kafka/capabilities/coverage.py)."""
-        return coverage.classes(self.params, s, a, t)
+        rules = self.__dict__.get("_rules_by_name")
+        if rules is None:
+            rules = self.__dict__["_rules_by_name"] = {r.name: r for r in self.spec.rules}
+        return coverage.classes(self.params, s, a, t, rules)
 
     def observed_state(self, s):
         """The state as DescribeTransactions and the partitions' logs show it."""

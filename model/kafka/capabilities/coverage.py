@@ -12,15 +12,17 @@ the same class. What a step's branch is made of, in this order, each part where 
 | the coordinator's state change of the step's transactional.id: an append begun (``TransactionMetadata.prepareTransitionTo``), or completed (``CommitTxnLogAppend``: the log's state) | ``Coordinator.txns`` / ``appends`` / ``log`` | ``Ongoing -> PrepareCommit``, ``epoch bump``, ``new producer id`` |
 | a marker or batch appended to a partition's log, or not | ``Partition.log``, the open transaction of its producer id (``ProducerStateEntry.current_txn_first_offset``) | ``ABORT appended over an open transaction``, ``COMMIT appended, nothing open``, ``batch appended`` |
 | the client's ``TransactionManager`` state change | ``Producer.state`` | ``IN_TRANSACTION -> COMMITTING_TRANSACTION`` |
-| the answers the step sends, by error (a handler's, a log append's callback's) | responses new in the network | ``answers CONCURRENT_TRANSACTIONS`` |
+| the answers the step sends, by error (a handler's, a log append's callback's; a late copy's, which its closed connection drops, as its handler gave it) | responses new in the network | ``answers CONCURRENT_TRANSACTIONS`` |
 | the requests the step sends | requests new in the network | ``sends WriteTxnMarkers``, ``sends VerifyAddPartition`` |
 | for a network fault, the request or response it hits; for a response the client receives, its error | the fault's message | ``DuplicateRequest: WriteTxnMarkers``, ``ReceiveEndTxnResponse: NONE`` |
 
-So ``HandleWriteTxnMarkers: late copy; ABORT appended over an open transaction`` is a stale
-marker's copy closing an open transaction (what ``marker_closes_its_own_transaction`` judges),
-``HandleEndTxn: answers CONCURRENT_TRANSACTIONS`` a client's EndTxn meeting a transaction still
-being completed, ``CommitTxnLogAppend: Ongoing -> PrepareAbort; epoch bump; sends
-WriteTxnMarkers`` TV2's abort. A step whose branch has none of these parts is its action's name.
+So ``HandleWriteTxnMarkers: late copy; ABORT appended over an open transaction; answers NONE``
+is a stale marker's copy closing an open transaction (what ``marker_closes_its_own_transaction``
+judges), ``HandleWriteTxnMarkers: late copy; answers INVALID_PRODUCER_EPOCH`` one KIP-1228
+rejects, ``HandleEndTxn: answers CONCURRENT_TRANSACTIONS`` a client's EndTxn meeting a
+transaction still being completed, ``CommitTxnLogAppend: Ongoing -> PrepareAbort; epoch bump;
+sends WriteTxnMarkers`` TV2's abort. A step whose branch has none of these parts is its
+action's name.
 
 ``observed_state``: per transactional.id what DescribeTransactions answers (the coordinator's
 cached ``TransactionMetadata``: state, producer id and epoch, partitions; an append in flight
@@ -104,8 +106,22 @@ def _sent(w: World, t: World, handled) -> list:
             and m is not handled and not getattr(m, "disconnected", False)]
 
 
-def classes(K, w: World, a, t: World) -> tuple[str, ...]:
-    """The coverage class of step ``w --a--> t`` (the module's docstring)."""
+def _would_answer(K, w: World, a, rules) -> list:
+    """The answer a late copy's handler gives, which its closed connection drops
+    (``network.answer``): the same delivery of the copy as a live request (a marker's copy
+    rejected INVALID_PRODUCER_EPOCH is a rejection, not nothing)."""
+    rule, m = rules.get(a[0]), a[1]
+    if rule is None or m not in w.delayed:
+        return []
+    live = m._replace(disconnected=False)
+    i = w.delayed.index(m)
+    w2 = w._replace(delayed=w.delayed[:i] + (live,) + w.delayed[i + 1:])
+    return _sent(w2, rule.apply(K, w2, live, True), live)
+
+
+def classes(K, w: World, a, t: World, rules=None) -> tuple[str, ...]:
+    """The coverage class of step ``w --a--> t`` (the module's docstring; ``rules``: the
+    model's rules by name, to tell what a late copy's handler answered)."""
     name = a[0]
     m = _message(a)
     parts: list[str] = []
@@ -121,6 +137,8 @@ def classes(K, w: World, a, t: World) -> tuple[str, ...]:
     parts += _log_parts(w, t)
     parts += _client_parts(w, t)
     sent = _sent(w, t, m)
+    if m is not None and getattr(m, "disconnected", False) and rules is not None:
+        sent += _would_answer(K, w, a, rules)
     answers = sorted({x.error.name for x in sent if x.rpc & 1 and "error" in x._fields})
     requests = sorted({x.rpc.name for x in sent if not x.rpc & 1})
     parts += [f"answers {e}" for e in answers] + [f"sends {r}" for r in requests]
