@@ -3,11 +3,16 @@ added to the ``real`` group by ``kafka_mc.explorers.cli.real``:
 
     kafka-mc real reproduce TRACE [--version V] [--max-nodes N] ...   the verdict judged on the model
     kafka-mc real coverage FOLDER... [CONFIG options] [--json] [--dot FILE]
+    kafka-mc real explore [CONFIG] --version V [--budget N] [--out DIR] [--runs FOLDER] [--json]
 
 ``real coverage``: the model's coverage classes on the runs' config, per release: reached by the
 model, witnessed by conforming runs (with how many), never witnessed (with the shortest model
 path). Exit 0; 2 bad input (no such folder, a folder that holds no runs, runs of two configs or of
 another release than ``--version``, a model without coverage classes).
+
+``real explore``: directed runs (``kafka_mc.explorers.guided.explore``). Exit 0; 16 a run
+conforms to no behaviour of the model; 130/143 stopped (what was witnessed kept in
+OUT/explore.json); 2 bad input.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from kafka_mc.model.capabilities import require
 from kafka_mc.model.config import parse_assignment, resolve_config_path
 from kafka_mc.realkafka import cli as real_cli
 
-COMMANDS = ("reproduce", "coverage")
+COMMANDS = ("reproduce", "coverage", "explore")
 
 
 def add_parsers(real) -> None:
@@ -50,10 +55,29 @@ def add_parsers(real) -> None:
     c.add_argument("--dot", metavar="FILE", help="write the state machines, witnessed edges "
                                                  "solid, the model's others dashed (DOT)")
     c.add_argument("--json", action="store_true")
+    e = real.subcommands.add_parser(
+        "explore", help="directed runs: drive real Kafka along model paths to the coverage "
+                        "classes no run has witnessed, until the budget is spent")
+    e.add_argument("config", nargs="?", metavar="CONFIG",
+                   help="TOML file or name of a shipped config (default: tiny)")
+    e.add_argument("--version", required=True, metavar="V", dest="kafka_version")
+    e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   dest="sets")
+    e.add_argument("--budget", type=int, default=10, metavar="N", help="real runs to make")
+    e.add_argument("--out", metavar="DIR", help="the session's folder (default: "
+                   "out/explore-<version>); a session on a folder used before goes on from it")
+    e.add_argument("--runs", action="append", default=[], metavar="FOLDER", dest="seen",
+                   help="runs (a campaign's --out) whose classes count as witnessed already")
+    e.add_argument("--brokers", type=int, choices=[1, 3], default=1)
+    e.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N")
+    e.add_argument("--walks", type=int, default=cov.WALKS, metavar="N")
+    e.add_argument("--max-nodes", type=int, default=None, metavar="N")
+    e.add_argument("--json", action="store_true")
 
 
 def main(args) -> int:
-    return {"reproduce": reproduce, "coverage": coverage}[args.real_command](args)
+    return {"reproduce": reproduce, "coverage": coverage,
+            "explore": explore}[args.real_command](args)
 
 
 def _log(args):
@@ -210,3 +234,82 @@ def _config_name(cfg) -> str:
     d = shape(cfg)
     faults = {k: v for k, v in (d.get("faults") or {}).items() if v}
     return f"config (cluster {d.get('cluster')}, faults {faults})"
+
+
+# --- real explore ----------------------------------------------------------------------------
+
+def explore(args) -> int:
+    """``real explore``: the directed loop (``kafka_mc.explorers.guided.explore``); exit 0, 16
+    when a run conforms to no behaviour of the model, 130/143 when stopped (what was witnessed
+    kept in OUT/explore.json)."""
+    from kafka_mc.explorers.conformance import MAX_NODES
+    from kafka_mc.explorers.guided import explore as ex_
+    from kafka_mc.realkafka import releases, reproduce as repro
+    if args.budget < 0 or args.max_states < 1 or args.walks < 0:
+        raise real_cli.RealUsageError(f"--budget {args.budget} / --max-states {args.max_states} "
+                                      f"/ --walks {args.walks}: at least 0 / 1 / 0")
+    release = releases.release(args.kafka_version)
+    real_cli._java()
+    cfg = real_cli._load(args)
+    out = Path(args.out) if args.out else Path("out") / f"explore-{release.version}"
+    if out.exists() and not out.is_dir():
+        raise real_cli.RealUsageError(f"--out {str(out)[:200]}: not a folder")
+    log = _log(args)
+    model_cfg = cfg.with_values(**{"protocol.version": release.preset, "check.symmetry": False})
+    model = registry.bind(model_cfg)
+    require(model, "observations", "kafka-mc real explore (its coverage classes)")
+    reached = cov.cached_reach(model, model_cfg, args.max_states, log, args.walks)
+    drivable = cov.cached_reach(model, model_cfg, args.max_states, log, args.walks,
+                                allowed=cov.Allowed(
+                                    f"reproduce {sorted(repro.SUPPORTED)} brokers "
+                                    f"{args.brokers}", lambda a: repro.drivable(
+                                        model.itf_encode_action(a), args.brokers)))
+    session = ex_.Exploration(release.version, release.preset, dict(reached.classes),
+                              {c: p for c, p in drivable.classes.items()
+                               if c in reached.classes})
+    session.attempts, session.runs = ex_.resumed(out)
+    for folder in [f for p in args.seen for f in find_runs([p])] + \
+            (_below(out, 3) if out.is_dir() else []):
+        _count(session, folder, cfg, release, args)
+
+    def run(trace_file: Path, folder: Path) -> str:
+        try:
+            loaded = repro.load(str(trace_file), counterexample=False)
+            result = repro.run_path(loaded, release, folder, lambda s: None, args.brokers)
+        except repro.ReproduceError as e:
+            raise ex_.CannotDrive(str(e).split(": ", 1)[-1]) from None
+        except tuple(real_cli.usage_errors()) + (OSError, TimeoutError) as e:
+            raise ex_.HarnessError(f"{type(e).__name__}: {str(e)[:200]}") from None
+        d = result.divergence
+        return f"left the path at step {d['step']} {d['action']}: {d['what']}" if d else ""
+
+    log(f"Kafka {release.version} (preset {release.preset}): {len(session.reached)} classes "
+        f"reached by the model, {sum(1 for c in session.reached if session.witnessed.get(c))} "
+        f"witnessed; directed runs, budget {args.budget} ...")
+    try:
+        ex_.explore(session, model, model_cfg, release, args.budget, out, run, log,
+                    args.max_nodes or MAX_NODES, args.brokers)
+    except KeyboardInterrupt:
+        _explored(session, args)
+        raise
+    return _explored(session, args)
+
+
+def _count(session, folder: Path, cfg, release, args) -> None:
+    """A run folder's classes counted as witnessed (of the session's config and release)."""
+    r, run_cfg, _ = runs.recorded(folder)
+    if r.version != release.version or shape(run_cfg) != shape(cfg):
+        raise real_cli.RealUsageError(f"{str(folder)[:200]}: a run of another release or "
+                                      f"config than this session's (Kafka {r.version})")
+    done = cov.run_classes(folder, r, run_cfg, args.max_nodes)
+    for c in done.classes:
+        session.witnessed[c] = session.witnessed.get(c, 0) + 1
+
+
+def _explored(session, args) -> int:
+    from kafka_mc.explorers.guided import explore as ex_
+    if args.json:
+        print(json.dumps(session.to_dict(), indent=1))
+    else:
+        print("\n".join(ex_.table(session)))
+    return 16 if any(a.outcome == "diverged" for a in session.attempts) else 0

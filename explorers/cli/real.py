@@ -1,6 +1,8 @@
-"""``kafka-mc real``: real Apache Kafka (``realkafka``), and ``real conform``, which holds real
-runs against the model with the trace validator (``kafka_mc.explorers.conformance``): the one command of
-the group that needs an explorer, so it lives here, above both.
+"""``kafka-mc real``: real Apache Kafka (``realkafka``), and the commands of the group that need an
+explorer, so they live here, above both: ``real conform``, which holds real runs against the
+model with the trace validator (``kafka_mc.explorers.conformance``), and model-guided testing
+(``kafka_mc.explorers.cli.guided``: ``real reproduce``'s verdict, ``real coverage``, ``real
+explore``).
 
     kafka-mc real conform [CONFIG] --version V [--runs N] [--seed S] [--out DIR] [--json]
     kafka-mc real conform --run DIR [--json]

@@ -30,7 +30,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, NamedTuple
 
 from kafka_mc.model.core import fingerprint
 from kafka_mc.model.observations import observations_of
@@ -80,12 +80,23 @@ def step_classes(model, s, a, t) -> tuple[str, ...]:
     return tuple(model.coverage(s, a, t))
 
 
+class Allowed(NamedTuple):
+    """The steps a search may take (``test(action)``), named for the cache (``key``): a
+    directed run's harness drives only some."""
+
+    key: str
+    test: Callable[[tuple], bool]
+
+
 def reach(model, max_states: int = MAX_STATES, walks: int = WALKS, seed: int = 0,
-          max_depth: int = WALK_DEPTH) -> Reach:
+          max_depth: int = WALK_DEPTH, allowed: Allowed | None = None) -> Reach:
     """The breadth-first search of the module's docstring, then (when it was cut) ``walks``
-    seeded random walks."""
+    seeded random walks. With ``allowed`` only the steps it allows are taken: the classes
+    reachable by them alone."""
     started = time.perf_counter()
     skip = unwitnessable(model)
+    if allowed is not None:
+        model = _Only(model, allowed)
     view, successors, bounded = model.view, model.successors, model.within_bounds
     machines = model.machines()
     parents: dict[int, tuple] = {}        # fingerprint -> (parent's, successor index)
@@ -105,6 +116,8 @@ def reach(model, max_states: int = MAX_STATES, walks: int = WALKS, seed: int = 0
             if not bounded(s):
                 continue
             for j, (a, t) in enumerate(successors(s)):
+                if a is _SKIPPED:
+                    continue
                 transitions += 1
                 if a[0] not in skip:
                     for c in model.coverage(s, a, t):
@@ -126,6 +139,24 @@ def reach(model, max_states: int = MAX_STATES, walks: int = WALKS, seed: int = 0
                  walks=0 if exhaustive else walks)
 
 
+class _Only:
+    """``model`` whose successors are only those ``allowed``, each with its index in the
+    model's own successors (so a path of indices walks the model itself)."""
+
+    def __init__(self, model, allowed: Allowed):
+        self.model, self.allowed = model, allowed
+        self.view, self.within_bounds = model.view, model.within_bounds
+        self.init_states, self.machines, self.coverage = \
+            model.init_states, model.machines, model.coverage
+
+    def successors(self, s) -> list:
+        test = self.allowed.test
+        return [(a, t) if test(a) else (_SKIPPED, None) for a, t in self.model.successors(s)]
+
+
+_SKIPPED = ("(not allowed)",)
+
+
 def _walks(model, classes: dict, edges: dict, skip, walks: int, seed: int,
            max_depth: int) -> int:
     """Seeded random walks from the initial states (each step uniform among the enabled
@@ -143,9 +174,12 @@ def _walks(model, classes: dict, edges: dict, skip, walks: int, seed: int,
             if not model.within_bounds(s):
                 break
             succ = model.successors(s)
-            if not succ:
+            taken = [j for j, (a, _) in enumerate(succ) if a is not _SKIPPED]
+            if not taken:
                 break
             for j, (a, t) in enumerate(succ):
+                if a is _SKIPPED:
+                    continue
                 transitions += 1
                 if a[0] in skip:
                     continue
@@ -154,7 +188,7 @@ def _walks(model, classes: dict, edges: dict, skip, walks: int, seed: int,
                         classes[c] = tuple(path) + (j,)
                 for m in machines:
                     edges[m.name].update(m.taken(s, a, t))
-            j = rng.randrange(len(succ))
+            j = taken[rng.randrange(len(taken))]
             path.append(j)
             s = succ[j][1]
     return transitions
@@ -204,12 +238,14 @@ def _source_digest(model) -> str:
     return h.hexdigest()[:16]
 
 
-def cached_reach(model, cfg, max_states: int = MAX_STATES, log=None, walks: int = WALKS
-                 ) -> Reach:
+def cached_reach(model, cfg, max_states: int = MAX_STATES, log=None, walks: int = WALKS,
+                 allowed: Allowed | None = None) -> Reach:
     """``reach`` from the cache when it holds this model source, config and bounds; else
     computed and cached (written atomically; a cache that cannot be written is skipped)."""
     key = hashlib.sha256(json.dumps([CACHE_VERSION, model.name, _source_digest(model),
-                                     cfg.to_dict(), max_states, walks], sort_keys=True,
+                                     cfg.to_dict(), max_states, walks,
+                                     allowed.key if allowed is not None else None],
+                                    sort_keys=True,
                                     default=str).encode()).hexdigest()[:24]
     path = cache_dir() / f"{key}.json"
     try:
@@ -218,7 +254,7 @@ def cached_reach(model, cfg, max_states: int = MAX_STATES, log=None, walks: int 
         pass
     if log is not None:
         log(f"  the model's classes on this config (a search to {max_states:,} states) ...")
-    r = reach(model, max_states, walks)
+    r = reach(model, max_states, walks, allowed=allowed)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
