@@ -14,7 +14,7 @@ sent (``sent``), which the anomaly checks read.
 | ReceiveProduceResponse | the ``send()`` future: acknowledged, or failed as the trace says |
 | ExpireBatch(p, k) | the ``send()`` fails with ``TimeoutException: Expiring 1 record(s)`` |
 | CompleteTransaction(p) | the commit or abort, with no partition added, returns without an EndTxn |
-| CrashProducer(p) | instance p closed at once and abandoned |
+| CrashProducer(p) | instance p abandoned by its application and left running, a zombie the trace may still drive |
 """
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ class Calls:
         self.expired: set[tuple] = set()             # ... of the batches expired
         self.outcomes: dict[tuple, str] = {}
         self.sent: dict[tuple, list[str]] = {}
+        self.crashed: set[int] = set()
 
     def warm_up(self, run_id: str) -> None:
         """The transaction log loaded by an ungated producer (else the trace's first
@@ -191,10 +192,13 @@ class Calls:
                 "error": f"{err.cls}: {str(err)[:120]}"}
 
     def crash(self, p: int) -> dict:
-        pr = self.producers.pop(p, None)
-        if pr is not None:
-            pr.start_close(timeout_s=0, immediate=True)
-        return {"mapped": f"instance p{p} closed at once and abandoned"}
+        """CrashProducer(p): the application abandons instance p and starts the next one; the
+        old instance lives on as the model's zombie does (its requests in flight still arrive,
+        gated where the trace orders them, and the trace may still drive its calls). A
+        crashed process's requests still on the wire are what makes a zombie: closing its
+        connections would lose them."""
+        self.crashed.add(p)
+        return {"mapped": f"instance p{p} abandoned by its application, left running (a zombie)"}
 
     def settle(self) -> None:
         """The calls still pending awaited: records sent and transactions' outcomes."""

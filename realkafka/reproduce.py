@@ -36,7 +36,7 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 | DuplicateRequest(msg) | the first copy stays held until its sender's request.timeout.ms closes the connection and the sender retries on a new connection (held too); the old copy is delivered when the trace handles it ``disconnected`` |
 | DelayRequest(msg) | nothing: the request stays held until the trace handles it |
 | LoseRequest(msg) / LoseResponse(msg) | the held frame's connection is closed (the frame dropped): the sender retries |
-| CrashProducer(p) | instance p is closed at once and abandoned; the next instance of its transactional.id starts at its InitTransactions |
+| CrashProducer(p) | instance p is abandoned by its application and left running (the model's zombie: its requests in flight still arrive, gated as the trace orders them, and the trace may still drive it); the next instance of its transactional.id starts at its InitTransactions |
 | ElectCoordinator | the coordinator's broker restarted (clean shutdown) |
 | PartitionOffline(k) | (``--brokers 3``; every partition then placed on a broker other than the coordinator's) partition k's only replica's broker killed and kept down until the controller fenced it: the partition's leader is -1 (NO_LEADER) |
 | ElectLeader(k) | that broker started again and elected partition k's leader (waited for); a broker still down when the trace ends is started before the evidence is read |
@@ -50,7 +50,8 @@ satisfied by nothing to do (their effect is waited for at the next CommitTxnLogA
 coordinator's state); producer epochs differ (TV2 bumps at every EndTxn) and are not compared.
 
 What cannot be forced: the broker's own timers (the marker channel's request.timeout.ms that
-makes a duplicate: 4 s here, BROKER_SETTINGS; transaction.timeout.ms), the real client's own
+makes a duplicate: 4 s here where the trace has a fault of a marker, else 60 s: BROKER_SETTINGS,
+``broker_settings``; transaction.timeout.ms), the real client's own
 order of Produce and transactional requests on one connection (a held frame holds every later
 frame of its connection: a trace that needs them reordered on one connection waits and is
 reported diverged), the leader's verification (not held), and the batching of one broker's
@@ -146,6 +147,24 @@ BROKER_SETTINGS = {
     "transaction.max.timeout.ms": "600000",
     "request.timeout.ms": str(BROKER_REQUEST_TIMEOUT_MS),   # the marker channel's: a duplicate
 }
+# A trace whose markers no fault times out: the marker channel's request.timeout.ms long, so that
+# a WriteTxnMarkers the trace holds over many steps is not resent on a new connection (a
+# duplicate the trace has not)
+QUIET_BROKER_REQUEST_TIMEOUT_MS = 60000
+
+
+def broker_settings(actions) -> dict:
+    """BROKER_SETTINGS, with the marker channel's request timeout short (a duplicate, a lost
+    marker or answer is its resend) only where the trace has such a fault of WriteTxnMarkers."""
+    def marker_fault(a):
+        m = a[1] if len(a) > 1 and isinstance(a[1], dict) else {}
+        return a[0] in ("DuplicateRequest", "LoseRequest", "LoseResponse") \
+            and str(m.get("rpc", "")).startswith("WriteTxnMarkers")
+    if any(marker_fault(a) for a in actions):
+        return dict(BROKER_SETTINGS)
+    return {**BROKER_SETTINGS, "request.timeout.ms": str(QUIET_BROKER_REQUEST_TIMEOUT_MS)}
+
+
 ONE_COPY = {   # one copy of everything: a three-broker run is for separate leaders, not replication
     "default.replication.factor": "1", "min.insync.replicas": "1",
     "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
@@ -545,7 +564,7 @@ class _Run:
         with open(out / "steps.jsonl", "w") as self.steps_file, \
                 Proxy(out / "events.jsonl") as self.proxy, \
                 Cluster(self.release, brokers=self.brokers, proxy=self.proxy,
-                        settings={**BROKER_SETTINGS, **ONE_COPY}) as self.cluster, \
+                        settings={**broker_settings(self.t.actions), **ONE_COPY}) as self.cluster, \
                 Driver(self.release, self.cluster.bootstrap, history_path=out / "history.jsonl",
                        origin_ns=self.proxy.origin_ns) as self.driver:
             self.admin = self.driver.admin()

@@ -242,7 +242,6 @@ def explore(args) -> int:
     """``real explore``: the directed loop (``kafka_mc.explorers.guided.explore``); exit 0, 16
     when a run conforms to no behaviour of the model, 130/143 when stopped (what was witnessed
     kept in OUT/explore.json)."""
-    from kafka_mc.explorers.conformance import MAX_NODES
     from kafka_mc.explorers.guided import explore as ex_
     from kafka_mc.realkafka import releases, reproduce as repro
     if args.budget < 0 or args.max_states < 1 or args.walks < 0:
@@ -288,7 +287,7 @@ def explore(args) -> int:
         f"witnessed; directed runs, budget {args.budget} ...")
     try:
         ex_.explore(session, model, model_cfg, release, args.budget, out, run, log,
-                    args.max_nodes or MAX_NODES, args.brokers)
+                    args.max_nodes or ex_.MAX_NODES, args.brokers)
     except KeyboardInterrupt:
         _explored(session, args)
         raise

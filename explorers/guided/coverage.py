@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple
 from kafka_mc.model.core import fingerprint
 from kafka_mc.model.observations import observations_of
 
-MAX_STATES = 200_000
+MAX_STATES = 100_000
 WALKS = 2_000          # random walks after a bounded search, for the classes it did not reach
 WALK_DEPTH = 400
 CACHE_VERSION = 2

@@ -35,10 +35,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafka_mc.explorers.conformance import MAX_NODES, Fold, validate, write_trace
+from kafka_mc.explorers.conformance import Fold, validate, write_trace
 from kafka_mc.explorers.guided import coverage as cov, runs
 
 OUTCOMES = ("witnessed", "missed", "diverged", "undecided", "cannot-drive", "harness-error")
+MAX_NODES = 100_000   # per search of a run's judgement (three at most): a run of a short path
 
 
 @dataclass
