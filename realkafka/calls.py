@@ -141,9 +141,16 @@ class Calls:
                                       f"{str(err)[:160]}); the trace has it succeed")
         return err
 
-    def answered(self, api: str, p: int, ok: bool) -> None:
+    def answered(self, api: str, p: int, ok: bool, after: dict | None = None) -> None:
         """InitProducerId / EndTxn answered (released): the client's call returns as the trace
-        says; an EndTxn's outcome is what the application was told."""
+        says; an EndTxn's outcome is what the application was told. An error the client retries
+        (the trace's client sends the request again: CONCURRENT_TRANSACTIONS) returns nothing:
+        its call is not awaited (its retry, held at the proxy, must not outwait the client's
+        request.timeout.ms, or the client resends it on a new connection, a duplicate the trace
+        has not)."""
+        if not ok and after is not None and \
+                after["producers"][p].get("in_flight_request") == api:
+            return
         if api == "InitProducerId":
             self.wait(("init", p), ok, "initTransactions()")
         elif api == "EndTxn":

@@ -443,7 +443,7 @@ class _Run:
                            f"the {rpc} response")
             holds.check_error(msg, h.event)
             done["released"] = holds.release(h)["seq"]
-            self.calls.answered(rpc, msg["producer"], msg.get("error") == "NONE")
+            self.calls.answered(rpc, msg["producer"], msg.get("error") == "NONE", after)
         elif name == "CommitTxnLogAppend":
             done.update(self._log_append(action[1], before, after))
         elif name == "SendProduce":
