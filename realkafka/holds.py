@@ -4,7 +4,10 @@ DuplicateRequest's old copy), dropped (a loss) or awaited (its answer: the broke
 
 Gates: ``Fault(HOLD, count=None)`` on every request and response of the transactional APIs
 (``CLIENT_APIS``) on the clients' listener and of WriteTxnMarkers on the inter-broker one, and,
-where the trace orders the client's Produce (``gate_produce``), on Produce requests. A frame is
+where the trace orders the client's Produce (``gate_produce``), on Produce requests; for a
+directed run (``gate_verification``) on the leaders' verifications too (AddPartitionsToTxn v4+
+on the inter-broker listener), released at the trace's HandleVerifyAddPartition and answered at
+its HandleVerifyAddPartitionResponse. A frame is
 named by its API, direction, client.id (``t<tid>.i<instance>``) and the partitions it carries;
 one broker's markers to several partitions share one WriteTxnMarkers request (``delivered``:
 released at the first step that delivers one of them, the others find it delivered)."""
@@ -71,6 +74,28 @@ def produce_parts(event: dict) -> set[int]:
             for pd in t.get("partition_data") or ()}
 
 
+def verify_parts(event: dict, topic: str) -> list[int]:
+    """The partitions of a leader's verification (AddPartitionsToTxn v4+ on the inter-broker
+    listener), request or response."""
+    fields = event.get("fields") or {}
+    out = []
+    for t in fields.get("transactions") or ():
+        for tp in t.get("topics") or ():
+            if tp.get("name") in (None, topic):
+                out += list(tp.get("partitions") or ())
+    for t in fields.get("results_by_transaction") or ():
+        for tr in t.get("topic_results") or ():
+            if tr.get("name") in (None, topic):
+                out += [p.get("partition_index") for p in tr.get("results_by_partition") or ()]
+    return out
+
+
+def _verification(h, direction: str) -> bool:
+    e = h.event
+    return e["api"] == "AddPartitionsToTxn" and e["direction"] == direction \
+        and str(e.get("endpoint", "")).endswith("/INTERNAL")
+
+
 def log_length(state: dict, k: int) -> int:
     """The length of partition k's log in a trace state."""
     try:
@@ -89,11 +114,20 @@ class Holds:
         self.seen_produce: set[tuple] = set()
         self.send_mark: dict[tuple, int] = {}      # (p, k) -> proxy events before its send()
         self.produce_seen: dict[tuple, dict] = {}  # (p, k) -> the Produce SendProduce took
+        self.verified: list[dict] = []             # released verifications: parts left
         self.stale_answer = None
 
     # -- the gates
-    def gate(self, gate_produce: bool) -> list:
-        """Every client and broker API held by the proxy; returns the gates."""
+    def gate(self, gate_produce: bool, gate_verification: bool = False) -> list:
+        """Every client and broker API held by the proxy (with ``gate_verification`` the
+        leaders' verifications too); returns the gates."""
+        from kafka_mc.realkafka.proxy import HOLD, Fault
+        gates = [self.proxy.add_fault(Fault(HOLD, "AddPartitionsToTxn", d,
+                                            endpoint="broker-*/INTERNAL", count=None))
+                 for d in ("request", "response")] if gate_verification else []
+        return gates + self._gate(gate_produce)
+
+    def _gate(self, gate_produce: bool) -> list:
         from kafka_mc.realkafka.proxy import HOLD, Fault
         gates = [self.proxy.add_fault(Fault(HOLD, api, d, endpoint="broker-*/CLIENT",
                                             count=None))
@@ -301,6 +335,50 @@ class Holds:
         answered = self.answered(request)
         return {"appended": f"answered #{answered}" if answered is not None else
                 f"no answer to Produce #{request['seq']} within {APPEND_WAIT_S:g} s"}
+
+    def handle_verification(self, msg: dict) -> dict:
+        """HandleVerifyAddPartition (verifications gated): the leader's AddPartitionsToTxn
+        carrying the partition released to the coordinator (one request may carry several)."""
+        k = msg.get("partition")
+        for d in self.verified:
+            if k in d["left"]:
+                d["left"].discard(k)
+                return {"delivered_with": d["seq"]}
+        h = self.held(lambda h: _verification(h, "request") and k in verify_parts(h.event,
+                                                                                   self.topic),
+                      f"the leader's verification of partition {k}")
+        parts = set(verify_parts(h.event, self.topic))
+        self.verified.append({"left": parts - {k}, "seq": h.event["seq"],
+                              "conn": h.event["conn"], "corr": h.event["correlation_id"],
+                              "answer_left": set(parts)})
+        return {"released": self.release(h)["seq"]}
+
+    def verification_response(self, msg: dict) -> dict:
+        """HandleVerifyAddPartitionResponse (verifications gated): the coordinator's answer to
+        the partition's verification, checked and released to the leader."""
+        k = msg.get("partition")
+        for d in self.verified:
+            if k in d["answer_left"] and d.get("answered"):
+                d["answer_left"].discard(k)
+                return {"answered_with": d["answered"]}
+        ds = [d for d in self.verified if k in d["answer_left"]]
+        if not ds:
+            raise self.where.diverged(f"no verification of partition {k} was delivered before "
+                                      "its answer")
+        d = ds[-1]
+        h = self.held(lambda h: _verification(h, "response") and h.event["conn"] == d["conn"]
+                      and h.event["correlation_id"] == d["corr"], "the verification's answer")
+        self.check_error(msg, h.event)
+        d["answered"] = self.release(h)["seq"]
+        d["answer_left"].discard(k)
+        return {"released": d["answered"]}
+
+    def verification_answer_held(self, k: int) -> dict:
+        """A log append that answers a verification (TV2's implicit add): its answer held."""
+        h = self.held(lambda h: _verification(h, "response") and k in verify_parts(h.event,
+                                                                                    self.topic),
+                      f"the coordinator's answer to the verification of partition {k}")
+        return {"answer_held": h.event["seq"]}
 
     def duplicate(self, msg: dict) -> dict:
         """DuplicateRequest: the first copy stays held until its sender's request timeout

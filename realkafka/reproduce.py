@@ -349,8 +349,11 @@ class _Run:
     """One trace on a fresh cluster: each step mapped onto the proxy's holds (``Holds``), the
     client calls (``Calls``) or the cluster itself (failovers, partitions offline)."""
 
-    def __init__(self, loaded: Loaded, release: Release, out: Path, log, brokers: int = 1):
+    def __init__(self, loaded: Loaded, release: Release, out: Path, log, brokers: int = 1,
+                 gate_verification: bool = False):
         self.brokers = brokers
+        # the leaders' verifications held too (a directed run: its path orders them)
+        self.gate_verification = gate_verification
         self.t, self.loaded, self.release, self.out, self.log = \
             loaded.trace, loaded, release, out, log
         self.tv2 = release.transaction_version >= 2
@@ -450,6 +453,11 @@ class _Run:
             done.update(holds.seen_produce_request(action[1], action[2]))
         elif name == "HandleProduce" and self.gate_produce:
             done.update(holds.handle_produce(action[1]))
+        elif name == "HandleVerifyAddPartition" and self.gate_verification:
+            done.update(holds.handle_verification(action[1]))
+        elif name == "HandleVerifyAddPartitionResponse" and self.gate_verification:
+            done.update(holds.verification_response(action[1]))
+            done.update(holds.appended_unforced(action[1], before, after))
         elif name in ("HandleProduce", "HandleVerifyAddPartition",
                       "HandleVerifyAddPartitionResponse"):
             done["mapped"] = "not gated: the leader handles it unforced"
@@ -526,7 +534,11 @@ class _Run:
         new_markers = [m for m in after["network"] if m.get("rpc") == "WriteTxnMarkers"
                        and m not in before["network"]]
         rpc = reply.get("rpc") if reply else None
-        if isinstance(rpc, str) and rpc.endswith("Response") and reply.get("producer", -1) >= 0:
+        request = reply.get("request") if reply else None
+        if rpc == "VerifyAddPartitionResponse" and self.gate_verification \
+                and isinstance(request, dict):
+            done.update(holds.verification_answer_held(request.get("partition")))
+        elif isinstance(rpc, str) and rpc.endswith("Response") and reply.get("producer", -1) >= 0:
             api = reply["rpc"][:-8]
             if not (api == "AddPartitionsToTxn" and self.tv2):
                 h = holds.held(holds.client_frame(reply["producer"], api, "response"),
@@ -573,7 +585,7 @@ class _Run:
                                self.holds, self.gate_produce, self.expiring)
             self._create_topic()
             self.calls.warm_up(self.run_id)
-            gates = self.holds.gate(self.gate_produce)
+            gates = self.holds.gate(self.gate_produce, self.gate_verification)
             self.log(f"Kafka {self.release.version}: {len(steps)} steps of "
                      f"{self.loaded.path} ({self.loaded.property})")
             ran, divergence = self._play(steps)
@@ -667,11 +679,13 @@ def reproduce(path: str, version: str | None = None, out: Path | None = None,
 
 
 def run_path(loaded: Loaded, release: Release, out: Path, log=lambda s: None,
-             brokers: int = 1) -> Result:
+             brokers: int = 1, gate_verification: bool = False) -> Result:
     """A loaded trace (a counterexample, or a directed run's path: ``load(...,
-    counterexample=False)``) run on ``release``; ``ReproduceError`` for one it cannot run."""
+    counterexample=False)``) run on ``release`` (``gate_verification``: the leaders'
+    verifications held until the trace delivers them); ``ReproduceError`` for one it cannot
+    run."""
     _needs_three(loaded, loaded.path, brokers)
-    return _Run(loaded, release, out, log, brokers).run()
+    return _Run(loaded, release, out, log, brokers, gate_verification).run()
 
 
 def summary(result: Result) -> str:

@@ -274,7 +274,8 @@ def explore(args) -> int:
     def run(trace_file: Path, folder: Path) -> str:
         try:
             loaded = repro.load(str(trace_file), counterexample=False)
-            result = repro.run_path(loaded, release, folder, lambda s: None, args.brokers)
+            result = repro.run_path(loaded, release, folder, lambda s: None, args.brokers,
+                                    gate_verification=True)
         except repro.ReproduceError as e:
             raise ex_.CannotDrive(str(e).split(": ", 1)[-1]) from None
         except tuple(real_cli.usage_errors()) + (OSError, TimeoutError) as e:
