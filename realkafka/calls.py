@@ -40,6 +40,24 @@ CLIENT_SETTINGS = {
 EXPIRE_TIMEOUT_MS = 4000
 EXPIRING_CLIENT_SETTINGS = {**CLIENT_SETTINGS, "request.timeout.ms": str(EXPIRE_TIMEOUT_MS),
                             "delivery.timeout.ms": str(EXPIRE_TIMEOUT_MS)}
+# A trace with no fault of a client's request: request.timeout.ms longer than a step's longest
+# wait (a divergence's), so that a request the trace holds is never resent on a new connection
+QUIET_CLIENT_REQUEST_TIMEOUT_MS = 60000
+
+
+def client_settings(actions, expiring: bool) -> dict:
+    """The producers' settings: EXPIRING_CLIENT_SETTINGS for a trace with ExpireBatch,
+    CLIENT_SETTINGS (a 15 s request timeout: a duplicate, a loss is the client's resend) for one
+    with a fault of a client's request, else a request timeout of 60 s."""
+    if expiring:
+        return dict(EXPIRING_CLIENT_SETTINGS)
+    client_fault = any(a[0] in ("DuplicateRequest", "LoseRequest", "LoseResponse", "DelayRequest")
+                       and not str((a[1] if len(a) > 1 and isinstance(a[1], dict) else {})
+                                   .get("rpc", "")).startswith(("WriteTxnMarkers",
+                                                                "VerifyAddPartition"))
+                       for a in actions)
+    return dict(CLIENT_SETTINGS) if client_fault else {
+        **CLIENT_SETTINGS, "request.timeout.ms": str(QUIET_CLIENT_REQUEST_TIMEOUT_MS)}
 CLIENT_OPS = {"InitTransactions", "BeginTransaction", "Send", "CommitTransaction",
               "AbortTransaction"}
 
@@ -49,10 +67,11 @@ class Calls:
 
     def __init__(self, driver, topic: str, client: Callable[[int], str],
                  tid_name: Callable[[int], str], where: Where, holds: Holds,
-                 gate_produce: bool, expiring: bool):
+                 async_sends: bool, settings: dict):
         self.driver, self.topic, self.client, self.tid_name = driver, topic, client, tid_name
         self.where, self.holds = where, holds
-        self.gate_produce, self.expiring = gate_produce, expiring
+        # where the trace orders the Produce (or its verification): send(record, callback)
+        self.async_sends, self.settings = async_sends, settings
         self.producers: dict[int, Any] = {}
         self.ops: dict[tuple, Any] = {}          # ("init"|"end", p) / ("send", p, txn, n)
         self.send_ident: dict[tuple, tuple] = {}
@@ -78,8 +97,7 @@ class Calls:
             pr = after["producers"][p]
             if p not in self.producers:
                 self.producers[p] = self.driver.producer(
-                    self.client(p), self.tid_name(pr["tid"]),
-                    **(EXPIRING_CLIENT_SETTINGS if self.expiring else CLIENT_SETTINGS))
+                    self.client(p), self.tid_name(pr["tid"]), **self.settings)
             self.ops[("init", p)] = self.producers[p].start_init_transactions()
         elif name == "BeginTransaction":
             self.producers[action[1]].begin_transaction(timeout=STEP_TIMEOUT_S)
@@ -109,7 +127,7 @@ class Calls:
         # its own Produce (one request per record, released as the trace has them; async sends
         # to two partitions of a broker share one)
         producer = self.producers[p]
-        start = producer.send_async if self.gate_produce else producer.start_send
+        start = producer.send_async if self.async_sends else producer.start_send
         key = ("send", p, pr["txn"], n)
         self.ops[key] = start(self.topic, k, value, value)
         self.send_ident[key] = (ident, value)
@@ -119,14 +137,14 @@ class Calls:
         return value
 
     def entered(self, op) -> None:
-        """Where the trace orders its Produce (``gate_produce``): a client call started, not
+        """Where the trace orders its Produce (``async_sends``): a client call started, not
         awaited, has entered the client's method (the driver's invoke) and had ENTER_S to do
         what it does at once (send() appends to the accumulator, abortTransaction() moves to
         ABORTING), so that the trace's next step (an answer released) meets the client in the
         state the trace has it in. (Elsewhere sends block, and a call queued behind one is
         entered only once it is answered: not awaited, as before.)"""
         invoked = getattr(op, "invoked", None)
-        if self.gate_produce and invoked is not None and invoked.wait(STEP_TIMEOUT_S):
+        if self.async_sends and invoked is not None and invoked.wait(STEP_TIMEOUT_S):
             time.sleep(ENTER_S)
 
     def wait(self, key, ok: bool, what: str):

@@ -134,7 +134,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_mc.realkafka import evidence as ev, releases
-from kafka_mc.realkafka.calls import CLIENT_OPS, Calls
+from kafka_mc.realkafka.calls import CLIENT_OPS, Calls, client_settings
 from kafka_mc.realkafka.evidence import (EXIT_DIVERGED, EXIT_NOT_REPRODUCED,  # noqa: F401
                                          EXIT_REPRODUCED, LASSO_BOUND_S, conform_folder)
 from kafka_mc.realkafka.holds import (BROKER_REQUEST_TIMEOUT_MS, CLIENT_APIS,  # noqa: F401
@@ -582,7 +582,8 @@ class _Run:
             self.admin = self.driver.admin()
             self.holds = Holds(self.proxy, self.topic, self.client, self.where)
             self.calls = Calls(self.driver, self.topic, self.client, self.tid_name, self.where,
-                               self.holds, self.gate_produce, self.expiring)
+                               self.holds, self.gate_produce or self.gate_verification,
+                               client_settings(self.t.actions, self.expiring))
             self._create_topic()
             self.calls.warm_up(self.run_id)
             gates = self.holds.gate(self.gate_produce, self.gate_verification)
