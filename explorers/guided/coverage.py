@@ -294,7 +294,8 @@ def behaviour_classes(model, states, actions, skip=frozenset()) -> tuple[frozens
 
 def run_classes(folder: Path, release, cfg, max_nodes: int | None = None) -> RunClasses:
     """The classes of the run folder's behaviour: ``behaviour.itf.json`` replayed when ``real
-    conform`` left one (and ``conformance.json`` says it conforms), else the run validated."""
+    conform`` left one (and ``conformance.json`` says it conforms), else the run validated
+    (again: a run that did not conform then may now, the model fixed)."""
     from kafka_mc.explorers.guided import runs
     from kafka_mc.traces import replay as replays
     from kafka_mc.traces import trace as traces
@@ -306,8 +307,7 @@ def run_classes(folder: Path, release, cfg, max_nodes: int | None = None) -> Run
             recorded = json.loads(verdict_file.read_text()).get("verdict")
         except (OSError, ValueError, AttributeError):
             recorded = None
-        if recorded in ("diverges", "unknown"):
-            return RunClasses(str(folder), release.version, seed, recorded, source="conformance.json")
+        # a run that did not conform is validated again (the model may have been fixed since)
         if recorded == "conforms" and behaviour.is_file():
             try:
                 model, states, actions = replays.execute(traces.read(behaviour))
