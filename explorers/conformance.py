@@ -22,6 +22,12 @@ step taken too late: a transaction-log append completing after, not before, the 
 found out before other streams run far ahead; when a search fails and the window cut a step, it
 is repeated with a window 4 times wider, so nothing is lost: the last search is exhaustive.
 
+A search may also carry a ``Fold``: a value computed along each behaviour (whether it has
+violated a property so far, say), kept in the nodes, and a behaviour is accepted only when its
+value is; so "is there a conforming behaviour that violates P?" and "is there one that does not?"
+are two searches, each exhaustive when it finds none (``kafka_mc.explorers.guided.verdict``
+judges a reproduction with them).
+
 The result is ``conforms`` (with the model's behaviour, which ``write_trace`` writes as an ITF
 trace that ``kafka-mc replay`` and ``explore`` open), ``diverges`` (a ``Divergence``: the most
 events any behaviour of the model explains, the earliest event pending there, the actions
@@ -45,7 +51,7 @@ import heapq
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 from kafka_mc.model.core import Expectation, fingerprint
 from kafka_mc.model.observations import Observation, Observations, observations_of
@@ -96,6 +102,21 @@ class Divergence:
             lines.append("  other streams wait at: " + ", ".join(others))
         lines.append("  enabled there: " + (", ".join(self.enabled) or "nothing"))
         return lines
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A value folded along a behaviour, kept in the search's nodes (two paths to one state and
+    positions with different values are two nodes): ``start(s)`` at an initial state,
+    ``step(v, s, a, t)`` at every step, silent or observed. A behaviour that consumes the whole
+    run is accepted only when ``accept(v)``; a node with ``dead(v)`` is not expanded (no
+    extension of it can be accepted). Keep the values few (a flag, not a step number): each
+    multiplies the nodes."""
+
+    start: Callable[[Any], Hashable]
+    step: Callable[[Hashable, Any, tuple, Any], Hashable]
+    accept: Callable[[Hashable], bool]
+    dead: Callable[[Hashable], bool] = lambda v: False
 
 
 @dataclass(frozen=True)
@@ -171,8 +192,10 @@ def _items(events: Sequence[Mapping], obs: Observations):
 
 
 def validate(model, events: Sequence[Mapping], *, observations: Observations | None = None,
-             max_nodes: int = MAX_NODES) -> Conformance:
-    """Search ``model`` for a behaviour the run ``events`` is a recording of."""
+             max_nodes: int = MAX_NODES, fold: Fold | None = None) -> Conformance:
+    """Search ``model`` for a behaviour the run ``events`` is a recording of (with ``fold``: one
+    whose folded value is accepted; ``diverges`` then says no behaviour with such a value
+    explains the run, though others may)."""
     started = time.perf_counter()
     if model.symmetric:
         raise ValueError("validate a model bound without [check] symmetry: a run names its "
@@ -190,14 +213,9 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
     # End-state observations that can tell early that a state will never meet them
     ends = tuple(o for _, o in items if o.at_end and o.viable is not None)
     viable = tuple(o.viable for o in ends)
-    silent_cache: dict[str, bool] = {}
     skipped = obs.skipped
-
-    def silent(name: str) -> bool:
-        v = silent_cache.get(name)
-        if v is None:
-            v = silent_cache[name] = bool(obs.silent(name))
-        return v
+    silent = _cached(obs.silent)
+    fold_start, fold_step, fold_accept, fold_dead = _fold_parts(fold)
 
     def _first(pos) -> int:
         """The run's index of the earliest event still pending (past the end: all consumed)."""
@@ -213,17 +231,20 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         tie = itertools.count()
         for s in model.init_states():
             pos = (0,) * len(streams)
-            k = (key_of(s), pos)
+            v = fold_start(s)
+            k = (key_of(s), pos) if fold is None else (key_of(s), pos, v)
             if k not in parents:
                 parents[k] = (None, None, -1)
-                heapq.heappush(heap, (-_first(pos), 0, 0, next(tie), s, pos, k))
+                heapq.heappush(heap, (-_first(pos), 0, 0, next(tie), s, pos, k, v))
         best, frontier, nodes, cut = -1, [], 0, False
         while heap and nodes < budget:
-            negfirst, negdone, depth, _, s, pos, k = heapq.heappop(heap)
+            negfirst, negdone, depth, _, s, pos, k, v = heapq.heappop(heap)
             nodes += 1
             done, first = -negdone, -negfirst
-            if done == total:
-                return k, parents, frontier, done, nodes, cut, bool(heap)
+            if done == total or (fold is not None and fold_dead(v)):
+                if done == total and (fold is None or fold_accept(v)):
+                    return k, parents, frontier, done, nodes, cut, bool(heap)
+                continue    # dead, or the run is over with a value the fold does not accept
             if done > best:
                 best, frontier = done, []
             if done == best and len(frontier) < FRONTIER:
@@ -236,19 +257,20 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
                 near = [(j, item) for j, item in near if not items[item][1].at_end]
 
             def push(t, j, via, item):
-                if viable and not all(v(t) for v in viable):
+                if viable and not all(ok(t) for ok in viable):
                     return          # the run's end state is out of its reach
                 if j < 0:
                     npos, nfirst = pos, first
                 else:
                     npos = pos[:j] + (pos[j] + 1,) + pos[j + 1:]
                     nfirst = _first(npos) if items[item][0] == first else first
-                nk = (key_of(t), npos)
+                nv = v if fold is None or via is None else fold_step(v, s, via, t)
+                nk = (key_of(t), npos) if fold is None else (key_of(t), npos, nv)
                 if nk in parents:
                     return
                 parents[nk] = (k, via, item)
                 heapq.heappush(heap, (-nfirst, negdone - (j >= 0), depth + (via is not None),
-                                      next(tie), t, npos, nk))
+                                      next(tie), t, npos, nk, nv))
 
             for j, item in near:
                 o = items[item][1]
@@ -276,18 +298,36 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
         if goal is not None or not cut or nodes >= max_nodes or window > len(events):
             break
         window *= 4
-    seconds = time.perf_counter() - started
     common = dict(records=len(events), observed=total, nodes=nodes, unseen=obs.unseen,
                   limit=max_nodes)
     if goal is not None:
         states, actions, steps = _behaviour(model, parents, goal, items)
         return Conformance("conforms", matched=total, seconds=time.perf_counter() - started,
                            states=states, actions=actions, steps=steps, **common)
-    verdict = "unknown" if left or (cut and window <= len(events)) else "diverges"
     divergence = _divergence(model, frontier, streams, lengths, items, skipped, silent, best,
                              ends) if frontier else None
-    return Conformance(verdict, matched=max(best, 0), seconds=seconds, divergence=divergence,
-                       **common)
+    return Conformance("unknown" if left or (cut and window <= len(events)) else "diverges",
+                       matched=max(best, 0), seconds=time.perf_counter() - started,
+                       divergence=divergence, **common)
+
+
+def _cached(silent):
+    """``silent(name)`` remembered per action name."""
+    cache: dict[str, bool] = {}
+
+    def cached(name: str) -> bool:
+        v = cache.get(name)
+        if v is None:
+            v = cache[name] = bool(silent(name))
+        return v
+    return cached
+
+
+def _fold_parts(fold: Fold | None) -> tuple:
+    """(start, step, accept, dead) of ``fold``; without one, a start of None and no others."""
+    if fold is None:
+        return (lambda s: None), None, None, None
+    return fold.start, fold.step, fold.accept, fold.dead
 
 
 def _behaviour(model, parents, goal, items):
@@ -407,27 +447,37 @@ def read_events(*files) -> list[dict]:
 
 
 def write_trace(result: Conformance, model, cfg, file, *, source: str = "kafka-mc",
-                run: Mapping[str, Any] | None = None) -> None:
+                run: Mapping[str, Any] | None = None, violated=None, upto: int | None = None
+                ) -> None:
     """The conforming behaviour as an ITF trace (``kafka-mc replay`` re-runs it, ``explore``
-    opens it). As ``explore`` writes a path: its property is the model's first invariant (replay
-    then says it holds), and its ``#meta`` ``conformance`` says which event each step was."""
-    behaviour(result, model, cfg, source=source, run=run).write(file, model)
+    opens it): ``behaviour``'s trace written."""
+    behaviour(result, model, cfg, source=source, run=run, violated=violated,
+              upto=upto).write(file, model)
 
 
 def behaviour(result: Conformance, model, cfg, *, source: str = "kafka-mc",
-              run: Mapping[str, Any] | None = None):
+              run: Mapping[str, Any] | None = None, violated=None, upto: int | None = None):
     """The conforming behaviour as a ``Trace`` (``write_trace`` writes it; its ``to_json`` is
-    the file's text)."""
+    the file's text). As ``explore`` writes a path: its property is the model's first invariant
+    (replay then says it holds), and its ``#meta`` ``conformance`` says which event each step was. With
+    ``violated`` (a ``Property``) and ``upto`` (a step): the behaviour's first ``upto`` steps, a
+    counterexample of that property (replay then says it is violated)."""
     from kafka_mc.traces.trace import Trace, trace_metadata
 
     if not result.conforms:
         raise ValueError("only a conforming run has a behaviour to write")
-    first = next((p for p in model.properties() if p.expectation is Expectation.ALWAYS), None)
-    prop, kind, claim = ((first.name, "always", first.claim) if first is not None
-                         else ("deadlock", "deadlock", "some action is enabled"))
+    if violated is not None:
+        prop, kind, claim = violated.name, violated.expectation.value, violated.claim
+    else:
+        first = next((p for p in model.properties() if p.expectation is Expectation.ALWAYS),
+                     None)
+        prop, kind, claim = ((first.name, "always", first.claim) if first is not None
+                             else ("deadlock", "deadlock", "some action is enabled"))
+    n = len(result.actions) if upto is None else upto
     meta = trace_metadata(cfg, property=prop, kind=kind, claim=claim, explorer="conformance",
                           source=source, model=model)
     meta["conformance"] = {"records": result.records, "observed": result.observed,
-                           "steps": [[i + 1, e] for i, e in enumerate(result.steps) if e >= 0],
+                           "steps": [[i + 1, e] for i, e in enumerate(result.steps[:n])
+                                     if e >= 0],
                            **({"run": dict(run)} if run else {})}
-    return Trace.of(model, result.states, result.actions, meta)
+    return Trace.of(model, result.states[:n + 1], result.actions[:n], meta)

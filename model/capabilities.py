@@ -51,8 +51,9 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("diagrams", ("lifelines", "describe"),
                "sequence diagrams (render, explain, explore; without it one lifeline of notes)"),
     Capability("symbolic", ("symbolic",), "the symbolic explorer (--explorer symbolic)"),
-    Capability("observations", ("observations",),
-               "conformance to recorded runs of the real system (kafka-mc real conform)"),
+    Capability("observations", ("observations", "coverage", "observed_state"),
+               "conformance to recorded runs of the real system (kafka-mc real conform), their "
+               "coverage of the model and verdicts judged on them (real coverage, reproduce)"),
 )}
 
 

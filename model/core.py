@@ -388,7 +388,23 @@ class ModelBase:
 
     # Observations (optional, capability ``observations``; ``model.observations``): a model that
     # can be held against recorded runs of the real system defines ``observations(events) ->
-    # Observations`` (no default: ``model.observations.observations_of`` refuses a model without).
+    # Observations`` (no default: ``model.observations.observations_of`` refuses a model without),
+    # and may refine the two hooks below.
+
+    def coverage(self, s, a, t) -> tuple[str, ...]:
+        """The coverage classes step ``s --a--> t`` takes (capability ``observations``, issue
+        58): the classes of transitions whose being seen on the real system matters (``Action:
+        branch``: the error a handler answers, the state change it makes). ``kafka-mc real
+        coverage`` compares those the model reaches with those real runs were seen to take. By
+        default the action's name alone."""
+        return (a[0],)
+
+    def observed_state(self, s) -> Mapping[str, Any]:
+        """``s`` as the real system's own tools would show it, component by component (for
+        Kafka: DescribeTransactions, each partition's log): what a verdict judged on the
+        behaviours a real run conforms to shows at the step where a property fails (capability
+        ``observations``). By default the components."""
+        return self.components(s)
 
     def symbolic(self) -> "SymbolicSystem | None":
         """The model's symbolic transition system (``SymbolicSystem``), for the symbolic

@@ -86,8 +86,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="run folder (default: out/real-<version>-<seed>)")
     r.add_argument("--json", action="store_true", help="print one JSON result object")
     rp = rsub.add_parser("reproduce", help="execute a model counterexample (ITF trace) on a real "
-                                           "cluster of its release; exit 12 reproduced, 0 not, "
-                                           "16 diverged")
+                                           "cluster of its release, its property judged on the "
+                                           "model's behaviours the run conforms to; exit 12 "
+                                           "reproduced, 0 not, 16 diverged, 14 undecided")
     rp.add_argument("trace", metavar="TRACE", help="an ITF counterexample of the kafka model")
     kafka_arguments(rp, version_help="the release (default: the newest standing for the "
                                      "trace's preset)",
@@ -363,6 +364,18 @@ def _run(args) -> int:
 
 def _reproduce(args) -> int:
     from kafka_mc.realkafka import reproduce as repro
+    result = reproduction(args)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1, sort_keys=True, default=str))
+        return result.exit_code
+    print(repro.summary(result))
+    return result.exit_code
+
+
+def reproduction(args):
+    """The trace of ``kafka-mc real reproduce`` run on its release (bad input: ``RealUsageError``);
+    its ``Result`` (``kafka_mc.explorers.cli.real`` judges it on the model's behaviours)."""
+    from kafka_mc.realkafka import reproduce as repro
     try:
         loaded = repro.load(args.trace)
         release = kafka(args, loaded.preset) if args.kafka_home or args.protocol else \
@@ -377,8 +390,4 @@ def _reproduce(args) -> int:
         result = repro.reproduce(args.trace, release, out, log, args.brokers)
     except (repro.ReproduceError, DriverError) as e:
         raise RealUsageError(str(e)) from None
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=1, sort_keys=True, default=str))
-        return result.exit_code
-    print(repro.summary(result))
-    return result.exit_code
+    return result

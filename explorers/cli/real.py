@@ -1,6 +1,8 @@
-"""``kafka-mc real``: real Apache Kafka (``realkafka``), and ``real conform``, which holds real
-runs against the model with the trace validator (``kafka_mc.explorers.conformance``): the one command of
-the group that needs an explorer, so it lives here, above both.
+"""``kafka-mc real``: real Apache Kafka (``realkafka``), and the commands of the group that need an
+explorer, so they live here, above both: ``real conform``, which holds real runs against the
+model with the trace validator (``kafka_mc.explorers.conformance``), and model-guided testing
+(``kafka_mc.explorers.cli.guided``: ``real reproduce``'s verdict, ``real coverage``, ``real
+explore``).
 
     kafka-mc real conform [CONFIG] (--version V | --kafka-home DIR [--protocol P]) [--runs N]
                           [--seed S] [--out DIR] [--json]
@@ -26,12 +28,15 @@ import sys
 import time
 from pathlib import Path
 
-from kafka_mc.model import registry
-from kafka_mc.model.config import ConfigError, shown
+from kafka_mc.model.capabilities import MissingCapability
+from kafka_mc.model.config import shown
 from kafka_mc.model.observations import NoObservations
-from kafka_mc.explorers.conformance import behaviour, validate
+from kafka_mc.explorers.conformance import RunError, behaviour
+from kafka_mc.explorers.cli import guided
 from kafka_mc.explorers.core.result import EXIT_DIVERGENCE, EXIT_INCONCLUSIVE, EXIT_OK
-from kafka_mc.realkafka import cli as real_cli, losses, releases, runfolder
+from kafka_mc.explorers.guided.runs import (end_state, read_run, recorded_run,  # noqa: F401
+                                            release_and_config, validate_folder)
+from kafka_mc.realkafka import cli as real_cli, runfolder
 
 CONFORMANCE, BEHAVIOUR = "conformance.json", "behaviour.itf.json"
 
@@ -71,85 +76,17 @@ def add_parser(sub) -> None:
     c.add_argument("--max-nodes", type=_positive, default=None, metavar="N",
                    help="the validator's node limit per run (at least 1)")
     c.add_argument("--json", action="store_true", help="print one JSON summary object")
+    guided.add_parsers(real)
 
 
 def main(args) -> int:
-    if getattr(args, "real_command", None) == "conform":
-        return real_cli.guarded(conform, args, (NoObservations,))
+    command = getattr(args, "real_command", None)
+    more = (NoObservations, MissingCapability, RunError)
+    if command == "conform":
+        return real_cli.guarded(conform, args, more)
+    if command in guided.COMMANDS:
+        return real_cli.guarded(guided.main, args, more)
     return real_cli.main(args)
-
-
-# --- reading a run folder -----------------------------------------------------------------------
-
-def read_run(folder: Path, partial: bool = False) -> list[dict]:
-    """A run folder's events for validation (``runfolder.read``: the proxy's event log and the
-    client history merged on their shared clock, then the end state)."""
-    return runfolder.read(folder, partial).merged()
-
-
-def end_state(folder: Path) -> list[dict]:
-    """The run's end state as one event after all others (``type`` ``end_state``: what the
-    harness read once the run had settled: DescribeTransactions, the partitions' logs, producer
-    states and offsets), from ``end_state.json`` or ``report.json``'s ``end_state``; none when
-    the run wrote neither (it did not finish)."""
-    value = runfolder.read_end_state(Path(folder))
-    if value is None:
-        return []
-    return [{**{k: value.get(k) for k in ("transactions", "logs", "offsets", "producers")},
-             "type": "end_state", "source": "harness"}]
-
-
-def _release_and_config(recorded: runfolder.Recorded, args=None):
-    """The release and config a recorded run names (its run.json)."""
-    where = f"--run {shown(recorded.folder)}"
-    version = recorded.run["version"]
-    wanted = getattr(args, "kafka_version", None)
-    if wanted and wanted != version:
-        raise real_cli.RealUsageError(f"{where} was recorded on Kafka {shown(version, 20)}, "
-                                      f"not {shown(wanted, 20)}")
-    release = releases.recorded(recorded.run)
-    if release is None:
-        raise real_cli.RealUsageError(f"{where}: Kafka {shown(version, 20)} is not a supported "
-                                      "release")
-    try:
-        cfg = registry.from_dict(recorded.run["config"], f"{recorded.folder}/run.json")
-    except ConfigError as e:
-        raise real_cli.RealUsageError(f"{where}: run.json's config: {e}") from None
-    if cfg.model != "kafka":
-        raise real_cli.RealUsageError(f"{where}: run.json's config is of model "
-                                      f"{shown(cfg.model, 20)!r}, not kafka")
-    return release, cfg
-
-
-def recorded_run(folder: Path, partial: bool = False):
-    """(release, config) of a run folder (its run.json); ``FolderError`` or
-    ``RealUsageError`` when it is none."""
-    return _release_and_config(runfolder.read(folder, partial))
-
-
-def validate_folder(cfg, release, folder, max_nodes: int | None = None, partial: bool = False,
-                    **overrides):
-    """The run folder validated against the model of ``cfg`` with the release's preset (and
-    ``overrides``: config key -> value): (Conformance, the model, its config, the events).
-    ``folder`` is a path or a ``runfolder.Recorded`` already read."""
-    recorded = folder if isinstance(folder, runfolder.Recorded) else \
-        runfolder.read(folder, partial)
-    events = recorded.merged()
-    # The release's preset; no symmetry (a run names its clients, so states are not identified
-    # up to renaming them)
-    brokers = recorded.run.get("brokers", 1)
-    raised = losses.budgets(lambda name: cfg.get(f"faults.{name}"), events, recorded.plan,
-                            brokers, release.hard_restart_failovers)
-    try:
-        model_cfg = cfg.with_values(**{"protocol.version": release.preset,
-                                       "check.symmetry": False, **raised, **overrides})
-    except ConfigError as e:
-        raise real_cli.RealUsageError(f"--run {shown(recorded.folder)}: the run's budgets, "
-                                      f"raised by what its killed brokers cost, are not a "
-                                      f"config the model takes ({e})") from None
-    model = registry.bind(model_cfg)
-    kw = {"max_nodes": max_nodes} if max_nodes else {}
-    return validate(model, events, **kw), model, model_cfg, events
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -165,7 +102,7 @@ def conform(args) -> int:
                                           "Kafka: give no CONFIG, --set, --kafka-home or "
                                           "--protocol")
         recorded = runfolder.read(args.run_dir, args.partial)
-        release, cfg = _release_and_config(recorded, args)
+        release, cfg = release_and_config(recorded, getattr(args, "kafka_version", None))
         row, write = _validate(cfg, release, recorded, None, args)
         code = _report([row], release, recorded.folder, args, started)
         write()             # the verdict is out first: a file that cannot be written loses none

@@ -21,12 +21,14 @@ EXIT_CODES = (
     ("2", "usage or input error: one line on stderr, before any search"),
     ("11", "deadlock"),
     ("12", "safety violation, including a `sometimes` witness never reached where it applies "
-           "(`real run`: an anomaly; `real reproduce`: reproduced)"),
+           "(`real run`: an anomaly; `real reproduce`: reproduced, judged on the model's "
+           "behaviours the run conforms to)"),
     ("13", "liveness violation: a fair lasso (`--explorer graph`)"),
     ("14", "inconclusive (`--explorer symbolic`: a counterexample to induction is written; "
-           "`real conform`: a validation undecided, or of part of a run, `--partial`)"),
+           "`real conform`: a validation undecided, or of part of a run, `--partial`; "
+           "`real reproduce`: the judgement undecided)"),
     ("16", "real Kafka did something the model cannot (`real conform`: a run diverges; "
-           "`real reproduce`: the run left the trace)"),
+           "`real reproduce`: the run left the trace, or conforms to no behaviour of the model)"),
     ("69", "`real`: the run could not finish, something outside kafka-mc failed it (a JVM died "
            "or was stopped, a full disk): one line names it, the run folder is marked incomplete"),
     ("75", "model error: an exception in model code (the path to the failing state is written)"),

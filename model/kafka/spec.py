@@ -30,7 +30,7 @@ from kafka_mc.model.core import WF
 from kafka_mc.model.kafka.capabilities import comparison
 from kafka_mc.model.kafka import client, consumer, coordinator, faults, group_coordinator, network, partition, producer, tables
 from kafka_mc.model.kafka import diagram
-from kafka_mc.model.kafka.capabilities import components, footprints, mutants, symmetry
+from kafka_mc.model.kafka.capabilities import components, coverage, footprints, mutants, symmetry
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.params import PARAMS, KafkaParams, kafka_params
 from kafka_mc.model.kafka.versions import PRESETS, RELEASES, Features
@@ -345,6 +345,18 @@ class KafkaModel(RuleModel):
         """What a recorded run of real Kafka observes (model/kafka/capabilities/observations.py)."""
         from kafka_mc.model.kafka.capabilities import observations
         return observations.observations(self, events)
+
+    def coverage(self, s, a, t):
+        """The coverage class of a step: its action and the handler's branch
+        (model/kafka/capabilities/coverage.py)."""
+        rules = self.__dict__.get("_rules_by_name")
+        if rules is None:
+            rules = self.__dict__["_rules_by_name"] = {r.name: r for r in self.spec.rules}
+        return coverage.classes(self.params, s, a, t, rules)
+
+    def observed_state(self, s):
+        """The state as DescribeTransactions and the partitions' logs show it."""
+        return coverage.observed_state(self.params, s)
 
 
 def _build(cfg: Config, properties=()):

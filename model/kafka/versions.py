@@ -69,8 +69,8 @@ class Features(NamedTuple):
                                            # (ProducerAppendInfo.checkSequence); before, a batch
                                            # whose earlier one was lost is written first (with
                                            # workload.max_in_flight > 1: batches_in_sequence)
-    epoch_before_guard: bool = False       # KAFKA-19690 (4.0.2, 4.1.1, 4.2.0): a batch whose guard
-                                           # is gone is answered INVALID_PRODUCER_EPOCH, not
+    epoch_before_guard: bool = False       # KAFKA-19690 (3.9.2, 4.0.2, 4.1.1, 4.2.0): a batch
+                                           # whose guard is gone is answered INVALID_PRODUCER_EPOCH, not
                                            # INVALID_TXN_STATE, when its epoch is stale
     fenced_commit_after_abort: bool = False  # KAFKA-20785 (trunk, 2026-08): a TV2 commit at the
                                            # retry epoch meeting CompleteAbort is PRODUCER_FENCED
@@ -197,6 +197,14 @@ _preset("kafka-3.8", "kafka-3.6",
         "verification\"). Real 3.6.2 answered NETWORK_EXCEPTION where the model said "
         "NOT_ENOUGH_REPLICAS: kafka-mc real conform found it.",
         verification_network_error_converted=True)
+_preset("kafka-3.9.2", "kafka-3.8",
+        "3.9.2 .. 3.9.x: KAFKA-19690 backported to 3.9 (4dd3512665, September 2025, before 3.9.2): "
+        "a batch whose verification guard a marker removed, and whose epoch is below the "
+        "leader's, is answered INVALID_PRODUCER_EPOCH instead of INVALID_TXN_STATE "
+        "(UnifiedLog.analyzeAndValidateProducerState checks the epoch first). Real 3.9.2 "
+        "answered a zombie's verified batch INVALID_PRODUCER_EPOCH where kafka-3.8 said "
+        "INVALID_TXN_STATE: a directed run of kafka-mc real explore found it (conformance #20).",
+        epoch_before_guard=True)
 _preset("kafka-4.0", "kafka-3.8",
         "The 4.0 branch with transaction.version=2 before KAFKA-18654 (Feb 2025; no release "
         "ships exactly this, 4.0.0 has the fix: see kafka-4.1): every EndTxn bumps the epoch, "
@@ -314,7 +322,7 @@ DEFAULT_PRESET = "latest"
 RELEASES = {
     "3.5.2": "kafka-2.7",     # 2.7 .. 3.5: no partition verification (KIP-890 is 3.6's)
     "3.6.2": "kafka-3.6",
-    "3.9.2": "kafka-3.8",     # 3.7 .. 3.9 keep KIP-890 part 1 only (part 2 is 4.0's)
+    "3.9.2": "kafka-3.9.2",   # 3.7 .. 3.9 keep KIP-890 part 1 only (part 2 is 4.0's)
     "4.0.2": "kafka-4.0.2",
     "4.1.2": "kafka-4.1.1",
     "4.2.2": "kafka-4.2.0",

@@ -331,6 +331,15 @@ class TwoPhase(RuleModel):
         from kafka_mc.model.toys import twophase_observations
         return twophase_observations.observations(self, events)
 
+    def coverage(self, s, a, t):
+        """The coverage class of a step (capability ``observations``, ``kafka-mc real
+        coverage``): a resource manager's action with its state change (``RMRcvAbortMsg:
+        prepared -> aborted`` is not ``working -> aborted``), the TM's with the TM's."""
+        L = self.params
+        if a[0].startswith("RM"):
+            return (f"{a[0]}: {RM_NAMES[L.rm(s, a[1])]} -> {RM_NAMES[L.rm(t, a[1])]}",)
+        return (f"{a[0]}: TM {TM_NAMES[L.tm_state(s)]} -> {TM_NAMES[L.tm_state(t)]}",)
+
     def lifelines(self):
         return ("TM", *(f"r{r}" for r in self.params.rms))
 

@@ -71,7 +71,7 @@ def _version_edges(machine: str, label: str) -> set:
 TABLE_OF = {"kafka-0.11": ("Kafka 0.11", "Kafka 0.11"), "kafka-1.0": ("Kafka 1.0", "Kafka 0.11"),
             "kafka-2.5": ("Kafka 1.0", "Kafka 2.5"), "kafka-2.6": ("Kafka 1.0", "Kafka 2.5"),
             "kafka-2.7": ("Kafka 1.0", "Kafka 2.5"), "kafka-3.6": ("Kafka 1.0", "Kafka 3.6"),
-            "kafka-3.8": ("Kafka 1.0", "Kafka 3.6"),
+            "kafka-3.8": ("Kafka 1.0", "Kafka 3.6"), "kafka-3.9.2": ("Kafka 1.0", "Kafka 3.6"),
             "kafka-4.0": ("newest", "Kafka 4.x"), "kafka-4.1": ("newest", "Kafka 4.x"),
             "kafka-4.0.2": ("newest", "Kafka 4.x"), "kafka-4.1.1": ("newest", "Kafka 4.x"),
             "kafka-4.2": ("newest", "Kafka 4.x"), "kafka-4.2.0": ("newest", "Kafka 4.x"),

@@ -27,7 +27,8 @@ def test_every_harness_release_has_a_preset_and_every_preset_says_what_it_change
     assert set(RELEASES.values()) <= set(PRESETS)
     entry = registry.models()["kafka"]
     assert set(entry.preset_docs) == set(PRESETS) and all(entry.preset_docs.values())
-    for name, fix in [("kafka-4.0.2", "KAFKA-19690"), ("kafka-4.1.1", "KAFKA-18042"),
+    for name, fix in [("kafka-3.9.2", "KAFKA-19690"), ("kafka-4.0.2", "KAFKA-19690"),
+                      ("kafka-4.1.1", "KAFKA-18042"),
                       ("kafka-4.1.1", "KAFKA-18202"), ("kafka-4.1.1", "KIP-1050"),
                       ("kafka-4.2.0", "KAFKA-19999"), ("kafka-4.3", "KAFKA-20090"),
                       ("kafka-4.3", "KIP-1251"), ("latest", "KAFKA-20785")]:
@@ -204,7 +205,7 @@ def test_a_lost_verification_fails_the_produce_as_the_release_did(preset, error)
     assert {a[1].error for _, a, _ in answers} == {error}
     resent = [t for s, a, t in answers if any(m.rpc == Rpc.Produce for m in t.network)]
     assert resent      # the client resent the batch
-    assert RELEASES["3.6.2"] == "kafka-3.6" and RELEASES["3.9.2"] == "kafka-3.8"
+    assert RELEASES["3.6.2"] == "kafka-3.6" and RELEASES["3.9.2"] == "kafka-3.9.2"
 
 
 def _two_transactions(flag):
