@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_mc.realkafka import anomalies, plan as planning
+from kafka_mc.realkafka import anomalies, plan as planning, queue_checker
 from kafka_mc.realkafka.releases import Release
 
 # Client timers: short, so that a fault's consequence (a timeout and a retry) comes within seconds
@@ -70,6 +70,10 @@ class RunResult:
     anomalies: list[anomalies.Anomaly]
     seconds: float
     outcomes: dict = field(default_factory=dict)
+    # Every anomaly checked (the run's own and Jepsen's queue checker's), and the cases of
+    # Jepsen's anomalies that Kafka's model allows (reported, no anomaly)
+    checked: tuple = anomalies.CHECKED + queue_checker.CHECKED
+    allowed: list = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -80,6 +84,7 @@ class RunResult:
                 "transactions": self.transactions, "events": self.events,
                 "operations": self.operations, "seconds": round(self.seconds, 1),
                 "anomalies": [a.to_dict() for a in self.anomalies],
+                "checked": list(self.checked), "allowed": [a.to_dict() for a in self.allowed],
                 "outcomes": {anomalies._txn_name(k): v for k, v in sorted(self.outcomes.items())},
                 "verdict": "anomaly" if self.anomalies else "clean"}
 
@@ -392,6 +397,8 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
         state["read_committed"] = reads
         state["logs"] = {p: partition_log(cluster, topic, p) for p in partitions}
         found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
+        queue = queue_checker.check_history(driver.history)
+        found += queue.anomalies
         state["faults"] = [{"id": f.id, "kind": f.kind, "api": f.api, "direction": f.direction,
                             "occurrence": f.occurrence, "applied_to_events": list(f.applied)}
                            for f in installed]
@@ -402,7 +409,8 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
         for f in logs:
             shutil.copy(f, out / Path(f).name)
     result = RunResult(release.version, seed, out, the_plan.transactions, events, operations,
-                       found, time.monotonic() - started, dict(work.outcomes))
+                       found, time.monotonic() - started, dict(work.outcomes),
+                       allowed=list(queue.allowed))
     _write_json(out / "report.json", {**result.to_dict(), "end_state": state,
                                       "sent": {anomalies._txn_name(k): v
                                                for k, v in sorted(work.sent.items())}})
