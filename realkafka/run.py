@@ -1,9 +1,10 @@
 """``kafka-mc real run``: a config's workload and seeded faults on a real cluster of one release.
 
 A run starts a cluster whose listeners (the clients' and the inter-broker one) go through the
-recording proxy, creates a topic of the config's partitions, runs each transactional.id's producer
-instances (one thread per transactional.id, as one application thread each) through the real Java
-client, spends the plan's faults (``kafka_mc.realkafka.plan``), waits for the cluster to quiesce, reads every
+recording proxy, creates a topic of the config's partitions, starts the config's live read_committed
+consumers (``kafka_mc.realkafka.consumers``: polling while the producers run), runs each
+transactional.id's producer instances (one thread per transactional.id, as one application thread
+each) through the real Java client, spends the plan's faults (``kafka_mc.realkafka.plan``), waits for the cluster to quiesce, reads every
 partition with a read_committed consumer and takes the end state (each partition's log read with
 Kafka's DumpLogSegments, LSO and high watermark, DescribeTransactions, DescribeProducers). It writes,
 under the run folder: ``run.json`` (the release, seed and config), ``plan.json`` (the schedule
@@ -38,6 +39,8 @@ CLIENT_SETTINGS = {
     "retry.backoff.ms": "100",
     "linger.ms": "0",
 }
+# The live consumers' (``kafka_mc.realkafka.consumers``): the clients' request timeout
+CONSUMER_SETTINGS = {"request.timeout.ms": str(REQUEST_TIMEOUT_MS)}
 BROKER_SETTINGS = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
     "transaction.max.timeout.ms": "60000",
@@ -353,6 +356,7 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
     """One run of ``cfg`` on ``release``; its files under ``out`` (created)."""
     from kafka_mc.realkafka.client import Driver
     from kafka_mc.realkafka.cluster import Cluster
+    from kafka_mc.realkafka.consumers import LiveConsumers
     from kafka_mc.realkafka.logdump import partition_log
     from kafka_mc.realkafka.proxy import Proxy
 
@@ -383,6 +387,9 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
                 k: [others[k % len(others)]] for k in partitions})
         else:
             admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
+        live = LiveConsumers(driver, topic, partitions, the_plan.consumers, log,
+                             CONSUMER_SETTINGS)
+        live.start()            # polling while the producers write (issue 55)
         installed = _install_faults(proxy, the_plan)
         watcher = _failovers(proxy, cluster, the_plan, log, stop)
         outages = _outages(proxy, cluster, admin, the_plan, topic, log, stop)
@@ -392,6 +399,7 @@ def run(cfg, release: Release, seed: int, out: Path, *, brokers: int = 1, log=la
         outages.join(timeout=150)     # every broker back before the end state is read
         tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
         open_, state = quiesce(admin, tids, partitions, topic)
+        state["consumers"] = live.finish({p: o["lso"] for p, o in state["offsets"].items()})
         state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
         reads = read_all(driver, topic, partitions, state["offsets"], "read_committed")
         state["read_committed"] = reads
