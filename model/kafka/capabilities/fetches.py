@@ -60,7 +60,7 @@ from typing import Any, Callable, Mapping
 
 from kafka_mc.model.kafka.partition import last_stable_offset
 from kafka_mc.model.kafka.world import Control
-from kafka_mc.model.observations import differs, state, step
+from kafka_mc.model.observations import Observation, differs, state
 
 CONSUMER = re.compile(r"^c(\d+)$")
 VALUE = re.compile(r"^t(\d+)\.i(\d+)\.x(\d+)\.r(\d+)z?$")   # kafka_mc.realkafka.anomalies.record_value
@@ -166,10 +166,13 @@ def fetch_observations(K, run, e, f: Mapping):
                 at = batches[0][0]
             hw, lso = p.get("high_watermark"), p.get("last_stable_offset")
             where = f"{label} p{k}"
-            out.append(state(f"{where}: high watermark {hw}, LSO {lso}"
-                             + (f", fetch offset {at}" if at is not None else ""),
-                             lambda s, k=k, hw=hw, lso=lso, at=at, c=c:
-                             _offsets_differ(K, s, c, k, hw, lso, at)))
+            out.append(Observation(
+                f"{where}: high watermark {hw}, LSO {lso}"
+                + (f", fetch offset {at}" if at is not None else ""),
+                holds=lambda s, k=k, hw=hw, lso=lso, at=at, c=c:
+                _offsets_differ(K, s, c, k, hw, lso, at),
+                viable=lambda s, k=k, hw=hw, lso=lso, at=at, c=c:
+                _not_past(K, s, c, k, hw, lso, at)))
             if batches:
                 end = batches[-1][0] + 1
                 aborted = tuple(sorted((run.pid(x.get("producer_id")), x.get("first_offset"))
@@ -177,10 +180,12 @@ def fetch_observations(K, run, e, f: Mapping):
                                        if isinstance(x, Mapping)
                                        and (x.get("first_offset") or 0) < end))
                 log = tuple(entry for _, entry in batches)
-                out.append(step(f"{where}: offsets {at}..{end - 1}", (FETCH,),
-                                lambda s, a, t2, c=c, k=k, at=at, end=end, log=log,
-                                aborted=aborted: _fetch_differs(K, s, a, t2, c, k, at, end, log,
-                                                                aborted)))
+                out.append(Observation(
+                    f"{where}: offsets {at}..{end - 1}", frozenset((FETCH,)),
+                    match=lambda s, a, t2, c=c, k=k, at=at, end=end, log=log, aborted=aborted:
+                    _fetch_differs(K, s, a, t2, c, k, at, end, log, aborted),
+                    viable=lambda s, k=k, end=end, at=at, c=c:
+                    _not_past(K, s, c, k, None, end, at)))
     return out or None
 
 
@@ -234,6 +239,18 @@ def _offsets_differ(K, s, c, k, hw, lso, at) -> str | None:
     return differs(want, {"high_watermark": len(part.log),
                           "last_stable_offset": last_stable_offset(part),
                           "position": s.consumers[c].positions[k]})
+
+
+def _not_past(K, s, c, k, hw, lso, at) -> bool:
+    """Whether a state can still come to the answer's: a partition's log (its high watermark)
+    and its LSO only grow, and so does a consumer's position, so a state already past the
+    recorded ones never will (the validator drops it)."""
+    if _no_consumer(K, s, c, k):
+        return True
+    part = s.partitions[k]
+    return ((hw is None or len(part.log) <= hw)
+            and (lso is None or lso < 0 or last_stable_offset(part) <= lso)
+            and (at is None or s.consumers[c].positions[k] <= at))
 
 
 def _fetch_differs(K, s, a, t, c, k, at, end, log, aborted) -> str | None:
