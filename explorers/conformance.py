@@ -8,9 +8,12 @@ the run, as TLA+ trace validation does (Cirstea, Kuppe, Loillier, Merz 2024; CCF
 * from a node, each enabled action of the model: a silent one keeps the positions; an observable
   one must be the next event of some stream (its ``Observation.match`` accepts the step), and
   advances that stream; a state observation at the head of a stream is consumed without a step
-  when the state satisfies it; an observation of the run's end state (``at_end``) only once
-  every other event is consumed, and a state from which it cannot be met (its ``viable``) is
-  not kept at all;
+  when the state satisfies it (and, when it can only be a state, nothing else is tried from that
+  node: consuming it later would only hold its stream back, every other move stays possible
+  after it); an observation of the run's end state (``at_end``) only once every other event is
+  consumed, and a state from which it cannot be met (its ``viable``) is not kept at all, nor is
+  one from which the observation at a stream's head cannot be (a live consumer's fetch whose
+  log has grown past what the answer showed);
 * the run conforms when a node has consumed every stream.
 
 Nodes are deduplicated on (the state's fingerprint, positions) and expanded best-first: first
@@ -213,6 +216,10 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
     # End-state observations that can tell early that a state will never meet them
     ends = tuple(o for _, o in items if o.at_end and o.viable is not None)
     viable = tuple(o.viable for o in ends)
+    # Streams with ordinary observations that can tell early that a state will never meet them:
+    # a node whose stream head is such an observation, out of reach, is not kept either
+    watched = tuple(j for j, st in enumerate(streams)
+                    if any(items[i][1].viable is not None and not items[i][1].at_end for i in st))
     skipped = obs.skipped
     silent = _cached(obs.silent)
     fold_start, fold_step, fold_accept, fold_dead = _fold_parts(fold)
@@ -264,6 +271,11 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
                 else:
                     npos = pos[:j] + (pos[j] + 1,) + pos[j + 1:]
                     nfirst = _first(npos) if items[item][0] == first else first
+                for w in watched:
+                    if npos[w] < lengths[w]:
+                        head = items[streams[w][npos[w]]][1]
+                        if head.viable is not None and not head.at_end and not head.viable(t):
+                            return      # the event at a stream's head is out of its reach
                 nv = v if fold is None or via is None else fold_step(v, s, via, t)
                 nk = (key_of(t), npos) if fold is None else (key_of(t), npos, nv)
                 if nk in parents:
@@ -272,10 +284,19 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
                 heapq.heappush(heap, (-nfirst, negdone - (j >= 0), depth + (via is not None),
                                       next(tie), t, npos, nk, nv))
 
+            greedy = False
             for j, item in near:
                 o = items[item][1]
                 if o.holds is not None and o.holds(s) is None:
                     push(s, j, None, item)
+                    # a state observation (no step to be) that holds here is consumed here and
+                    # nothing else is tried from this node: consuming it later only delays its
+                    # stream, every other move stays possible after it (module docstring)
+                    if o.match is None and not o.at_end:
+                        greedy = True
+                        break
+            if greedy:
+                continue
             for a, t in successors(s):
                 name = a[0]
                 if name in skipped:

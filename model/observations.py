@@ -52,7 +52,8 @@ class Observation:
     may be accounted for either way. ``at_end``: a state observation of the run's end state,
     consumed only once every other observation is; its ``viable(s)``, when given, is False
     where no state reachable from ``s`` can satisfy it (a log that is no prefix of the recorded
-    one: logs only grow), so the validator drops ``s`` at once."""
+    one: logs only grow), so the validator drops ``s`` at once (an ordinary observation's,
+    while it is the next event of its stream)."""
 
     label: str
     actions: frozenset = frozenset()

@@ -26,6 +26,7 @@ from typing import Iterable, Mapping
 PROPERTIES = {"aborted-read": "read_committed_isolation", "lost-write": "committed_writes_visible",
               "duplicate": "no_duplicates", "torn-transaction": "txn_atomicity",
               "zombie-write": "zombie_fencing", "hanging-transaction": "no_hanging_transactions"}
+CHECKED = tuple(PROPERTIES)
 VALUE = re.compile(r"^t(\d+)\.i(\d+)\.x(\d+)\.r(\d+)(z?)$")
 ONGOING = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence", "ONGOING",
            "PREPARE_COMMIT", "PREPARE_ABORT", "PREPARE_EPOCH_FENCE"}

@@ -355,6 +355,9 @@ def _run(args) -> int:
         print("\n".join(f"  {line}" for line in folder.faults(out)))
         for a in result.anomalies:
             print(f"ANOMALY {a.name} ({a.property}) {a.transaction}: {a.evidence}")
+        for a in result.allowed:
+            print(f"allowed {a.name} (Kafka's model allows it) {a.transaction}: {a.evidence}")
+        print(f"checked: {', '.join(result.checked)}")
         print("clean: no anomaly" if not result.anomalies else
               f"{len(result.anomalies)} anomal{'y' if len(result.anomalies) == 1 else 'ies'}")
         print(f"run folder: {out}")

@@ -1,9 +1,10 @@
 """``kafka-mc real run``: a config's workload and seeded faults on a real cluster of one release.
 
 A run starts a cluster whose listeners (the clients' and the inter-broker one) go through the
-recording proxy, creates a topic of the config's partitions, runs each transactional.id's producer
-instances (one thread per transactional.id, as one application thread each) through the real Java
-client, spends the plan's faults (``kafka_mc.realkafka.plan``), waits for the cluster to quiesce, reads every
+recording proxy, creates a topic of the config's partitions, starts the config's live read_committed
+consumers (``kafka_mc.realkafka.consumers``: polling while the producers run), runs each
+transactional.id's producer instances (one thread per transactional.id, as one application thread
+each) through the real Java client, spends the plan's faults (``kafka_mc.realkafka.plan``), waits for the cluster to quiesce, reads every
 partition with a read_committed consumer and takes the end state (each partition's log read with
 Kafka's DumpLogSegments, LSO and high watermark, DescribeTransactions, DescribeProducers). It writes,
 under the run folder: ``run.json`` (the release, seed and config), ``plan.json`` (the schedule
@@ -25,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_mc.realkafka import anomalies, plan as planning
+from kafka_mc.realkafka import anomalies, plan as planning, queue_checker
 from kafka_mc.realkafka.releases import Release
 
 # Client timers: short, so that a fault's consequence (a timeout and a retry) comes within seconds
@@ -40,6 +41,8 @@ CLIENT_SETTINGS = {
     "retry.backoff.ms": "100",
     "linger.ms": "0",
 }
+# The live consumers' (``kafka_mc.realkafka.consumers``): the clients' request timeout
+CONSUMER_SETTINGS = {"request.timeout.ms": str(REQUEST_TIMEOUT_MS)}
 BROKER_SETTINGS = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
     "transaction.max.timeout.ms": "60000",
@@ -72,6 +75,10 @@ class RunResult:
     anomalies: list[anomalies.Anomaly]
     seconds: float
     outcomes: dict = field(default_factory=dict)
+    # Every anomaly checked (the run's own and Jepsen's queue checker's), and the cases of
+    # Jepsen's anomalies that Kafka's model allows (reported, no anomaly)
+    checked: tuple = anomalies.CHECKED + queue_checker.CHECKED
+    allowed: list = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -82,6 +89,7 @@ class RunResult:
                 "transactions": self.transactions, "events": self.events,
                 "operations": self.operations, "seconds": round(self.seconds, 1),
                 "anomalies": [a.to_dict() for a in self.anomalies],
+                "checked": list(self.checked), "allowed": [a.to_dict() for a in self.allowed],
                 "outcomes": {anomalies._txn_name(k): v for k, v in sorted(self.outcomes.items())},
                 "verdict": "anomaly" if self.anomalies else "clean"}
 
@@ -432,6 +440,7 @@ def _run(cfg, release, seed, folder, the_plan, brokers, log):
     """The run itself, in ``folder``: (RunResult, end state, values sent)."""
     from kafka_mc.realkafka.client import ClientError, Driver
     from kafka_mc.realkafka.cluster import Cluster, ClusterError, sweep_stale
+    from kafka_mc.realkafka.consumers import LiveConsumers
     from kafka_mc.realkafka.logdump import partition_log
     from kafka_mc.realkafka.proxy import Proxy
     from kafka_mc.realkafka.runfolder import RunFailed
@@ -452,6 +461,7 @@ def _run(cfg, release, seed, folder, the_plan, brokers, log):
                    origin_ns=proxy.origin_ns) as driver:   # one time line with the proxy's
         def failed():
             return _failure(proxy, cluster, driver, failures)
+        live = None
         try:
             folder.phase = "creating the topic"
             admin = driver.admin()
@@ -462,6 +472,9 @@ def _run(cfg, release, seed, folder, the_plan, brokers, log):
                     k: [others[k % len(others)]] for k in partitions})
             else:
                 admin.create_topic(topic, the_plan.partitions, min(brokers, 3))
+            live = LiveConsumers(driver, topic, partitions, the_plan.consumers, log,
+                                 CONSUMER_SETTINGS)
+            live.start()            # polling while the producers write (issue 55)
             installed = _install_faults(proxy, the_plan)
             watcher = _failovers(proxy, cluster, the_plan, log, stop, failures)
             outages = _outages(proxy, cluster, admin, the_plan, topic, log, stop, failures)
@@ -476,6 +489,7 @@ def _run(cfg, release, seed, folder, the_plan, brokers, log):
             folder.phase = "reading the end state"
             tids = sorted({work.transactional_id(i.tid) for i in the_plan.instances})
             open_, state = quiesce(admin, tids, partitions, topic)
+            state["consumers"] = live.finish({p: o["lso"] for p, o in state["offsets"].items()})
             state["producers"] = {p: admin.describe_producers(topic, p) for p in partitions}
             reads = read_all(driver, topic, partitions, state["offsets"], "read_committed")
             state["read_committed"] = reads
@@ -483,6 +497,8 @@ def _run(cfg, release, seed, folder, the_plan, brokers, log):
             if failed() is not None:
                 raise RunFailed(failed())
             found = anomalies.check(work.outcomes, work.sent, reads, state["offsets"], open_)
+            queue = queue_checker.check_history(driver.history)
+            found += queue.anomalies
             state["faults"] = [{"id": f.id, "kind": f.kind, "api": f.api,
                                 "direction": f.direction, "occurrence": f.occurrence,
                                 "applied_to_events": list(f.applied)} for f in installed]
@@ -500,9 +516,12 @@ def _run(cfg, release, seed, folder, the_plan, brokers, log):
             raise RunFailed(why) from None
         finally:
             stop.set()
+            if live is not None:
+                live.stop.set()     # the polling threads end (the driver closes the consumers)
     if proxy.write_error is not None or driver.write_error is not None:
         raise RunFailed(_failure(proxy, cluster, driver, failures))
     result = RunResult(release.version, seed, out, the_plan.transactions, events, operations,
-                       found, time.monotonic() - started, dict(work.outcomes))
+                       found, time.monotonic() - started, dict(work.outcomes),
+                       allowed=list(queue.allowed))
     sent = {anomalies._txn_name(k): v for k, v in sorted(work.sent.items())}
     return result, state, sent

@@ -6,7 +6,15 @@ aborted transactions overlapping the range from the .txnindex) and the Java cons
 batch enter ``abortedProducerIds``; an ABORT marker removes its producer id; a transactional
 batch of a producer id in the set is skipped; control batches are never returned.
 
-Abstraction: a fetch is one atomic step (request and response are not separate messages).
+Abstraction: a fetch is one atomic step (request and response are not separate messages), and it
+reads everything up to the LSO. A real fetch is made in two moments (``Partition.readRecords``:
+the high watermark and LSO it answers with are read first, the log then up to the LSO of that
+moment, so a marker appended in between -- a fetch racing a marker -- makes the batches reach past
+the LSO named) and may be cut below the LSO by ``max.partition.fetch.bytes``. Held against real
+runs (``kafka_mc.model.kafka.capabilities.fetches``), the first moment is a state of the model and the
+read is this step, which covers the race; a cut fetch is not modelled (the harness's records are a
+few bytes, never cut). The real consumer returns a fetch's records when the application polls;
+the model's returns them at the fetch (``returned``), which the mapping compares poll by poll.
 """
 from __future__ import annotations
 

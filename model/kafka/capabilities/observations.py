@@ -40,11 +40,13 @@ order, the client matches answers in order) and one per client process of the hi
 | a response dropped for want of its client (a duplicate's copy, a held request released after its client left) | nothing, or ``LoseResponse`` |
 | a request left unanswered when its connection closed (a killed broker, a client's request timeout), or a Produce / WriteTxnMarkers partition answered NOT_LEADER_OR_FOLLOWER (a leader that stopped leading: a controlled shutdown), or a Produce partition answered NOT_ENOUGH_REPLICAS for want of a coordinator to verify it with (no AddPartitionsToTxn sent), and that answer | ``LoseRequest``, or handled and its answer lost (``LoseResponse``, or taken by a sender no longer waiting for it); the answer is not observed (``lost_in_flight``, ``not_leader_answers``, ``coordinator_not_found_answers``) |
 | a coordinator request answered COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE, and that answer | not observed: the coordinator was not loaded yet (after a broker start); the model's is loaded from the start, the client retries |
-| ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, Fetch, ListOffsets, Describe*) | not observed |
+| a Fetch answer to a live consumer ``c<N>`` (issue 55, ``fetches.py``) | per partition: a state (its high watermark, LSO, the consumer's position at the fetch offset), then, when it returned batches, the consumer's ``Fetch`` step (the log's entries from the fetch offset to the batches' end, the aborted transactions overlapping them, the position left there) |
+| ``queued`` frames, connection events, other APIs (ApiVersions, Metadata, FindCoordinator, ListOffsets, Describe*), the Fetch of any other client (the run's end reader) | not observed |
 | history: invoke initTransactions / beginTransaction / send(partition) / commitTransaction / abortTransaction | ``InitTransactions`` / ``BeginTransaction`` / ``Send`` / ``CommitTransaction`` / ``AbortTransaction`` of the process's producer instance (a call that fails at once, in an error state, may be no step) |
 | history: ok of initTransactions / beginTransaction / commitTransaction / abortTransaction | the instance's state there: READY / IN_TRANSACTION / READY having committed / READY having aborted |
 | history: fail (but a timeout) | the instance is in ABORTABLE_ERROR or FATAL_ERROR there |
-| history: ok send, info, a timeout, other processes (readers, admin) | not observed |
+| history: ok poll (records returned) / ok position of a live consumer ``c<N>`` | a state: what it returned so far from each partition (records and offsets) is a prefix of what the model's consumer returned from it / exactly what it returned below that position (``fetches.py``) |
+| history: ok send, info, a timeout, other processes (the end reader, admin) | not observed |
 | the end state (``type`` ``end_state``: what the harness read once the run had settled) | the model's state after every other event, silent steps allowed: per transactional.id DescribeTransactions' state, producer id and epoch; per partition its log (each batch and marker: kind, producer id, epoch, sequence or coordinator epoch), DescribeProducers' entries, whether its LSO is below its high watermark |
 
 Silent (nothing records them): the client's ``Send<Rpc>`` and ``CompleteTransaction`` (its
@@ -56,9 +58,10 @@ coordinator epoch (on 4.x the bounce, then the failover: two in the budget), ``E
 (``PartitionOffline``, ``ElectLeader``: a broker killed and started by the harness, not a
 request), ``CrashProducer`` (the application abandons an instance: seen only as
 the next instance's calls), ``ExpireBatch``, ``LoseProducerState``, the consume-transform-produce
-calls; and the application's calls when the run has no client history. Skipped: the model's
-readers' ``Fetch`` (they change only the readers, which no rule reads; the run's own reader is
-judged by the anomaly checks, not here).
+calls; and the application's calls when the run has no client history. Skipped, in a run
+without live consumers: the model's readers' ``Fetch`` (they change only the readers, which no
+rule reads; the run's end reader is judged by the anomaly checks, not here); a run with them
+observes each of their fetches (``fetches.py``).
 
 Real identifiers: transactional.ids are the model's by their ``-t<N>`` suffix (``kafka_mc.realkafka.run``
 names them ``kmc-<run>-t<N>``), else in order of first appearance; producer instances by their
@@ -74,8 +77,9 @@ effect on later answers), timers, the client's internal queue and retries that n
 wire, FindCoordinator (folded into sending in the model), a batch of several records (the model
 has one record per batch: such a Produce is matched on its base sequence only), a connection
 closed by a fault failing the other requests in flight on it (the model loses one message per
-fault), a body that failed to decode (``decode_error``: not observed), the readers' Fetch (so the
-consumer's mutants are never caught here: the anomaly checks judge what readers saw).
+fault), a body that failed to decode (``decode_error``: not observed), the end reader's Fetch
+(the anomaly checks judge what it read; the live consumers' fetches are observed: they catch
+the consumer mutants, docs/conformance.md).
 
 One batch in flight: the harness's producers keep Kafka's default
 max.in.flight.requests.per.connection (5) but send one record at a time (a blocking send:
@@ -100,6 +104,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from kafka_mc.model.kafka.capabilities import fetches
 from kafka_mc.model.kafka.network import Rpc
 from kafka_mc.model.kafka.world import ClientState as C, Control, Errors, Outcome, TxnState
 from kafka_mc.model.observations import (Observation, Observations, differs, either, end,
@@ -214,6 +219,7 @@ class _Run:
         for key, parts in coordinator_not_found_answers(events).items():
             self.not_leader[key] = parts | self.not_leader.get(key, frozenset())
         self.history = False
+        self.fetches = fetches.scan(events, norm)     # the live consumers' sessions and polls
         for e in events:
             if e.get("type") in _HISTORY_TYPES and "f" in e:
                 self.history = True
@@ -223,6 +229,13 @@ class _Run:
                     partitions.add((str(v["topic"]), int(v.get("partition") or 0)))
                     names.setdefault(str(v["topic"]), len(names))
                 continue
+            if _api(e) == fetches.FETCH and e.get("direction") == "request" and \
+                    fetches.consumer_of(e.get("client_id")) is not None:
+                for t in norm(e.get("fields") or {}).get("topics") or ():
+                    if t.get("name") or t.get("topic"):    # a live consumer's partitions
+                        names.setdefault(_topic(t), len(names))
+                        partitions.update((_topic(t), p.get("partition"))
+                                          for p in t.get("partitions") or ())
             if e.get("direction") not in ("request", "response") or _api(e) not in APIS:
                 continue
             f = norm(e.get("fields") or {})
@@ -582,11 +595,15 @@ def observations(model, events) -> Observations:
 
     def observe(e):
         if e.get("type") in _HISTORY_TYPES and "f" in e:
+            if fetches.consumer_of(e.get("process")) is not None:
+                return fetches.history_observation(K, run, e)
             return _history(K, run, e)
         if e.get("type") == "end_state":
             return _end_state(K, run, e)
         if e.get("direction") not in ("request", "response") or "decode_error" in e:
             return None
+        if _api(e) == fetches.FETCH:
+            return fetches.fetch_observations(K, run, e, norm(e.get("fields") or {}))
         return _proxy(K, run, e)
 
     def stream(e):
@@ -596,8 +613,9 @@ def observations(model, events) -> Observations:
             return ("end state",)
         return ("proxy", str(e.get("endpoint")), e.get("conn"))
 
-    return Observations(observe=observe, stream=stream, silent=silent, skipped=SKIPPED,
-                        unseen=UNSEEN)
+    # the readers' Fetch is skipped unless the run has live consumers whose answers it observes
+    return Observations(observe=observe, stream=stream, silent=silent,
+                        skipped=frozenset() if run.fetches.any else SKIPPED, unseen=UNSEEN)
 
 
 def _label(e) -> str:
