@@ -124,20 +124,24 @@ def test_kafka_20785_a_commit_overtaken_by_the_coordinators_abort_is_fatal_until
     assert check(build("latest"), "no_fatal_invalid_txn_state") == (16044, None)
 
 
-@pytest.mark.parametrize("preset, settings, fatal", [
-    ("kafka-4.1", {}, True),                                     # INVALID_TXN_STATE surfaced
-    ("kafka-4.0.2", {}, False),                                  # KAFKA-19690: fenced instead
-    ("kafka-4.1", {"protocol.abortable_error_classification": True}, False)])   # KIP-1050
-def test_kafka_19690_a_batch_whose_guard_the_timeouts_marker_removed(preset, settings, fatal):
+@pytest.mark.parametrize("preset, settings, fatal, steps", [
+    ("kafka-4.1", {}, True, 15),                                 # INVALID_TXN_STATE surfaced
+    ("kafka-4.0.2", {}, False, None),                            # KAFKA-19690: fenced instead
+    ("kafka-4.1", {"protocol.abortable_error_classification": True}, False, None),  # KIP-1050
+    ("kafka-3.8", {}, True, 18),                                 # TV1: 3.7 .. 3.9.1
+    ("kafka-3.9.2", {}, False, None)])                           # backported to 3.9 (4dd3512665)
+def test_kafka_19690_a_batch_whose_guard_the_timeouts_marker_removed(preset, settings, fatal,
+                                                                      steps):
     """A transaction timeout's marker removes the guard of a batch being verified: the batch is
     answered INVALID_TXN_STATE, which the application sees as fatal until KAFKA-19690 (the
-    leader answers INVALID_PRODUCER_EPOCH) or KIP-1050's client (TransactionAbortableException)."""
+    leader answers INVALID_PRODUCER_EPOCH; 4.0.2, 4.1.1, 4.2.0 and, backported, 3.9.2) or
+    KIP-1050's client (TransactionAbortableException)."""
     model = build(preset, **{"faults.transaction_timeouts": 1, "faults.producer_crashes": 0},
                   **settings)
     _, path = check(model, "no_fatal_batch_error")
     assert (path is not None) == fatal
     if fatal:
-        assert len(path.actions) == 15 and path.actions[-1][0] == "ReceiveProduceResponse"
+        assert len(path.actions) == steps and path.actions[-1][0] == "ReceiveProduceResponse"
         assert path.actions[-1][1].error == Errors.INVALID_TXN_STATE
 
 

@@ -1,6 +1,8 @@
 """The presets of the releases since 4.0 (issue 46): each flag they turn on changes what the
 model does where the release changed Kafka, and nowhere else; the releases the real-Kafka
 harness runs each have the preset standing for them."""
+from pathlib import Path
+
 import pytest
 
 from tests.model.test_faults import _recording as recording
@@ -298,3 +300,27 @@ def test_kafka_18654_the_kept_guard_is_on_every_preset_from_4_0_0():
         "kafka-4.1", "kafka-4.0.2", "kafka-4.1.1", "kafka-4.2", "kafka-4.2.0", "kafka-4.3",
         "latest"}
     assert "marker_keeps_tv2_guard" in PRESETS["kafka-4.1"][1]
+
+
+RUN_392 = Path(__file__).parents[1] / "realkafka" / "runs" / "kafka-3.9.2-epoch-before-guard"
+
+
+def test_20_a_zombie_batch_whose_guard_is_gone_is_fenced_on_3_9_2():
+    """docs/conformance.md #20: a directed run of ``real explore`` (the class
+    ``ReceiveProduceResponse: INVALID_TXN_STATE`` on kafka-3.8) on 3.9.2: the crashed
+    instance's batch, verified before the next instance's InitProducerId aborted its
+    transaction (whose marker removed the guard), was answered INVALID_PRODUCER_EPOCH: KAFKA-19690
+    was backported to 3.9 (4dd3512665, before 3.9.2). The run (its reproduction's conform/
+    folder) conforms on kafka-3.9.2 and diverges at that answer on kafka-3.8."""
+    from kafka_mc.explorers.guided import runs
+    release, cfg = runs.recorded_run(RUN_392)
+    assert (release.version, release.preset) == ("3.9.2", "kafka-3.9.2")
+    r, _, _, _ = runs.validate_folder(cfg, release, RUN_392)
+    assert r.conforms, "\n".join(r.divergence.report())
+    assert [a[1].error for a in r.actions if a[0] == "ReceiveProduceResponse"] == \
+        [Errors.INVALID_PRODUCER_EPOCH]
+    old, _, _, _ = runs.validate_folder(cfg, release, RUN_392,
+                                        **{"protocol.version": "kafka-3.8"})
+    assert not old.conforms
+    assert old.divergence.near[0].reason == \
+        "error: recorded INVALID_PRODUCER_EPOCH, model INVALID_TXN_STATE"
