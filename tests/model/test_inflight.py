@@ -27,7 +27,7 @@ SMALLEST = {"workload.max_in_flight": 2, "workload.records_per_transaction": 2,
 def build(preset, config="tiny", **settings):
     cfg = registry.load(resolve_config_path(config),
                         overrides={"protocol.version": preset, **settings})
-    return registry.models()["kafka"].build(cfg, invariants.PROPERTIES + CLAIMS)
+    return registry.models()["kafka"].build(cfg, invariants.PROPERTIES)
 
 
 def steps(model):
@@ -48,8 +48,11 @@ def answer(t, request):
                  if m.rpc == Rpc.ProduceResponse and m.request == request), None)
 
 
-def test_the_claim_is_not_among_the_default_properties():
-    assert CLAIM not in {p.name for p in invariants.PROPERTIES}
+def test_the_claim_is_checked_only_when_named():
+    """The claim is a property of the model (``check --properties batches_in_sequence``) but not
+    a default one: TV1 keeps KAFKA-15591's reorder on purpose (docs/findings.md)."""
+    (claim,) = [p for p in invariants.PROPERTIES if p.name == CLAIM]
+    assert claim in CLAIMS and not claim.default
 
 
 def test_one_batch_in_flight_keeps_none_of_the_window_state():
