@@ -284,30 +284,7 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
                 heapq.heappush(heap, (-nfirst, negdone - (j >= 0), depth + (via is not None),
                                       next(tie), t, npos, nk, nv))
 
-            greedy = False
-            for j, item in near:
-                o = items[item][1]
-                if o.holds is not None and o.holds(s) is None:
-                    push(s, j, None, item)
-                    # a state observation (no step to be) that holds here is consumed here and
-                    # nothing else is tried from this node: consuming it later only delays its
-                    # stream, every other move stays possible after it (module docstring)
-                    if o.match is None and not o.at_end:
-                        greedy = True
-                        break
-            if greedy:
-                continue
-            for a, t in successors(s):
-                name = a[0]
-                if name in skipped:
-                    continue
-                if silent(name):
-                    push(t, -1, a, -1)
-                    continue
-                for j, item in near:
-                    o = items[item][1]
-                    if o.match is not None and name in o.actions and o.match(s, a, t) is None:
-                        push(t, j, a, item)
+            _expand(s, near, items, push, successors, skipped, silent)
         return None, parents, frontier, best, nodes, cut, bool(heap)
 
     # Widen the window until a behaviour is found, or no step was cut by it (the search was then
@@ -330,6 +307,32 @@ def validate(model, events: Sequence[Mapping], *, observations: Observations | N
     return Conformance("unknown" if left or (cut and window <= len(events)) else "diverges",
                        matched=max(best, 0), seconds=time.perf_counter() - started,
                        divergence=divergence, **common)
+
+
+def _expand(s, near, items, push, successors, skipped, silent) -> None:
+    """Every move from the node of state ``s`` (``push``: a successor node): a state observation
+    at the head of a stream within the window that holds in ``s`` is consumed without a step
+    (one that can only be a state, and holds here, is consumed here and nothing else is tried
+    from this node: consuming it later only delays its stream, every other move stays possible
+    after it: module docstring); else each step of the model, silent (the positions kept) or
+    matching the next event of a stream."""
+    for j, item in near:
+        o = items[item][1]
+        if o.holds is not None and o.holds(s) is None:
+            push(s, j, None, item)
+            if o.match is None and not o.at_end:
+                return
+    for a, t in successors(s):
+        name = a[0]
+        if name in skipped:
+            continue
+        if silent(name):
+            push(t, -1, a, -1)
+            continue
+        for j, item in near:
+            o = items[item][1]
+            if o.match is not None and name in o.actions and o.match(s, a, t) is None:
+                push(t, j, a, item)
 
 
 def _cached(silent):

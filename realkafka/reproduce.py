@@ -704,7 +704,6 @@ def reproduce(path: str, version: str | Release | None = None, out: Path | None 
     run folder (``kafka_mc.realkafka.runfolder``: new, empty or a run folder; its manifest
     written first, its completion last); an interrupt or an outside failure (``RunFailed``: a
     JVM that died, a full disk) leaves it marked incomplete, saying why."""
-    from kafka_mc.realkafka.runfolder import RunFolder
     loaded = load(path)
     release = release_for(loaded.preset, version)
     if out is None:

@@ -72,6 +72,10 @@ PINNED = {
                         IDEMPOTENT | KIP_890),
     "kafka-3.8": Pinned((37582, 118593, 50), (4033082, 15230243, 58), (),
                         IDEMPOTENT | KIP_890),
+    # KAFKA-19690 backported (conformance #20): a batch whose guard a marker removed, at a stale
+    # epoch, is fenced (INVALID_PRODUCER_EPOCH) rather than refused INVALID_TXN_STATE
+    "kafka-3.9.2": Pinned((36184, 113485, 50), (3862930, 14495842, 58), (),
+                          IDEMPOTENT | KIP_890),
     "kafka-4.0": Pinned((18584, 54643, 44), (1430967, 5001467, 48), (),
                         IDEMPOTENT | KIP_890 | TV2_BUMP),
     "kafka-4.1": Pinned((18584, 54805, 44), (1467188, 5171908, 49), (),

@@ -43,7 +43,7 @@ def add_parsers(real) -> None:
     c.add_argument("--config", metavar="CONFIG", help="the config the runs must be of (TOML file "
                    "or a shipped config's name; default: theirs, which must be one)")
     c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   dest="sets")
+                   dest="sets", help="override a value of the config (repeatable)")
     c.add_argument("--version", metavar="V", dest="kafka_version",
                    help="only this release's runs (a folder holding another's is refused)")
     c.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N",
@@ -54,25 +54,31 @@ def add_parsers(real) -> None:
                    help="the validator's node limit for a run without a recorded behaviour")
     c.add_argument("--dot", metavar="FILE", help="write the state machines, witnessed edges "
                                                  "solid, the model's others dashed (DOT)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
     e = real.subcommands.add_parser(
         "explore", help="directed runs: drive real Kafka along model paths to the coverage "
                         "classes no run has witnessed, until the budget is spent")
     e.add_argument("config", nargs="?", metavar="CONFIG",
                    help="TOML file or name of a shipped config (default: tiny)")
-    e.add_argument("--version", required=True, metavar="V", dest="kafka_version")
+    e.add_argument("--version", required=True, metavar="V", dest="kafka_version",
+                   help="the release to run (a fetched one: kafka-mc real versions)")
     e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   dest="sets")
+                   dest="sets", help="override a value of the config (repeatable)")
     e.add_argument("--budget", type=int, default=10, metavar="N", help="real runs to make")
     e.add_argument("--out", metavar="DIR", help="the session's folder (default: "
                    "out/explore-<version>); a session on a folder used before goes on from it")
     e.add_argument("--runs", action="append", default=[], metavar="FOLDER", dest="seen",
                    help="runs (a campaign's --out) whose classes count as witnessed already")
-    e.add_argument("--brokers", type=int, choices=[1, 3], default=1)
-    e.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N")
-    e.add_argument("--walks", type=int, default=cov.WALKS, metavar="N")
-    e.add_argument("--max-nodes", type=int, default=None, metavar="N")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--brokers", type=int, choices=[1, 3], default=1,
+                   help="brokers of the cluster (3: a partition on a broker of its own, for the "
+                        "paths that order a Produce or take a partition offline)")
+    e.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N",
+                   help="the model search's bound (a config larger than it is searched in part)")
+    e.add_argument("--walks", type=int, default=cov.WALKS, metavar="N",
+                   help="random walks after a search the bound cut (0: none)")
+    e.add_argument("--max-nodes", type=int, default=None, metavar="N",
+                   help="the validator's node limit for each run's judgement")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def main(args) -> int:

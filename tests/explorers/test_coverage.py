@@ -132,5 +132,6 @@ def test_bad_input_to_real_coverage_is_one_line(tmp_path):
                     "a run of another config than tiny")
     (tmp_path / "other" / "run.json").write_text(json.dumps(
         {"version": "3.6.2", "seed": 0, "config": {"model": {"name": "pulsar"}}}))
+    # a run of another model: refused by the reader of run folders before any model is bound
     one_line_exit_2(*kmc("real", "coverage", tmp_path / "other"),
-                    "does not offer the observations capability")
+                    "run.json's config is of model 'pulsar', not kafka")
