@@ -667,6 +667,10 @@ class _Run:
         ran = 0
         try:
             for i, (action, before, after, label) in enumerate(steps, 1):
+                # progress (issue 59): which step, of how many, since the start
+                what = f": {' '.join(label.split())[:72]}" if label else ""
+                self.log(f"  [{i}/{len(steps)}] {time.monotonic() - self.t0:5.1f} s  "
+                         f"{action[0]}{what}")
                 self.step(i, action, before, after, label)
                 ran = i
         except (TimeoutError, RuntimeError, KeyError, ClientError) as e:

@@ -139,12 +139,26 @@ def _campaign(args, started) -> int:
             row, write = _validate(cfg, release, runfolder.read(result.out), result, args)
             rows.append(row)
             write()
+            log(_progress(rows, len(seeds), started))
         try:
             camp.complete()
         except OSError as e:
             raise runfolder.RunFailed(f"cannot write in {shown(camp.path)} "
                                       f"({e.strerror or e})") from None
     return _report(rows, release, camp.path, args, started)
+
+
+def _progress(rows, runs: int, started: float) -> str:
+    """A campaign's progress line after each run (issue 59): runs done of how many, the verdicts
+    so far, the time spent and, at the mean time a run took, the time left."""
+    done = len(rows)
+    counts = {v: sum(r["verdict"] == v for r in rows)
+              for v in ("conforms", "diverges", "unknown", "partial")}
+    spent = time.monotonic() - started
+    left = spent / done * (runs - done)
+    return (f"[{done}/{runs}] {counts['conforms']} conforming, {counts['diverges']} divergent, "
+            f"{counts['unknown'] + counts['partial']} undecided; {spent:.0f} s spent, about "
+            f"{left:.0f} s left")
 
 
 def _log(args):

@@ -66,10 +66,13 @@ def test_the_golden_3_6_counterexample_reproduces_on_3_6_2(tmp_path):
 
 def test_the_same_schedule_does_no_harm_on_the_newest_release(tmp_path):
     started = time.monotonic()
-    run = real("reproduce", str(GOLDEN), "--version", releases.NEWEST, "--out", str(tmp_path),
-               "--json")
+    run = real("reproduce", str(GOLDEN), "--version", releases.NEWEST, "--out", str(tmp_path))
     assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads(run.stdout)
+    # progress on stderr, a line per step (issue 59): which, of how many, since the start
+    progress = [ln.split()[0] for ln in run.stderr.splitlines() if ln.startswith("  [")]
+    assert progress == [f"[{i}/46]" for i in range(1, 47)], run.stderr
+    assert run.stdout.startswith("NOT-REPRODUCED: ")
+    report = json.loads((tmp_path / "report.json").read_text())
     assert report["verdict"] == "not-reproduced" and report["steps_run"] == 46
     assert report["anomalies"] == []
     ev = report["evidence"]
