@@ -7,11 +7,12 @@ shape)`` (null or shape), a ``Range`` (an integer between bounds), a ``frozenset
 of them), ``ANY`` (any JSON value) or ``"records"`` (the record batches of a decoded body,
 ``kafka_mc.realkafka.wire.BATCH_SHAPE``). ``check`` says where a value leaves its shape, in one line.
 
-The files' shapes are what the harness writes: ``run.json`` (``realkafka.run``), ``plan.json``
-(``realkafka.plan.Plan``), the proxy's events (``realkafka.proxy``; a decoded body as kio's
-schema of its API and version says, ``wire.body_shape``), the client history
-(``realkafka.client``), the end state (``report.json``'s ``end_state``, or a reproduction's
-``end_state.json``) and the manifest (``realkafka.runfolder.manifest``). An object may carry keys
+The files' shapes are what the harness writes: ``run.json`` (``kafka_mc.realkafka.run``),
+``plan.json`` (``kafka_mc.realkafka.plan.Plan``), the proxy's events
+(``kafka_mc.realkafka.proxy``; a decoded body as kio's schema of its API and version says,
+``wire.body_shape``), the client history (``kafka_mc.realkafka.client``), the end state
+(``report.json``'s ``end_state``, or a reproduction's ``end_state.json``) and the manifest
+(``kafka_mc.realkafka.runfolder.manifest``). An object may carry keys
 a later kafka-mc adds where the shape says ``...``; a value of the wrong type never passes, so
 no reader meets a string where it counts, a list where it looks a key up, or a count it would
 loop over a billion times.
@@ -192,7 +193,8 @@ def _with_topic_names(shape):
 
 
 def check_history(e: dict, path: str) -> None:
-    """A history record (``realkafka.client``): a send's value names its topic and partition."""
+    """A history record (``kafka_mc.realkafka.client``): a send's value names its topic and
+    partition."""
     check(e, HISTORY, path)
     if e["f"] == "send" and e["type"] in ("invoke", "ok") and e["value"] is not None:
         check(e["value"], SEND_VALUE, f"{path}.value")

@@ -409,7 +409,8 @@ def test_cli_por_flag_and_config_key(tmp_path, capsys):
     cfg.write_text(open(resolve_config_path("tiny")).read() + '\n[check]\npor = true\n')
     assert cli.main(["check", str(cfg), "--invariant", "txn_atomicity", "--out", out]) == 0
     text = capsys.readouterr().out
-    assert "partial-order reduction:" in text and "shortest within the reduced graph" in text
+    flat = " ".join(text.split())        # (lines are wrapped within COLUMNS)
+    assert "partial-order reduction:" in flat and "shortest within the reduced graph" in flat
     # on by default (unset), off with --no-por, [check] por = false or a depth bound
     assert cli.main(["check", "tiny", "--out", out]) == 0
     assert "partial-order reduction:" in capsys.readouterr().out

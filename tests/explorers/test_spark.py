@@ -421,7 +421,9 @@ def test_cli_violation_trace_and_checkpoint(tmp_path):
             "--checkpoint", "0", "--out", "o", cwd=tmp_path)
     assert r.returncode == 12, r.stderr
     assert "shortest counterexample: 5 steps" in r.stdout and "explorer spark" in r.stdout
-    assert r.stdout.splitlines()[1].startswith("  167 distinct states, 468 generated, depth 5,")
+    # the figures after the counterexample (issue 59: the counterexample comes first)
+    assert any(ln.startswith("  167 distinct states, 468 generated, depth 5,")
+               for ln in r.stdout.splitlines()), r.stdout
     progress = [ln for ln in r.stderr.splitlines() if ln.startswith("progress:")]
     assert progress[0].startswith("progress: depth 0,") and len(progress) == 5  # one per level
     noise = [ln for ln in r.stderr.splitlines()
