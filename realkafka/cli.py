@@ -6,6 +6,7 @@
     kafka-mc real run [CONFIG] (--version V | --kafka-home DIR [--protocol P]) [--seed S] [--out DIR]
                       [--brokers N] [--json]
     kafka-mc real reproduce TRACE [--version V | --kafka-home DIR [--protocol P]] [--brokers N]
+    kafka-mc real timeline RUN_DIR [--out FILE]
 
 ``--kafka-home DIR`` runs a Kafka distribution of the user's (a branch, a patched release, a
 snapshot: the folder its build unpacks to) as a fetched release runs, judged against the preset
@@ -41,6 +42,7 @@ from kafka_mc.realkafka.plan import PlanError
 from kafka_mc.realkafka.runfolder import FolderError, Interrupted, RunFailed, manifest
 
 EXIT_OK, EXIT_USAGE, EXIT_ANOMALY = 0, 2, 12
+TIMELINE = "timeline.html"      # realkafka.timeline.NAME (not imported: --help reads no run)
 EXIT_FAILED = 69        # the run could not finish: something outside kafka-mc failed it
 # The signals a real command stops on, each its exit code 128 + its number (a JVM, the proxy,
 # a run folder being written are dealt with first: stopped, marked incomplete)
@@ -98,6 +100,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
     brokers_argument(rp, "3: each partition led by its own broker (markers and records in "
                          "separate requests, as the trace's leaders get them)")
     rp.add_argument("--json", action="store_true", help="print one JSON result object")
+    t = rsub.add_parser("timeline", help="draw a recorded run folder (or a campaign's folder of "
+                                         "runs) as one HTML page: clients, proxy and brokers on "
+                                         "one time axis, requests, faults, markers, outcomes")
+    t.add_argument("run_dir", metavar="RUN_DIR",
+                   help="a run folder of real run, real conform or real reproduce's conform/ "
+                        "(or a real conform --runs campaign's --out: a page of its runs)")
+    t.add_argument("--out", metavar="FILE",
+                   help=f"the page to write (default: RUN_DIR/{TIMELINE}, listed in the "
+                        "folder's manifest as an output)")
     real.subcommands = rsub   # explorers.cli.real adds the commands that need an explorer
     return real
 
@@ -221,11 +232,11 @@ def _main(args) -> int:
     command = getattr(args, "real_command", None)
     if command is None:
         raise RealUsageError("a real command is required: versions, fetch, cluster, run, "
-                             "conform or reproduce")
-    if command not in ("versions", "fetch"):   # the proxy's protocol decoder (kio: the real
+                             "conform, reproduce or timeline")
+    if command not in ("versions", "fetch", "timeline"):   # the proxy's protocol decoder (kio: the real
         from kafka_mc.realkafka import wire  # noqa: F401  extra), before anything starts
     return {"versions": _versions, "fetch": _fetch, "cluster": _cluster, "run": _run,
-            "reproduce": _reproduce}[command](args)
+            "reproduce": _reproduce, "timeline": _timeline}[command](args)
 
 
 def _versions(args) -> int:
@@ -256,6 +267,15 @@ def _versions(args) -> int:
 def _fetch(args) -> int:
     from kafka_mc.realkafka import fetch
     return fetch.main(args.versions, prog="kafka-mc real fetch")
+
+
+def _timeline(args) -> int:
+    """A run folder's timeline (``realkafka.timeline``); no JVM, no proxy."""
+    from kafka_mc.realkafka import timeline
+    print(f"timeline: {timeline.write(args.run_dir, args.out)}")
+    return EXIT_OK
+
+
 def _events_file(text: str) -> Path:
     """``--events FILE``: a new file in a folder, or a regular file (appended to); a folder, a
     FIFO or a device is refused before anything starts (a FIFO would block its opening)."""

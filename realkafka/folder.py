@@ -30,6 +30,9 @@ FILES = {
                         "enabled there) or undecided",
     "behaviour.itf.json": "(real conform, when the run conforms) the model's behaviour that "
                           "explains it: an ITF trace that kafka-mc replay and explore open",
+    "timeline.html": "(real timeline) the run drawn on one time axis: clients, broker senders "
+                     "and the proxy's connections, each request a mark to its response, faults, "
+                     "COMMIT/ABORT markers and transaction outcomes (open it in a browser)",
     "server.log": "the broker's own log (log4j)",
     "stdout.log": "the broker JVM's standard output and error",
     "kafka-mc-run.json": "the manifest (realkafka/runfolder/): marks the folder as kafka-mc's, "
