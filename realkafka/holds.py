@@ -16,10 +16,10 @@ In a trace where a partition goes offline (``gate_produce_responses``) the leade
 responses are held too, and released at the trace's ReceiveProduceResponse: the leader answers
 (its append done) at HandleProduce or HandleVerifyAddPartitionResponse, and the answer reaches
 the client where the trace delivers it, which may be after the leader's broker was killed
-(PartitionOffline). The proxy holds the answer's bytes as the network would a segment in flight:
-the broker wrote it before it died, and a connection whose server process dies still delivers
-what was written before (``proxy._broker_gone`` keeps the client's side open until its held
-responses are released, then closes it)."""
+(PartitionOffline). The proxy holds the answer's bytes as a network may hold a segment in
+flight: the broker wrote them before it died, and a slow link or a retransmission delivers them
+later (``proxy._broker_gone`` keeps the client's side open until its held responses are
+released, then closes it; docs/conformance.md #21)."""
 from __future__ import annotations
 
 import time
