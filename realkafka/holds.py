@@ -10,7 +10,16 @@ on the inter-broker listener), released at the trace's HandleVerifyAddPartition 
 its HandleVerifyAddPartitionResponse. A frame is
 named by its API, direction, client.id (``t<tid>.i<instance>``) and the partitions it carries;
 one broker's markers to several partitions share one WriteTxnMarkers request (``delivered``:
-released at the first step that delivers one of them, the others find it delivered)."""
+released at the first step that delivers one of them, the others find it delivered).
+
+In a trace where a partition goes offline (``gate_produce_responses``) the leaders' Produce
+responses are held too, and released at the trace's ReceiveProduceResponse: the leader answers
+(its append done) at HandleProduce or HandleVerifyAddPartitionResponse, and the answer reaches
+the client where the trace delivers it, which may be after the leader's broker was killed
+(PartitionOffline). The proxy holds the answer's bytes as a network may hold a segment in
+flight: the broker wrote them before it died, and a slow link or a retransmission delivers them
+later (``proxy._broker_gone`` keeps the client's side open until its held responses are
+released, then closes it; docs/conformance.md #21)."""
 from __future__ import annotations
 
 import time
@@ -74,6 +83,12 @@ def produce_parts(event: dict) -> set[int]:
             for pd in t.get("partition_data") or ()}
 
 
+def produce_response_parts(event: dict) -> set[int]:
+    """The partitions a Produce response answers."""
+    return {pr.get("index") for t in (event.get("fields") or {}).get("responses") or ()
+            for pr in t.get("partition_responses") or ()}
+
+
 def verify_parts(event: dict, topic: str) -> list[int]:
     """The partitions of a leader's verification (AddPartitionsToTxn v4+ on the inter-broker
     listener), request or response."""
@@ -115,16 +130,22 @@ class Holds:
         self.send_mark: dict[tuple, int] = {}      # (p, k) -> proxy events before its send()
         self.produce_seen: dict[tuple, dict] = {}  # (p, k) -> the Produce SendProduce took
         self.verified: list[dict] = []             # released verifications: parts left
+        self.produce_answers: list[dict] = []      # released Produce responses: parts left
         self.stale_answer = None
 
     # -- the gates
-    def gate(self, gate_produce: bool, gate_verification: bool = False) -> list:
+    def gate(self, gate_produce: bool, gate_verification: bool = False,
+             gate_produce_responses: bool = False) -> list:
         """Every client and broker API held by the proxy (with ``gate_verification`` the
-        leaders' verifications too); returns the gates."""
+        leaders' verifications too, with ``gate_produce_responses`` the leaders' Produce
+        responses); returns the gates."""
         from kafka_mc.realkafka.proxy import HOLD, Fault
         gates = [self.proxy.add_fault(Fault(HOLD, "AddPartitionsToTxn", d,
                                             endpoint="broker-*/INTERNAL", count=None))
                  for d in ("request", "response")] if gate_verification else []
+        if gate_produce_responses:
+            gates.append(self.proxy.add_fault(Fault(HOLD, "Produce", "response",
+                                                    endpoint="broker-*/CLIENT", count=None)))
         return gates + self._gate(gate_produce)
 
     def _gate(self, gate_produce: bool) -> list:
@@ -296,6 +317,32 @@ class Holds:
         answered = self.answered(h.event)
         if answered is not None:
             done["appended"] = f"answered #{answered}"
+        return done
+
+    def produce_response(self, msg: dict) -> dict:
+        """ReceiveProduceResponse (Produce responses gated): the leader's held answer to p's
+        Produce carrying partition k checked against the trace's error and released to the
+        client, its leader's broker alive or not (one answer carries every partition of its
+        request: released at the first step that receives one of them)."""
+        p, k = msg.get("producer"), msg.get("partition")
+        for d in self.produce_answers:
+            if d["producer"] == p and k in d["left"]:
+                d["left"].discard(k)
+                return {"answered_with": d["seq"]}
+
+        def pred(h):
+            e = h.event
+            return (e["api"] == "Produce" and e["direction"] == "response"
+                    and e["client_id"] == self.client(p) and k in produce_response_parts(e))
+        self.held(pred, f"the leader's answer to p{p}'s Produce to partition {k}")
+        h = min((h for h in self.proxy.held() if pred(h)), key=lambda h: h.event["seq"])
+        self.check_error(msg, h.event)
+        up = h.conn.up_open
+        self.produce_answers.append({"producer": p, "seq": h.event["seq"],
+                                     "left": produce_response_parts(h.event) - {k}})
+        done = {"released": self.release(h)["seq"]}
+        if not up:
+            done["broker_gone"] = "its broker's connection closed before: delivered all the same"
         return done
 
     def mark_send(self, p: int, k: int) -> None:

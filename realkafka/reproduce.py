@@ -17,7 +17,10 @@ transactional APIs the trace orders: on the clients' listener InitProducerId, Ad
 (the client's form), AddOffsetsToTxn, EndTxn, TxnOffsetCommit; on the inter-broker listener
 WriteTxnMarkers. Each held frame goes on only when the trace delivers it. Everything else
 (Metadata, FindCoordinator, Produce, Fetch, the leaders' KIP-890 verifications and TV2's implicit
-adds) passes: the trace's steps on them are waited for through their visible effect.
+adds) passes: the trace's steps on them are waited for through their visible effect. In a trace
+with a PartitionOffline the Produce responses are held too (``gate_produce_responses``): the
+trace may deliver a leader's answer after its broker was killed, as a network may (the bytes
+were written before the process died; ``holds``).
 
 | trace step | on the real cluster |
 |---|---|
@@ -31,7 +34,7 @@ adds) passes: the trace's steps on them are waited for through their visible eff
 | SendProduce(p, k, n) / HandleProduce / HandleVerifyAddPartition(Response) | not gated: wait for the client's Produce carrying partition k sent after the trace's send() (one Produce per broker carries every partition); the leader's verification (3.6+, TV1) or implicit add (TV2) happens unforced, and a step whose model appends the batch waits for the Produce's answer (the append). In a trace with an ExpireBatch the Produce is gated: HandleProduce releases the oldest held copy (its client may have given up on it) and waits for its answer (the append) |
 | HandleWriteTxnMarkers / HandleProduce (released), where the Produce is gated | the step ends when the broker answered (its append done, at most APPEND_WAIT_S): a marker and a produce released one after the other on two connections do not race in the broker |
 | ExpireBatch(p, k) | (``--brokers 3``, the partitions off the coordinator's broker) the batch's Produce held while the client's delivery.timeout.ms passes (request.timeout.ms = delivery.timeout.ms = 4 s for such a trace: the request times out as the batch expires, never resent); wait for ``send()`` to fail with ``TimeoutException: Expiring 1 record(s)`` |
-| ReceiveProduceResponse(msg) | wait for the ``send()`` future of the record: acknowledged (error NONE) or failed as the trace says |
+| ReceiveProduceResponse(msg) | in a trace with a PartitionOffline, check the held Produce response's error against the trace's and release it (its broker may be down by then: the proxy kept the client's connection open for it); then wait for the ``send()`` future of the record: acknowledged (error NONE) or failed as the trace says |
 | CompleteTransaction(p) | the commit or abort of a transaction that added no partition returns without an EndTxn |
 | DuplicateRequest(msg) | the first copy stays held until its sender's request.timeout.ms closes the connection and the sender retries on a new connection (held too); the old copy is delivered when the trace handles it ``disconnected`` |
 | DelayRequest(msg) | nothing: the request stays held until the trace handles it |
@@ -390,6 +393,9 @@ class _Run:
         self.leaders: dict = {}
         # Produce gated (released at the trace's HandleProduce) where the trace orders it
         self.gate_produce = gates_produce(self.t.actions)
+        # Produce responses gated (released at the trace's ReceiveProduceResponse) where a
+        # partition goes offline: the trace may deliver the answer after the leader died
+        self.gate_produce_responses = any(a[0] == "PartitionOffline" for a in self.t.actions)
         # short client timeouts: a batch must expire while its Produce is held
         self.expiring = any(a[0] == "ExpireBatch" for a in self.t.actions)
         self.notes: list[str] = []
@@ -488,6 +494,8 @@ class _Run:
             done["mapped"] = "not gated: the leader handles it unforced"
             done.update(holds.appended_unforced(action[1], before, after))
         elif name == "ReceiveProduceResponse":
+            if self.gate_produce_responses:
+                done.update(holds.produce_response(action[1]))
             done.update(self.calls.produce_answered(action[1]))
         elif name == "CompleteTransaction":
             done.update(self.calls.complete(action[1], after))
@@ -611,7 +619,8 @@ class _Run:
                                client_settings(self.t.actions, self.expiring))
             self._create_topic()
             self.calls.warm_up(self.run_id)
-            gates = self.holds.gate(self.gate_produce, self.gate_verification)
+            gates = self.holds.gate(self.gate_produce, self.gate_verification,
+                                    self.gate_produce_responses)
             self.log(f"Kafka {self.release.version}: {len(steps)} steps of "
                      f"{self.loaded.path} ({self.loaded.property})")
             ran, divergence = self._play(steps)

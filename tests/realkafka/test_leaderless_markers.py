@@ -116,23 +116,26 @@ def test_a_commit_whose_partition_has_no_leader_hangs_the_partition_on_4_4():
 # --- the model's counterexample, replayed (kafka-mc real reproduce, issue 44) ------------------
 
 TRACE = (Path(__file__).resolve().parents[1] / "model" / "leaderless-kafka-4.3.itf.json")
-# `kafka-mc check leaderless --out DIR` writes it (no_hanging_transactions, 17 steps on kafka-4.3);
-# regenerate it when the model's configuration keys change (the trace records them)
+# the model's trace of 2026-11-26 (no_hanging_transactions, 17 steps on kafka-4.3; the client
+# receives its Produce answer before the partition goes offline); regenerate it when the model's
+# configuration keys change (the trace records them). `kafka-mc check leaderless` now prints
+# another 17-step trace (the answer received after the partition went offline): the journey's
+# test below makes it with the explorer
+KAFKA_MC = [sys.executable, "-m", "kafka_mc"]     # this checkout's (run from its root)
 
 
-def _reproduce(version: str, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
+def _reproduce(version: str, out: Path, trace: Path = TRACE
+               ) -> tuple[subprocess.CompletedProcess, dict]:
     _need(version)
-    kafka_mc = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
-    run = subprocess.run([kafka_mc, "real", "reproduce", str(TRACE), "--version", version,
-                          "--brokers", "3", "--out", str(out), "--json"],
+    run = subprocess.run(KAFKA_MC + ["real", "reproduce", str(trace), "--version", version,
+                                     "--brokers", "3", "--out", str(out), "--json"],
                          capture_output=True, text=True, timeout=300)
     report = json.loads(run.stdout) if run.stdout.strip().startswith("{") else {}
     return run, report
 
 
 def _conforms(run_dir: Path) -> None:
-    kafka_mc = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
-    conform = subprocess.run([kafka_mc, "real", "conform", "--run", str(run_dir), "--json"],
+    conform = subprocess.run(KAFKA_MC + ["real", "conform", "--run", str(run_dir), "--json"],
                              capture_output=True, text=True, timeout=120)
     assert conform.returncode == 0, conform.stdout[-2000:] + conform.stderr[-2000:]
 
@@ -175,6 +178,36 @@ def test_the_model_s_leaderless_counterexample_reproduces_on_4_4(tmp_path):
     _diverges_from_the_fixed_model(tmp_path / "conform")
 
 
+def test_the_trace_check_leaderless_prints_reproduces_on_4_4(tmp_path):
+    """The journey (issue 59): `kafka-mc check leaderless --out DIR`, then `kafka-mc real
+    reproduce` on its trace, 4.4.0, 3 brokers. In that trace the leader appends and answers
+    (step 12), the partition goes offline (13: its broker killed and fenced), and only then does
+    the client receive the answer (14): the proxy holds it past the broker's death and delivers
+    it there, as a network may deliver what a process wrote before it died (the harness without
+    that hold gave it to the client at once, before the kill; on main before the append was
+    awaited the kill overtook the leader's answer, and the run diverged at step 14)."""
+    _need(VULNERABLE)
+    check = subprocess.run(KAFKA_MC + ["check", "leaderless", "--out", str(tmp_path / "check")],
+                           capture_output=True, text=True, timeout=120)
+    assert check.returncode == 12, check.stdout[-2000:] + check.stderr[-2000:]
+    trace = tmp_path / "check" / "no_hanging_transactions.itf.json"
+    run, report = _reproduce(VULNERABLE, tmp_path / "real", trace)
+    assert run.returncode == 12, run.stdout[-2000:] + run.stderr[-2000:]
+    assert report["verdict"] == "reproduced" and report["steps_run"] == report["steps"] == 17
+    assert {a["name"] for a in report["anomalies"]} == {"lost-write", "hanging-transaction"}
+    steps = [json.loads(line) for line in (tmp_path / "real" / "steps.jsonl").open()]
+    names = [s["action"] for s in steps]
+    assert names[11:14] == ["HandleVerifyAddPartitionResponse", "PartitionOffline",
+                            "ReceiveProduceResponse"]
+    appended, receive = steps[11], steps[13]
+    assert appended["appended"] == f"answered #{receive['released']}"   # held since step 12
+    assert "broker_gone" in receive and receive["record"] == "t0.i0.x0.r0"
+    ev = report["evidence"]
+    assert ev["offsets"]["0"] == {"high_watermark": 1, "lso": 0}
+    assert [b.get("marker") for b in ev["logs"]["0"]] == [None] and ev["read_committed"] == []
+    _conforms(tmp_path / "real" / "conform")
+
+
 def test_the_same_steps_do_no_harm_on_4_2(tmp_path):
     """The same schedule on 4.2.2: the marker waits for the leader and is written when it is
     back (the record, then COMMIT; LSO = high watermark = 2): not reproduced, and the run
@@ -195,10 +228,9 @@ def test_a_seeded_real_run_with_an_offline_partition_meets_it_on_4_4(tmp_path):
     answer); seed 0 plans the outage. On 4.4.0 the run ends with the committed record unread
     and the partition hanging, and the run conforms to kafka-4.3 (which has the flag)."""
     _need(VULNERABLE)
-    kafka_mc = shutil.which("kafka-mc", path=str(Path(sys.executable).parent)) or "kafka-mc"
     out = tmp_path / "run"
-    run = subprocess.run([kafka_mc, "real", "run", "leaderless", "--version", VULNERABLE,
-                          "--brokers", "3", "--seed", "0", "--out", str(out), "--json"],
+    run = subprocess.run(KAFKA_MC + ["real", "run", "leaderless", "--version", VULNERABLE,
+                                     "--brokers", "3", "--seed", "0", "--out", str(out), "--json"],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 12, run.stdout[-2000:] + run.stderr[-2000:]
     assert json.loads((out / "plan.json").read_text())["outages"] == [{"partition": 0}]
