@@ -48,7 +48,9 @@ def test_small_counts_and_verdicts(small_runs, preset, distinct, generated, dept
     expected = list(PINNED[preset].weakness)
     assert violations == expected
     if not expected:
-        assert never_enabled == ()      # every rule fires
+        # every rule fires but KillProducer: small has no faults.producer_kills budget (a process
+        # killed for good, issue 62: tests/model/test_faults.py spends one)
+        assert never_enabled == ("KillProducer",)
 
 
 @pytest.mark.parametrize("preset, distinct, generated, depth", TINY)
