@@ -140,7 +140,8 @@ def fetched(version: str) -> bool:
     user may read it (a cache fetched by another user with folders of mode 0700 is not)."""
     folder = home(version)
     return (folder / "FETCHED").is_file() and all(
-        os.access(folder / name, os.R_OK | os.X_OK) for name in ("lib", "driver"))
+        os.access(folder / name, os.R_OK | os.X_OK) for name in ("lib", "driver")
+        if (folder / name).exists())     # (one missing: the driver says what to run)
 
 
 def classpath(release: Release | str) -> str:
