@@ -219,16 +219,21 @@ def _attempt(ex: Exploration, c: str, model, model_cfg, out: Path, run, log,
              max_nodes: int) -> Attempt:
     started = time.monotonic()
     folder = out / f"{ex.runs + 1:03d}-{slug(c)}"
-    folder.mkdir(parents=True, exist_ok=True)
-    steps = path_trace(model, model_cfg, ex.drivable[c], folder / "path.itf.json")
+    # the path is written beside the run's folder and moved into it after the run: the folder
+    # is a run folder (kafka_mc.realkafka.runfolder), taken only when new or empty
+    path = out / f"{folder.name}.path.itf.json"
+    steps = path_trace(model, model_cfg, ex.drivable[c], path)
     try:
-        left = run(folder / "path.itf.json", folder)
+        left = run(path, folder)
     except CannotDrive as e:
         return Attempt(c, "cannot-drive", str(e), steps, time.monotonic() - started, str(folder))
     except HarnessError as e:
         ex.runs += 1
         return Attempt(c, "harness-error", str(e), steps, time.monotonic() - started,
                        str(folder))
+    finally:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.replace(path, folder / "path.itf.json")
     ex.runs += 1
     outcome, why, classes = judge_run(folder / "conform", c, max_nodes)
     if left and outcome != "witnessed":
