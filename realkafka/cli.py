@@ -270,7 +270,7 @@ def _fetch(args) -> int:
 
 
 def _timeline(args) -> int:
-    """A run folder's timeline (``realkafka.timeline``); no JVM, no proxy."""
+    """A run folder's timeline (``kafka_mc.realkafka.timeline``); no JVM, no proxy."""
     from kafka_mc.realkafka import timeline
     print(f"timeline: {timeline.write(args.run_dir, args.out)}")
     return EXIT_OK

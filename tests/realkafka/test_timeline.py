@@ -1,5 +1,5 @@
-"""``kafka-mc real timeline``: a recorded run folder drawn as one HTML page (``realkafka.timeline``),
-its marks counted against the run's own event log and history; a campaign's page; bad input. No
+"""``kafka-mc real timeline``: a recorded run folder drawn as one HTML page
+(``kafka_mc.realkafka.timeline``), its marks counted against the run's own event log and history; a campaign's page; bad input. No
 real Kafka: the run folders recorded in the repository, copied (the command writes into them).
 
 ``kafka-4.4.0-faults`` was recorded before run folders had a ``run.json``; its copy gets one
