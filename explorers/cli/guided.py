@@ -42,14 +42,10 @@ def add_parsers(real) -> None:
                         "campaign's --out, a real explore's --out)")
     c.add_argument("--config", metavar="CONFIG", help="the config the runs must be of (TOML file "
                    "or a shipped config's name; default: theirs, which must be one)")
-    c.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   dest="sets", help="override a value of the config (repeatable)")
+    _set_argument(c)
     c.add_argument("--version", metavar="V", dest="kafka_version",
                    help="only this release's runs (a folder holding another's is refused)")
-    c.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N",
-                   help="the model search's bound (a config larger than it is searched in part)")
-    c.add_argument("--walks", type=int, default=cov.WALKS, metavar="N",
-                   help="random walks after a search the bound cut (0: none)")
+    _model_search_arguments(c)
     c.add_argument("--max-nodes", type=int, default=None, metavar="N",
                    help="the validator's node limit for a run without a recorded behaviour")
     c.add_argument("--dot", metavar="FILE", help="write the state machines, witnessed edges "
@@ -62,23 +58,32 @@ def add_parsers(real) -> None:
                    help="TOML file or name of a shipped config (default: tiny)")
     e.add_argument("--version", required=True, metavar="V", dest="kafka_version",
                    help="the release to run (a fetched one: kafka-mc real versions)")
-    e.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   dest="sets", help="override a value of the config (repeatable)")
+    _set_argument(e)
     e.add_argument("--budget", type=int, default=10, metavar="N", help="real runs to make")
     e.add_argument("--out", metavar="DIR", help="the session's folder (default: "
                    "out/explore-<version>); a session on a folder used before goes on from it")
     e.add_argument("--runs", action="append", default=[], metavar="FOLDER", dest="seen",
                    help="runs (a campaign's --out) whose classes count as witnessed already")
-    e.add_argument("--brokers", type=int, choices=[1, 3], default=1,
-                   help="brokers of the cluster (3: a partition on a broker of its own, for the "
-                        "paths that order a Produce or take a partition offline)")
-    e.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N",
-                   help="the model search's bound (a config larger than it is searched in part)")
-    e.add_argument("--walks", type=int, default=cov.WALKS, metavar="N",
-                   help="random walks after a search the bound cut (0: none)")
+    real_cli.brokers_argument(e, "brokers of the cluster (3: a partition on a broker of its "
+                                 "own, for the paths that order a Produce or take a partition "
+                                 "offline)")
+    _model_search_arguments(e)
     e.add_argument("--max-nodes", type=int, default=None, metavar="N",
                    help="the validator's node limit for each run's judgement")
     e.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _set_argument(p) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                   dest="sets", help="override a value of the config (repeatable)")
+
+
+def _model_search_arguments(p) -> None:
+    """The model side of coverage: a bounded search, then random walks (``coverage.reach``)."""
+    p.add_argument("--max-states", type=int, default=cov.MAX_STATES, metavar="N",
+                   help="the model search's bound (a config larger than it is searched in part)")
+    p.add_argument("--walks", type=int, default=cov.WALKS, metavar="N",
+                   help="random walks after a search the bound cut (0: none)")
 
 
 def main(args) -> int:

@@ -20,6 +20,7 @@ from kafka_mc.explorers.guided.reproduction import judge_reproduction
 from kafka_mc.model import registry
 from kafka_mc.model.core import Expectation, Property
 from kafka_mc.realkafka import reproduce as repro
+from tests.explorers.test_conformance import log   # the TwoPhase event log
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = Path(__file__).parent / "reproductions"
@@ -30,14 +31,6 @@ ABORTED_NEWEST = RUNS / "kafka-4.0.2-aborted_writes_stay_aborted-on-4.4.0"
 
 def twophase(n=2, name="twophase"):
     return registry.bind(registry.load(model=name, overrides={"model.resource_managers": n}))
-
-
-def log(*lines):
-    out = []
-    for line in lines:
-        node, event, *value = line.split()
-        out.append({"node": node, "event": event, **({"value": value[0]} if value else {})})
-    return out
 
 
 def prop(model, name):
